@@ -1,0 +1,115 @@
+# usdtprof: see README.md. `make V=1` prints every command.
+OUTPUT := .output
+CLANG ?= clang
+BPFTOOL ?= /usr/sbin/bpftool
+CXX := g++
+CC := gcc
+ARCH := x86
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+# Clang's own system include dirs, for usdt.bpf.h and friends under -target bpf
+# (deferred: clang may only be installed by the deps step).
+CLANG_BPF_SYS_INCLUDES = $(shell $(CLANG) -v -E - </dev/null 2>&1 \
+	| sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
+	-idirafter /usr/include/x86_64-linux-gnu -Wall
+
+CXXFLAGS ?= -O2 -g
+CXXFLAGS += -std=gnu++20 -Wall -Wextra -MMD -MP -I$(OUTPUT) -Iinclude -Iuserspace
+LDLIBS := -lbpf -lelf -lz
+# make test SANITIZE=address,undefined
+ifneq ($(SANITIZE),)
+CXXFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=$(SANITIZE)
+OUTPUT := .output/san
+endif
+
+LIB_SRCS := $(wildcard userspace/*.cpp)
+CLI_SRCS := $(wildcard userspace/cli/*.cpp)
+UNIT_SRCS := $(wildcard tests/unit/*.cpp)
+E2E_SRCS := $(wildcard tests/e2e/*.cpp)
+TARGET_C := $(wildcard tests/targets/*.c)
+TARGET_CXX := $(wildcard tests/targets/*.cpp)
+
+LIB_OBJS := $(LIB_SRCS:%.cpp=$(OUTPUT)/%.o)
+CLI_OBJS := $(CLI_SRCS:%.cpp=$(OUTPUT)/%.o)
+UNIT_OBJS := $(UNIT_SRCS:%.cpp=$(OUTPUT)/%.o)
+E2E_OBJS := $(E2E_SRCS:%.cpp=$(OUTPUT)/%.o)
+TARGETS := $(TARGET_C:tests/targets/%.c=$(OUTPUT)/targets/%) \
+	$(TARGET_CXX:tests/targets/%.cpp=$(OUTPUT)/targets/%)
+SKELS := $(OUTPUT)/usdtprof.skel.h
+
+USDTPROF := $(OUTPUT)/usdtprof
+
+.PHONY: all deps test unit e2e demo bench clean
+all: $(USDTPROF)
+
+# Installs missing Debian packages; order-only, so it never forces a rebuild.
+deps:
+	$(Q)tools/install-deps.sh
+
+$(OUTPUT) $(OUTPUT)/targets:
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c include/usdtprof/bpf_shared.h vmlinux/vmlinux.h | deps $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(CLANG_BPF_SYS_INCLUDES) -c $< -o $@.tmp
+	$(Q)$(BPFTOOL) gen object $@ $@.tmp && rm -f $@.tmp
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+$(OUTPUT)/%.o: %.cpp $(SKELS) | deps
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
+
+$(OUTPUT)/libusdtprof.a: $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(USDTPROF): $(CLI_OBJS) $(OUTPUT)/libusdtprof.a
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# Test targets are ordinary programs using the public probe header.
+$(OUTPUT)/targets/%: tests/targets/%.c include/usdtprof/usdtprof.h | deps $(OUTPUT)/targets
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -Wall -Iinclude -pthread $< -o $@
+$(OUTPUT)/targets/%: tests/targets/%.cpp include/usdtprof/usdtprof.h | deps $(OUTPUT)/targets
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -O2 -g -Wall -std=gnu++20 -Iinclude -pthread $< -o $@
+
+$(OUTPUT)/unit_tests: $(UNIT_OBJS) $(OUTPUT)/libusdtprof.a
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(OUTPUT)/e2e_tests: $(E2E_OBJS) $(OUTPUT)/libusdtprof.a
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+unit: $(OUTPUT)/unit_tests
+	$(OUTPUT)/unit_tests
+
+e2e: $(OUTPUT)/e2e_tests $(USDTPROF) $(TARGETS)
+	$(OUTPUT)/e2e_tests
+
+test: $(OUTPUT)/unit_tests $(OUTPUT)/e2e_tests $(USDTPROF) $(TARGETS)
+	$(Q)USDTPROF=$(abspath $(USDTPROF)) TARGETS=$(abspath $(OUTPUT)/targets) \
+		tools/run-tests.sh $(OUTPUT)/unit_tests $(OUTPUT)/e2e_tests
+
+demo: $(USDTPROF) $(OUTPUT)/targets/demo
+	$(Q)tools/demo.sh $(USDTPROF) $(OUTPUT)/targets/demo
+
+clean:
+	rm -rf .output
+
+-include $(wildcard $(OUTPUT)/userspace/*.d $(OUTPUT)/userspace/cli/*.d $(OUTPUT)/tests/*/*.d)

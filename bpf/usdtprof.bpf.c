@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: GPL-2.0
+/* usdtprof's in-kernel engine: one entry and one exit program serve every
+ * probe. Per thread a shadow call stack lives in task-local storage; each exit
+ * adds calls, inclusive and exclusive time into the `paths` map under the
+ * frame's call-path id, which is built incrementally as hash(parent path, func).
+ *
+ * Task storage rather than a hash map keyed by tid: the lookup goes through
+ * the task's own storage cache (no hashing, no contention between threads),
+ * the kernel frees the stack when the thread dies, and userspace never has to
+ * garbage-collect stale tids. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "usdtprof/bpf_shared.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, USDTPROF_MAX_SPECS);
+	__type(key, __u32);
+	__type(value, struct usdtprof_probe_spec);
+} probe_specs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct usdtprof_thread_stack);
+} stacks SEC(".maps");
+
+/* Sized by userspace before load (record --max-paths). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct usdtprof_path_stats);
+} paths SEC(".maps");
+
+__u64 anomalies[USDTPROF_ANOM_COUNT];
+
+#define FRAME_MASK (USDTPROF_MAX_DEPTH - 1)
+
+static __always_inline void count_anomaly(enum usdtprof_anomaly a, __u64 n)
+{
+	__sync_fetch_and_add(&anomalies[a], n);
+}
+
+static __always_inline __u64 reg_value(struct pt_regs *ctx, __u32 reg)
+{
+	switch (reg) {
+	case USDTPROF_REG_DI: return ctx->di;
+	case USDTPROF_REG_SI: return ctx->si;
+	case USDTPROF_REG_AX: return ctx->ax;
+	case USDTPROF_REG_DX: return ctx->dx;
+	case USDTPROF_REG_CX: return ctx->cx;
+	case USDTPROF_REG_BX: return ctx->bx;
+	case USDTPROF_REG_BP: return ctx->bp;
+	case USDTPROF_REG_SP: return ctx->sp;
+	case USDTPROF_REG_R8: return ctx->r8;
+	case USDTPROF_REG_R9: return ctx->r9;
+	case USDTPROF_REG_R10: return ctx->r10;
+	case USDTPROF_REG_R11: return ctx->r11;
+	case USDTPROF_REG_R12: return ctx->r12;
+	case USDTPROF_REG_R13: return ctx->r13;
+	case USDTPROF_REG_R14: return ctx->r14;
+	case USDTPROF_REG_R15: return ctx->r15;
+	default: return ctx->ip;
+	}
+}
+
+static __always_inline __u64 read_arg(struct pt_regs *ctx, const struct usdtprof_arg_spec *arg)
+{
+	__u64 v;
+	__u32 shift;
+
+	if (arg->kind == USDTPROF_ARG_CONST)
+		return arg->offset;
+	v = reg_value(ctx, arg->reg);
+	if (arg->kind == USDTPROF_ARG_REG_DEREF &&
+	    bpf_probe_read_user(&v, sizeof(v), (void *)(v + arg->offset)))
+		return 0;
+	shift = 64 - arg->size * 8;
+	if (shift > 0 && shift < 64) {
+		v <<= shift;
+		v = arg->is_signed ? (__u64)((__s64)v >> shift) : v >> shift;
+	}
+	return v;
+}
+
+static __always_inline __u64 path_hash(__u64 parent, __u64 func)
+{
+	__u64 h = parent ^ (func * 0x9E3779B97F4A7C15ULL);
+
+	h ^= h >> 32;
+	h *= 0xD6E8FEB86659FD93ULL;
+	h ^= h >> 32;
+	return h;
+}
+
+/* Adds one finished (or, at flush, still open) activation to its path. */
+static __always_inline void add_to_path(const struct usdtprof_frame *f, __u64 parent_path,
+					__u32 tgid, __u64 total, __u64 open)
+{
+	struct usdtprof_path_stats *s = bpf_map_lookup_elem(&paths, &f->path);
+
+	if (!s) {
+		struct usdtprof_path_stats init = {
+			.parent = parent_path, .func = f->func, .tgid = tgid,
+		};
+		/* Another CPU may create it first: then EEXIST and the lookup finds it. */
+		bpf_map_update_elem(&paths, &f->path, &init, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&paths, &f->path);
+		if (!s) {
+			count_anomaly(USDTPROF_ANOM_AGG_FULL, 1);
+			count_anomaly(USDTPROF_ANOM_DROPPED_NS, f->self);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&s->calls, 1);
+	__sync_fetch_and_add(&s->self_ns, f->self);
+	__sync_fetch_and_add(&s->total_ns, total);
+	if (open)
+		__sync_fetch_and_add(&s->open, 1);
+}
+
+/* Pops frame d-1 of a stack d deep at time `now`: charges it, records it,
+ * resumes its parent. The caller owns st->depth. */
+static __always_inline void pop_frame(struct usdtprof_thread_stack *st, __u32 d, __u64 now,
+				      __u32 tgid, __u64 open)
+{
+	struct usdtprof_frame *f, *parent = 0;
+
+	if (d == 0 || d > USDTPROF_MAX_DEPTH)
+		return;
+	f = &st->frames[(d - 1) & FRAME_MASK];
+	if (d > 1)
+		parent = &st->frames[(d - 2) & FRAME_MASK];
+	f->self += now - f->resume;
+	add_to_path(f, parent ? parent->path : 0, tgid, now - f->start, open);
+	if (parent)
+		parent->resume = now;
+}
+
+struct pop_ctx {
+	struct usdtprof_thread_stack *st;
+	__u64 now;
+	__u32 depth;
+	__u32 tgid;
+	__u32 open;
+};
+
+static long pop_one(__u32 i, void *data)
+{
+	struct pop_ctx *c = data;
+
+	pop_frame(c->st, c->depth - i, c->now, c->tgid, c->open);
+	return 0;
+}
+
+/* Pops the top n frames of a stack d deep. */
+static __always_inline void pop_frames(struct usdtprof_thread_stack *st, __u32 d, __u32 n,
+				       __u64 now, __u32 tgid, __u32 open)
+{
+	struct pop_ctx c = { .st = st, .depth = d, .now = now, .tgid = tgid, .open = open };
+
+	bpf_loop(n, pop_one, &c, 0);
+}
+
+static __always_inline const struct usdtprof_probe_spec *probe_spec(struct pt_regs *ctx)
+{
+	__u32 idx = bpf_get_attach_cookie(ctx);
+
+	return bpf_map_lookup_elem(&probe_specs, &idx);
+}
+
+SEC("uprobe")
+int usdt_entry(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	const struct usdtprof_probe_spec *spec = probe_spec(ctx);
+	struct usdtprof_thread_stack *st;
+	struct usdtprof_frame *f;
+	__u64 func, parent_path;
+	__u32 d;
+
+	if (!spec)
+		return 0;
+	func = read_arg(ctx, &spec->func);
+	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st) {
+		count_anomaly(USDTPROF_ANOM_NO_STORAGE, 1);
+		return 0;
+	}
+	d = st->depth;
+	if (d >= USDTPROF_MAX_DEPTH) {
+		st->overflow++;
+		count_anomaly(USDTPROF_ANOM_DEPTH_OVERFLOW, 1);
+		return 0;
+	}
+	if (d > 0) {
+		f = &st->frames[(d - 1) & FRAME_MASK];
+		f->self += now - f->resume;
+		parent_path = f->path;
+	} else {
+		parent_path = bpf_get_current_pid_tgid() >> 32; /* roots are per process */
+	}
+	f = &st->frames[d & FRAME_MASK];
+	f->func = func;
+	f->path = path_hash(parent_path, func);
+	f->start = now;
+	f->resume = now;
+	f->self = 0;
+	st->depth = d + 1;
+	return 0;
+}
+
+SEC("uprobe")
+int usdt_exit(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	const struct usdtprof_probe_spec *spec = probe_spec(ctx);
+	struct usdtprof_thread_stack *st;
+	__u64 func;
+	__u32 d, i, tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (!spec)
+		return 0;
+	func = read_arg(ctx, &spec->func);
+	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
+	if (!st || (st->depth == 0 && st->overflow == 0)) {
+		count_anomaly(USDTPROF_ANOM_EXIT_NO_FRAME, 1);
+		return 0;
+	}
+	if (st->overflow) {
+		/* Calls beyond the tracked depth ran inside the deepest frame. */
+		st->overflow--;
+		return 0;
+	}
+	d = st->depth;
+	if (d > USDTPROF_MAX_DEPTH)
+		return 0;
+	if (st->frames[(d - 1) & FRAME_MASK].func != func) {
+		/* Find the frame this exit belongs to; frames above it missed their exit. */
+		for (i = 1; i < USDTPROF_MAX_DEPTH && i < d; i++)
+			if (st->frames[(d - 1 - i) & FRAME_MASK].func == func)
+				break;
+		if (i >= d || i >= USDTPROF_MAX_DEPTH) {
+			count_anomaly(USDTPROF_ANOM_EXIT_NO_FRAME, 1);
+			return 0;
+		}
+		count_anomaly(USDTPROF_ANOM_EXIT_MISMATCH, 1);
+		pop_frames(st, d, i, now, tgid, 0);
+		d -= i;
+	}
+	pop_frame(st, d, now, tgid, 0);
+	st->depth = d - 1;
+	return 0;
+}
+
+/* Charges every frame of a stack up to now as an open activation and empties
+ * the stack. The xchg claims the stack, so the thread-exit hook and the
+ * end-of-recording iterator never flush the same frames twice. */
+static __always_inline void flush_stack(struct usdtprof_thread_stack *st, __u32 tgid)
+{
+	__u32 d = __sync_lock_test_and_set(&st->depth, 0);
+
+	st->overflow = 0;
+	if (d > USDTPROF_MAX_DEPTH)
+		return;
+	pop_frames(st, d, d, bpf_ktime_get_ns(), tgid, 1);
+}
+
+/* A thread that exits inside probed frames: its time is kept, not lost with
+ * its storage. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(flush_exiting_thread, struct task_struct *task)
+{
+	struct usdtprof_thread_stack *st = bpf_task_storage_get(&stacks, task, 0, 0);
+
+	if (st)
+		flush_stack(st, task->tgid);
+	return 0;
+}
+
+/* Run once by userspace after the probes are detached: frames still open
+ * (a main loop, a long request) are counted up to the stop time. */
+SEC("iter/task")
+int flush_open_frames(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct usdtprof_thread_stack *st;
+
+	if (!task)
+		return 0;
+	st = bpf_task_storage_get(&stacks, task, 0, 0);
+	if (st)
+		flush_stack(st, task->tgid);
+	return 0;
+}

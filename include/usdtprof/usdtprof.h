@@ -1,0 +1,66 @@
+/* usdtprof probe header for C and C++ programs.
+ *
+ *   USDTPROF_ENTER("parse");  ...  USDTPROF_EXIT("parse");   (C and C++)
+ *   USDTPROF_FUNC();          scope named after the enclosing function (C++)
+ *   USDTPROF_SCOPE("name");   named scope (C++)
+ *
+ * Each macro is a USDT probe (sys/sdt.h) in provider `usdtprof`, guarded by
+ * its semaphore: while no profiler is attached the cost is one load and one
+ * not-taken branch. The probe argument is the address of the name string, so
+ * the profiler identifies a function without reading strings in the kernel;
+ * the same literal in ENTER and EXIT names the same function.
+ */
+#ifndef USDTPROF_USDTPROF_H
+#define USDTPROF_USDTPROF_H
+
+#define _SDT_HAS_SEMAPHORES 1
+/* Keep every argument in a register: a "8@%reg" spec is the cheapest for the
+ * kernel side to read. */
+#define STAP_SDT_ARG_CONSTRAINT r
+#include <sys/sdt.h>
+
+/* One semaphore per probe and per binary (hidden), raised by the kernel while
+ * a profiler is attached. Weak, so every translation unit may include this. */
+#define USDTPROF_SEMAPHORE_(probe)                                                   \
+	__attribute__((weak, visibility("hidden"), section(".probes"))) volatile         \
+	unsigned short usdtprof_##probe##_semaphore
+USDTPROF_SEMAPHORE_(enter);
+USDTPROF_SEMAPHORE_(exit);
+
+#define USDTPROF_ENTER(name)                                                         \
+	do {                                                                             \
+		if (__builtin_expect(usdtprof_enter_semaphore, 0))                           \
+			STAP_PROBE1(usdtprof, enter, (const char *)(name));                      \
+	} while (0)
+
+#define USDTPROF_EXIT(name)                                                          \
+	do {                                                                             \
+		if (__builtin_expect(usdtprof_exit_semaphore, 0))                            \
+			STAP_PROBE1(usdtprof, exit, (const char *)(name));                       \
+	} while (0)
+
+#ifdef __cplusplus
+namespace usdtprof {
+/* Fires EXIT from its destructor, so the exit is seen during exception
+ * unwinding too. */
+class Scope {
+public:
+	explicit Scope(const char *name) noexcept : name_(name) { USDTPROF_ENTER(name_); }
+	~Scope() { USDTPROF_EXIT(name_); }
+	Scope(const Scope &) = delete;
+	Scope &operator=(const Scope &) = delete;
+
+private:
+	const char *name_;
+};
+} // namespace usdtprof
+
+#define USDTPROF_CAT2_(a, b) a##b
+#define USDTPROF_CAT_(a, b) USDTPROF_CAT2_(a, b)
+/* __PRETTY_FUNCTION__ is one static string per function; usdtprof reports it
+ * as the qualified name without return type and parameters. */
+#define USDTPROF_FUNC() ::usdtprof::Scope USDTPROF_CAT_(usdtprof_scope_, __LINE__)(__PRETTY_FUNCTION__)
+#define USDTPROF_SCOPE(name) ::usdtprof::Scope USDTPROF_CAT_(usdtprof_scope_, __LINE__)(name)
+#endif
+
+#endif

@@ -1,0 +1,17 @@
+#!/bin/sh
+# Installs the Debian packages usdtprof needs, only those that are missing.
+# Idempotent: when everything is present it runs no apt-get at all.
+set -eu
+packages="make g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcli11-dev
+catch2 systemtap-sdt-dev nlohmann-json3-dev pkg-config"
+missing=""
+for p in $packages; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "installing Debian packages:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing

@@ -1,0 +1,62 @@
+// The recorded profile: what `record` writes and `report`/`export` read.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "result.h"
+
+namespace usdtprof {
+
+inline constexpr int kProfileVersion = 1;
+inline constexpr uint32_t kNoParent = UINT32_MAX;
+
+struct ProfileProcess {
+	int32_t pid = 0;
+	std::string comm;
+	std::vector<std::string> cmdline;
+};
+
+struct ProfileProbe {
+	std::string binary;   // file the probe sites are in
+	std::string provider;
+	std::string name;
+	std::string role;     // "entry" or "exit"
+	uint32_t sites = 0;
+};
+
+// One call path of one process. Times are nanoseconds.
+struct PathNode {
+	uint32_t parent = kNoParent; // index into Profile::nodes; parents come before children
+	uint32_t function = 0;       // index into Profile::functions
+	int32_t pid = 0;
+	uint64_t calls = 0;          // activations, including open ones
+	uint64_t open = 0;           // activations still running when recording stopped
+	uint64_t self_ns = 0;        // exclusive time
+	uint64_t total_ns = 0;       // inclusive time
+};
+
+struct Profile {
+	std::vector<std::string> command;        // the launched command, empty when attached with -p
+	std::vector<ProfileProcess> processes;
+	std::vector<ProfileProbe> probes;
+	int64_t start_unix_ns = 0;               // wall-clock start and stop
+	int64_t stop_unix_ns = 0;
+	uint64_t duration_ns = 0;                // monotonic recording time
+	std::map<std::string, uint64_t> anomalies; // counter name -> count (see docs/profile-format.md)
+	std::vector<std::string> functions;      // function names
+	std::vector<PathNode> nodes;
+};
+
+// Writes atomically: a temporary file in the same directory, then rename.
+Result<void> save_profile(const Profile &profile, const std::string &path);
+// Fails with one clear line for a missing, empty, truncated, corrupt,
+// wrong-version or non-profile file.
+Result<Profile> load_profile(const std::string &path);
+// The serialised bytes (header line + body) and their parser, for tests and fuzzing.
+std::string serialize_profile(const Profile &profile);
+Result<Profile> parse_profile(const std::string &bytes);
+
+} // namespace usdtprof

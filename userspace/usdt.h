@@ -1,0 +1,34 @@
+// USDT (SystemTap SDT) probe discovery: reads .note.stapsdt from ELF files and
+// decodes argument specs into the form the BPF programs read.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "result.h"
+#include "usdtprof/bpf_shared.h"
+
+namespace usdtprof {
+
+// One probe site: a probe (provider:name) may have several sites in a binary.
+struct UsdtSite {
+	std::string provider;
+	std::string name;
+	uint64_t pc = 0;                 // virtual address in the ELF file (after prelink adjustment)
+	uint64_t pc_offset = 0;          // file offset of pc: what a uprobe attaches to
+	uint64_t semaphore = 0;          // virtual address of the semaphore, 0 if none
+	uint64_t semaphore_offset = 0;   // file offset of the semaphore (uprobe ref_ctr_offset), 0 if none
+	std::string args_text;           // raw argument string, e.g. "8@%rax -4@$5"
+	std::vector<std::string> args;   // args_text split into one spec per argument
+};
+
+// All USDT sites of an ELF file, in note order. An ELF without probes gives an
+// empty vector; an unreadable or non-ELF file gives an Error.
+Result<std::vector<UsdtSite>> read_usdt_sites(const std::string &path);
+
+// Decodes one x86-64 argument spec ("8@%rdi", "-4@$-5", "8@-16(%rbp)", "4@%eax").
+Result<usdtprof_arg_spec> parse_usdt_arg(std::string_view spec);
+
+} // namespace usdtprof
