@@ -46,26 +46,38 @@ static __always_inline void count_anomaly(enum usdtprof_anomaly a, __u64 n)
 	__sync_fetch_and_add(&anomalies[a], n);
 }
 
+/* Each case loads its own constant offset in asm: plain C lets clang merge
+ * the cases into one load from a computed ctx offset, which the verifier
+ * rejects, and a bpf_probe_read_kernel() would cost a helper call. */
+#define CTX_LOAD(field)                                                                \
+	({                                                                             \
+		__u64 v_;                                                              \
+		asm volatile("%0 = *(u64 *)(%1 + %2)"                                  \
+			     : "=r"(v_)                                                \
+			     : "r"(ctx), "i"(__builtin_offsetof(struct pt_regs, field))); \
+		v_;                                                                    \
+	})
+
 static __always_inline __u64 reg_value(struct pt_regs *ctx, __u32 reg)
 {
 	switch (reg) {
-	case USDTPROF_REG_DI: return ctx->di;
-	case USDTPROF_REG_SI: return ctx->si;
-	case USDTPROF_REG_AX: return ctx->ax;
-	case USDTPROF_REG_DX: return ctx->dx;
-	case USDTPROF_REG_CX: return ctx->cx;
-	case USDTPROF_REG_BX: return ctx->bx;
-	case USDTPROF_REG_BP: return ctx->bp;
-	case USDTPROF_REG_SP: return ctx->sp;
-	case USDTPROF_REG_R8: return ctx->r8;
-	case USDTPROF_REG_R9: return ctx->r9;
-	case USDTPROF_REG_R10: return ctx->r10;
-	case USDTPROF_REG_R11: return ctx->r11;
-	case USDTPROF_REG_R12: return ctx->r12;
-	case USDTPROF_REG_R13: return ctx->r13;
-	case USDTPROF_REG_R14: return ctx->r14;
-	case USDTPROF_REG_R15: return ctx->r15;
-	default: return ctx->ip;
+	case USDTPROF_REG_DI: return CTX_LOAD(di);
+	case USDTPROF_REG_SI: return CTX_LOAD(si);
+	case USDTPROF_REG_AX: return CTX_LOAD(ax);
+	case USDTPROF_REG_DX: return CTX_LOAD(dx);
+	case USDTPROF_REG_CX: return CTX_LOAD(cx);
+	case USDTPROF_REG_BX: return CTX_LOAD(bx);
+	case USDTPROF_REG_BP: return CTX_LOAD(bp);
+	case USDTPROF_REG_SP: return CTX_LOAD(sp);
+	case USDTPROF_REG_R8: return CTX_LOAD(r8);
+	case USDTPROF_REG_R9: return CTX_LOAD(r9);
+	case USDTPROF_REG_R10: return CTX_LOAD(r10);
+	case USDTPROF_REG_R11: return CTX_LOAD(r11);
+	case USDTPROF_REG_R12: return CTX_LOAD(r12);
+	case USDTPROF_REG_R13: return CTX_LOAD(r13);
+	case USDTPROF_REG_R14: return CTX_LOAD(r14);
+	case USDTPROF_REG_R15: return CTX_LOAD(r15);
+	default: return CTX_LOAD(ip);
 	}
 }
 

@@ -1,0 +1,186 @@
+#include "harness.h"
+
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace e2e {
+
+namespace {
+
+int spawn(const std::vector<std::string> &argv, int &out_fd, int &err_fd)
+{
+	int out[2], err[2];
+	REQUIRE(pipe2(out, O_CLOEXEC) == 0);
+	REQUIRE(pipe2(err, O_CLOEXEC) == 0);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		dup2(out[1], 1);
+		dup2(err[1], 2);
+		std::vector<char *> args;
+		for (const auto &a : argv)
+			args.push_back(const_cast<char *>(a.c_str()));
+		args.push_back(nullptr);
+		execvp(args[0], args.data());
+		_exit(127);
+	}
+	close(out[1]);
+	close(err[1]);
+	out_fd = out[0];
+	err_fd = err[0];
+	return pid;
+}
+
+int decode(int status)
+{
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Reads whatever is available from both fds into the buffers, waiting up to ms.
+void pump(int out_fd, int err_fd, std::string &out, std::string &err, int ms)
+{
+	pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+	if (poll(fds, 2, ms) <= 0)
+		return;
+	char buf[4096];
+	for (int i = 0; i < 2; i++) {
+		if (!(fds[i].revents & (POLLIN | POLLHUP)))
+			continue;
+		ssize_t n = read(fds[i].fd, buf, sizeof(buf));
+		if (n > 0)
+			(i == 0 ? out : err).append(buf, size_t(n));
+	}
+}
+
+} // namespace
+
+Output run(const std::vector<std::string> &argv)
+{
+	Output o;
+	int out_fd, err_fd;
+	pid_t pid = spawn(argv, out_fd, err_fd);
+	for (;;) {
+		size_t before = o.out.size() + o.err.size();
+		pump(out_fd, err_fd, o.out, o.err, 100);
+		int status;
+		if (before == o.out.size() + o.err.size() && waitpid(pid, &status, WNOHANG) == pid) {
+			pump(out_fd, err_fd, o.out, o.err, 0);
+			o.status = decode(status);
+			break;
+		}
+	}
+	close(out_fd);
+	close(err_fd);
+	return o;
+}
+
+Background::Background(const std::vector<std::string> &argv)
+{
+	pid_ = spawn(argv, out_fd_, err_fd_);
+}
+
+Background::~Background()
+{
+	if (pid_ > 0) {
+		kill(pid_, SIGKILL);
+		waitpid(pid_, nullptr, 0);
+	}
+	close(out_fd_);
+	close(err_fd_);
+}
+
+std::string Background::wait_for_line(const std::string &text, bool from_stderr, double timeout_s)
+{
+	auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+	std::string &buf = from_stderr ? err_buf_ : out_buf_;
+	while (std::chrono::steady_clock::now() < deadline) {
+		size_t at = buf.find(text);
+		if (at != std::string::npos) {
+			size_t end = buf.find('\n', at);
+			if (end != std::string::npos) {
+				size_t start = buf.rfind('\n', at);
+				start = start == std::string::npos ? 0 : start + 1;
+				return buf.substr(start, end - start);
+			}
+		}
+		pump(out_fd_, err_fd_, out_buf_, err_buf_, 50);
+	}
+	FAIL("timed out waiting for '" << text << "'; stdout: " << out_buf_ << " stderr: " << err_buf_);
+	return {};
+}
+
+int Background::wait()
+{
+	int status;
+	for (;;) {
+		pump(out_fd_, err_fd_, out_buf_, err_buf_, 50);
+		pid_t r = waitpid(pid_, &status, WNOHANG);
+		if (r == pid_)
+			break;
+		REQUIRE((r == 0 || errno == EINTR));
+	}
+	pump(out_fd_, err_fd_, out_buf_, err_buf_, 0);
+	pid_ = -1;
+	return decode(status);
+}
+
+std::string Background::rest_of_stderr()
+{
+	return err_buf_;
+}
+
+std::string usdtprof()
+{
+	const char *p = getenv("USDTPROF");
+	return p ? p : ".output/usdtprof";
+}
+
+std::string target(const std::string &name)
+{
+	const char *dir = getenv("TARGETS");
+	return std::string(dir ? dir : ".output/targets") + "/" + name;
+}
+
+std::string temp_dir()
+{
+	char tmpl[] = "/tmp/usdtprof-e2e-XXXXXX";
+	REQUIRE(mkdtemp(tmpl) != nullptr);
+	return tmpl;
+}
+
+nlohmann::json report_json(const std::string &profile)
+{
+	Output o = run({usdtprof(), "report", "--format", "json", profile});
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	return nlohmann::json::parse(o.out);
+}
+
+nlohmann::json function(const nlohmann::json &report, const std::string &name)
+{
+	for (const auto &f : report.at("functions"))
+		if (f.at("name") == name)
+			return f;
+	FAIL("no function " << name << " in report");
+	return {};
+}
+
+nlohmann::json path(const nlohmann::json &report, const std::string &stack)
+{
+	for (const auto &p : report.at("paths")) {
+		std::string joined;
+		for (const auto &n : p.at("stack"))
+			joined += (joined.empty() ? "" : ";") + n.get<std::string>();
+		if (joined == stack)
+			return p;
+	}
+	return nullptr;
+}
+
+} // namespace e2e

@@ -1,0 +1,48 @@
+// End-to-end test helpers: run usdtprof and the test targets as real processes.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace e2e {
+
+struct Output {
+	int status = -1; // exit status, or 128 + signal
+	std::string out, err;
+};
+
+// Runs argv to completion, capturing stdout and stderr.
+Output run(const std::vector<std::string> &argv);
+
+// A process running in the background; its stdout and stderr are read line by line.
+class Background {
+public:
+	explicit Background(const std::vector<std::string> &argv);
+	~Background(); // kills the process if still running
+	Background(const Background &) = delete;
+	Background &operator=(const Background &) = delete;
+
+	int pid() const { return pid_; }
+	// Waits up to timeout_s for a line of stdout (or stderr) containing text.
+	std::string wait_for_line(const std::string &text, bool from_stderr = false, double timeout_s = 30);
+	int wait(); // exit status, or 128 + signal
+	std::string rest_of_stderr();
+
+private:
+	int pid_ = -1, out_fd_ = -1, err_fd_ = -1;
+	std::string out_buf_, err_buf_;
+};
+
+std::string usdtprof();                 // path of the usdtprof binary
+std::string target(const std::string &name); // path of a test target
+std::string temp_dir();                 // a fresh directory, per call
+
+// `usdtprof report --format json FILE`, parsed.
+nlohmann::json report_json(const std::string &profile);
+// The functions[] entry named name (fails the test if absent).
+nlohmann::json function(const nlohmann::json &report, const std::string &name);
+// The paths[] entry whose stack joined with ';' is stack, or null.
+nlohmann::json path(const nlohmann::json &report, const std::string &stack);
+
+} // namespace e2e

@@ -1,0 +1,223 @@
+// Profiles real processes with the real BPF programs loaded into this kernel.
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <fstream>
+#include <sstream>
+
+#include "harness.h"
+
+using namespace e2e;
+using Catch::Matchers::Contains;
+
+namespace {
+
+constexpr double kMs = 1e6;
+
+// Known durations within 2%.
+void require_ns(const nlohmann::json &value, double expected_ns)
+{
+	INFO("expected " << expected_ns << " ns, got " << value);
+	REQUIRE(value.is_number_integer());
+	REQUIRE(value.get<double>() == Approx(expected_ns).epsilon(0.02));
+}
+
+void require_no_anomalies(const nlohmann::json &report)
+{
+	for (const auto &[name, count] : report.at("anomalies").items()) {
+		INFO(name);
+		REQUIRE(count == 0);
+	}
+}
+
+std::string record_command(const std::string &dir, const std::vector<std::string> &command,
+			   int expected_status = 0)
+{
+	std::string data = dir + "/profile.data";
+	std::vector<std::string> argv = {usdtprof(), "record", "-o", data, "--"};
+	argv.insert(argv.end(), command.begin(), command.end());
+	Output o = run(argv);
+	INFO(o.err);
+	REQUIRE(o.status == expected_status);
+	return data;
+}
+
+} // namespace
+
+TEST_CASE("record -- CMD: nested spins give exact counts and times within 2%, exit code passed through")
+{
+	std::string data = record_command(temp_dir(), {target("nested"), "10"}, 7);
+	auto report = report_json(data);
+	require_no_anomalies(report);
+
+	auto outer = function(report, "outer");
+	REQUIRE(outer["calls"] == 10);
+	require_ns(outer["self_ns"], 10 * 4 * kMs);
+	require_ns(outer["total_ns"], 10 * 10 * kMs);
+	auto inner = function(report, "inner");
+	REQUIRE(inner["calls"] == 30);
+	require_ns(inner["self_ns"], 30 * 2 * kMs);
+	require_ns(inner["total_ns"], 30 * 2 * kMs);
+	auto main_fn = function(report, "main");
+	REQUIRE(main_fn["calls"] == 1);
+	REQUIRE(main_fn["open"] == 0);
+	require_ns(main_fn["total_ns"], 100 * kMs);
+
+	auto p = path(report, "main;outer;inner");
+	REQUIRE(p.is_object());
+	REQUIRE(p["calls"] == 30);
+	// Inclusive time is exclusive time plus the children's inclusive time.
+	auto po = path(report, "main;outer");
+	REQUIRE(po["total_ns"].get<uint64_t>() == po["self_ns"].get<uint64_t>() + p["total_ns"].get<uint64_t>());
+}
+
+TEST_CASE("recursion: counts exact, each outermost activation counted once in total")
+{
+	std::string data = record_command(temp_dir(), {target("recursion")});
+	auto report = report_json(data);
+	require_no_anomalies(report);
+
+	auto rec = function(report, "rec");
+	REQUIRE(rec["calls"] == 20);
+	REQUIRE(rec["recursive"] == true);
+	require_ns(rec["self_ns"], 20 * kMs);
+	require_ns(rec["total_ns"], 20 * kMs);
+	REQUIRE(path(report, "rec;rec;rec;rec;rec")["calls"] == 4);
+	REQUIRE(path(report, "rec;rec;rec;rec;rec;rec").is_null());
+
+	auto ping = function(report, "ping"), pong = function(report, "pong");
+	REQUIRE(ping["calls"] == 6);
+	REQUIRE(pong["calls"] == 6);
+	require_ns(ping["self_ns"], 6 * 0.5 * kMs);
+	require_ns(ping["total_ns"], 2 * 3 * kMs);
+	require_ns(pong["total_ns"], 2 * 2.5 * kMs);
+	REQUIRE(path(report, "ping;pong;ping;pong;ping;pong")["calls"] == 2);
+}
+
+TEST_CASE("threads: per-thread stacks never mix")
+{
+	std::string data = record_command(temp_dir(), {target("threads")});
+	auto report = report_json(data);
+	require_no_anomalies(report);
+	for (int i = 0; i < 4; i++) {
+		std::string w = "worker" + std::to_string(i), l = "leaf" + std::to_string(i);
+		REQUIRE(function(report, w)["calls"] == 50);
+		REQUIRE(function(report, l)["calls"] == 50);
+		require_ns(function(report, l)["self_ns"], 50 * 0.2 * kMs);
+		REQUIRE(path(report, w + ";" + l)["calls"] == 50);
+	}
+	for (const auto &p : report["paths"]) {
+		// Every frame of a path belongs to the same thread (same digit).
+		std::string digits;
+		for (const auto &name : p["stack"])
+			digits += name.get<std::string>().back();
+		INFO(p.dump());
+		REQUIRE(digits.find_first_not_of(digits[0]) == std::string::npos);
+	}
+}
+
+TEST_CASE("record -p attaches to a running process")
+{
+	std::string dir = temp_dir(), data = dir + "/attach.data";
+	Background t({target("nested"), "--wait", "5"});
+	t.wait_for_line("ready");
+	Background rec({usdtprof(), "record", "-p", std::to_string(t.pid()), "-o", data});
+	rec.wait_for_line("recording", true);
+	kill(t.pid(), SIGUSR1);
+	REQUIRE(t.wait() == 7);
+	INFO(rec.rest_of_stderr());
+	REQUIRE(rec.wait() == 0);
+	REQUIRE_THAT(rec.rest_of_stderr(), Contains("target exited"));
+
+	auto report = report_json(data);
+	require_no_anomalies(report);
+	REQUIRE(function(report, "outer")["calls"] == 5);
+	REQUIRE(function(report, "inner")["calls"] == 15);
+	require_ns(function(report, "outer")["total_ns"], 5 * 10 * kMs);
+	REQUIRE(report["processes"][0]["pid"] == t.pid());
+}
+
+TEST_CASE("frames open when recording stops are counted up to the stop and marked open")
+{
+	std::string dir = temp_dir(), data = dir + "/open.data";
+	Background t({target("nested"), "--wait", "1000"});
+	t.wait_for_line("ready");
+	Background rec({usdtprof(), "record", "-p", std::to_string(t.pid()), "-d", "1", "-o", data});
+	rec.wait_for_line("recording", true);
+	kill(t.pid(), SIGUSR1);
+	INFO(rec.rest_of_stderr());
+	REQUIRE(rec.wait() == 0);
+
+	auto report = report_json(data);
+	auto main_fn = function(report, "main");
+	REQUIRE(main_fn["calls"] == 1);
+	REQUIRE(main_fn["open"] == 1);
+	// main ran from the signal (just after attach) to the stop: about 1 s.
+	REQUIRE(main_fn["total_ns"].get<double>() == Approx(1e9).epsilon(0.1));
+	auto outer = function(report, "outer");
+	REQUIRE(outer["open"] == 1);
+	// Inclusive time stays consistent for open frames too.
+	uint64_t children = 0;
+	for (const auto &p : report["paths"])
+		if (p["stack"].size() == 2)
+			children += p["total_ns"].get<uint64_t>();
+	auto root = path(report, "main");
+	REQUIRE(root["total_ns"].get<uint64_t>() == root["self_ns"].get<uint64_t>() + children);
+}
+
+TEST_CASE("export --format folded writes root;...;leaf weights in microseconds")
+{
+	std::string dir = temp_dir();
+	std::string data = record_command(dir, {target("nested"), "4"}, 7);
+	std::string folded = dir + "/out.folded";
+	Output o = run({usdtprof(), "export", data, "--format", "folded", "-o", folded});
+	REQUIRE(o.status == 0);
+	std::ifstream in(folded);
+	std::map<std::string, double> weights;
+	for (std::string line; std::getline(in, line);) {
+		size_t sp = line.rfind(' ');
+		REQUIRE(sp != std::string::npos);
+		weights[line.substr(0, sp)] = std::stod(line.substr(sp + 1));
+	}
+	REQUIRE(weights.count("main;outer;inner") == 1);
+	REQUIRE(weights["main;outer;inner"] == Approx(12 * 2000).epsilon(0.02));
+	REQUIRE(weights["main;outer"] == Approx(4 * 4000).epsilon(0.02));
+}
+
+TEST_CASE("errors: one clear line and a documented exit status")
+{
+	std::string dir = temp_dir();
+	SECTION("nonexistent pid")
+	{
+		Output o = run({usdtprof(), "record", "-p", "999999", "-o", dir + "/x.data"});
+		REQUIRE(o.status == 1);
+		REQUIRE(o.err == "usdtprof: no process with pid 999999\n");
+	}
+	SECTION("a command without probes is refused before it runs")
+	{
+		Output o = run({usdtprof(), "record", "-o", dir + "/x.data", "--", "/bin/true"});
+		REQUIRE(o.status == 1);
+		REQUIRE_THAT(o.err, Contains("no usdtprof probes"));
+		REQUIRE(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+	}
+	SECTION("usage errors exit 2")
+	{
+		REQUIRE(run({usdtprof(), "record"}).status == 2);
+		REQUIRE(run({usdtprof(), "report", "--sort", "bogus", dir + "/x"}).status == 2);
+		REQUIRE(run({usdtprof(), "frobnicate"}).status == 2);
+	}
+	SECTION("unreadable profiles")
+	{
+		std::ofstream(dir + "/bad.data") << "hello";
+		Output o = run({usdtprof(), "report", dir + "/bad.data"});
+		REQUIRE(o.status == 1);
+		REQUIRE(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+		REQUIRE(run({usdtprof(), "report", dir + "/missing.data"}).status == 1);
+	}
+	SECTION("output in a missing directory: nothing runs, nothing written")
+	{
+		Output o = run({usdtprof(), "record", "-o", dir + "/no/such/x.data", "--", target("nested"), "1"});
+		REQUIRE(o.status == 1);
+		REQUIRE_THAT(o.err, Contains("cannot write"));
+	}
+	REQUIRE(!std::ifstream(dir + "/x.data").good());
+}

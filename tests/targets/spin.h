@@ -1,0 +1,48 @@
+/* Shared by the test targets: busy-spin for an exact wall-clock time, and an
+ * optional hold until SIGUSR1 so a profiler can attach first. */
+#ifndef TARGETS_SPIN_H
+#define TARGETS_SPIN_H
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static inline long long now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static inline void spin_us(long long us)
+{
+	long long end = now_ns() + us * 1000;
+	while (now_ns() < end)
+		;
+}
+
+static volatile sig_atomic_t go_signal;
+static void on_go(int sig) { (void)sig; go_signal = 1; }
+
+/* With --wait as argv[1]: print "ready <pid>" and wait for SIGUSR1. Returns
+ * the index of the first remaining argument. */
+static inline int hold_if_asked(int argc, char **argv)
+{
+	sigset_t mask, old;
+	if (argc < 2 || strcmp(argv[1], "--wait") != 0)
+		return 1;
+	signal(SIGUSR1, on_go);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &mask, &old);
+	printf("ready %d\n", (int)getpid());
+	fflush(stdout);
+	while (!go_signal)
+		sigsuspend(&old);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return 2;
+}
+
+#endif

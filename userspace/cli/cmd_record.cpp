@@ -1,0 +1,29 @@
+#include <memory>
+
+#include "commands.h"
+#include "recorder.h"
+#include "result.h"
+
+namespace usdtprof::cli {
+
+Command add_record_command(CLI::App &parent)
+{
+	auto o = std::make_shared<RecordOptions>();
+	CLI::App *app = parent.add_subcommand(
+		"record", "Profile a running process (-p PID) or a command (-- CMD ARGS...)");
+	app->add_option("-p,--pid", o->pid, "Process to attach to")->check(CLI::PositiveNumber);
+	app->add_option("-d,--duration", o->duration_s, "Stop after SECONDS (default: Ctrl-C or exit)")
+		->check(CLI::PositiveNumber);
+	app->add_option("-o,--output", o->output, "Profile file to write")->capture_default_str();
+	app->add_option("--max-paths", o->max_paths, "Distinct call paths the kernel map holds")
+		->capture_default_str()
+		->check(CLI::Range(1u, 1u << 24));
+	app->add_option("command", o->command, "Command to launch, after --");
+	return {app, [o] {
+			if ((o->pid != 0) == !o->command.empty())
+				throw UserError("record needs exactly one of -p PID or -- CMD", 2);
+			return record(*o);
+		}};
+}
+
+} // namespace usdtprof::cli

@@ -1,0 +1,47 @@
+#include <cstdio>
+#include <memory>
+
+#include "commands.h"
+#include "profile.h"
+#include "report.h"
+#include "result.h"
+
+namespace usdtprof::cli {
+
+Command add_report_command(CLI::App &parent)
+{
+	struct Args {
+		std::string file = "usdtprof.data";
+		std::string sort = "self";
+		std::string format = "text";
+		ReportOptions options;
+	};
+	auto a = std::make_shared<Args>();
+	CLI::App *app = parent.add_subcommand("report", "Print a recorded profile");
+	app->add_option("file", a->file, "Profile file")->capture_default_str();
+	app->add_flag("--tree", a->options.tree, "Show the call tree");
+	app->add_option("--sort", a->sort, "self, total, calls, avg or name")->capture_default_str();
+	app->add_option("--limit", a->options.limit, "Show at most N functions (0: all)");
+	app->add_option("--min-percent", a->options.min_percent,
+			"--tree: hide nodes under this share of the total time")
+		->capture_default_str()
+		->check(CLI::Range(0.0, 100.0));
+	app->add_option("--format", a->format, "text or json")
+		->capture_default_str()
+		->check(CLI::IsMember({"text", "json"}));
+	return {app, [a] {
+			auto sort = parse_sort_key(a->sort);
+			if (!sort)
+				throw UserError(sort.error().message, 2);
+			a->options.sort = *sort;
+			a->options.format = a->format == "json" ? ReportFormat::Json : ReportFormat::Text;
+			auto profile = load_profile(a->file);
+			if (!profile)
+				throw UserError(profile.error().message);
+			std::string out = render_report(*profile, a->options);
+			fwrite(out.data(), 1, out.size(), stdout);
+			return 0;
+		}};
+}
+
+} // namespace usdtprof::cli

@@ -1,0 +1,38 @@
+// usdtprof's command line: a thin layer over the core library.
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include "commands.h"
+#include "result.h"
+
+int main(int argc, char **argv)
+{
+	using namespace usdtprof;
+	CLI::App app{"usdtprof: exact call-path profiles from USDT probes, aggregated in the kernel"};
+	app.require_subcommand(1, 1);
+	std::vector<cli::Command> commands = {cli::add_record_command(app), cli::add_report_command(app),
+					      cli::add_export_command(app)};
+	try {
+		app.parse(argc, argv);
+	} catch (const CLI::CallForHelp &e) {
+		return app.exit(e);
+	} catch (const CLI::CallForAllHelp &e) {
+		return app.exit(e);
+	} catch (const CLI::ParseError &e) {
+		fprintf(stderr, "usdtprof: %s (see usdtprof --help)\n", e.what());
+		return 2;
+	}
+	try {
+		for (auto &c : commands)
+			if (c.app->parsed())
+				return c.run();
+	} catch (const UserError &e) {
+		fprintf(stderr, "usdtprof: %s\n", e.what());
+		return e.exit_code();
+	} catch (const std::exception &e) {
+		fprintf(stderr, "usdtprof: internal error: %s\n", e.what());
+		return 1;
+	}
+	return 2;
+}

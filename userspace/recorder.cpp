@@ -1,0 +1,289 @@
+#include "recorder.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <optional>
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+#include <unordered_map>
+
+#include "engine.h"
+#include "process.h"
+#include "profile.h"
+#include "usdt.h"
+
+namespace usdtprof {
+
+namespace {
+
+// The probes of our header, include/usdtprof/usdtprof.h.
+struct ProbeRole {
+	const char *provider;
+	const char *name;
+	usdtprof_role role;
+};
+constexpr ProbeRole kNativeProbes[] = {
+	{"usdtprof", "enter", USDTPROF_ROLE_ENTRY},
+	{"usdtprof", "exit", USDTPROF_ROLE_EXIT},
+};
+
+struct FoundSite {
+	std::string binary;
+	UsdtSite site;
+	usdtprof_role role;
+};
+
+std::vector<FoundSite> find_sites(const std::vector<Mapping> &maps)
+{
+	std::vector<FoundSite> found;
+	for (const std::string &file : executable_files(maps)) {
+		auto sites = read_usdt_sites(file);
+		if (!sites)
+			continue; // not every mapped file is a readable ELF
+		for (UsdtSite &s : *sites)
+			for (const ProbeRole &p : kNativeProbes)
+				if (s.provider == p.provider && s.name == p.name)
+					found.push_back({file, s, p.role});
+	}
+	return found;
+}
+
+std::string pid_text(int pid)
+{
+	ProfileProcess p = describe_process(pid);
+	return "pid " + std::to_string(pid) + (p.comm.empty() ? "" : " (" + p.comm + ")");
+}
+
+// Attaches every site, exits before entries: an exit probe that misses the
+// first exits of frames entered meanwhile only costs an anomaly, while an
+// entry without its exit probe would corrupt the stack.
+std::vector<ProfileProbe> attach_all(Engine &engine, int pid, const std::vector<FoundSite> &sites)
+{
+	std::map<std::tuple<std::string, std::string, std::string>, ProfileProbe> probes;
+	for (usdtprof_role role : {USDTPROF_ROLE_EXIT, USDTPROF_ROLE_ENTRY}) {
+		for (const FoundSite &f : sites) {
+			if (f.role != role)
+				continue;
+			if (f.site.args.empty())
+				throw UserError(f.binary + ": probe " + f.site.provider + ":" + f.site.name +
+						" has no argument");
+			auto arg = parse_usdt_arg(f.site.args[0]);
+			if (!arg)
+				throw UserError(f.binary + ": " + arg.error().message);
+			usdtprof_probe_spec spec{};
+			spec.func = *arg;
+			spec.role = role;
+			auto index = engine.add_spec(spec);
+			if (!index)
+				throw UserError(index.error().message);
+			if (auto r = engine.attach_site(pid, f.binary, f.site.pc_offset,
+							f.site.semaphore_offset, *index);
+			    !r)
+				throw UserError(r.error().message);
+			ProfileProbe &p = probes[{f.binary, f.site.provider, f.site.name}];
+			p = {f.binary, f.site.provider, f.site.name,
+			     role == USDTPROF_ROLE_ENTRY ? "entry" : "exit", p.sites + 1};
+		}
+	}
+	std::vector<ProfileProbe> out;
+	for (auto &[key, probe] : probes)
+		out.push_back(probe);
+	return out;
+}
+
+enum class StopReason { Duration, Signal, TargetExited };
+
+StopReason wait_for_stop(int pid, double duration_s)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigprocmask(SIG_BLOCK, &set, nullptr);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	int pfd = open_pidfd(pid);
+	auto deadline = std::chrono::steady_clock::now() +
+			std::chrono::duration<double>(duration_s > 0 ? duration_s : 1e9);
+	StopReason reason = StopReason::Duration;
+	for (;;) {
+		auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+			deadline - std::chrono::steady_clock::now());
+		if (left.count() <= 0)
+			break;
+		pollfd fds[2] = {{sfd, POLLIN, 0}, {pfd, POLLIN, 0}};
+		int n = poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+		if (n < 0 && errno != EINTR)
+			break;
+		if (fds[0].revents) {
+			reason = StopReason::Signal;
+			break;
+		}
+		if (fds[1].revents || (pfd < 0 && !process_exists(pid))) {
+			reason = StopReason::TargetExited;
+			break;
+		}
+	}
+	close(sfd);
+	if (pfd >= 0)
+		close(pfd);
+	return reason;
+}
+
+int64_t unix_now_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+const char *anomaly_name(int a)
+{
+	switch (a) {
+	case USDTPROF_ANOM_EXIT_MISMATCH: return "exit_mismatch";
+	case USDTPROF_ANOM_EXIT_NO_FRAME: return "exit_no_frame";
+	case USDTPROF_ANOM_DEPTH_OVERFLOW: return "depth_overflow";
+	case USDTPROF_ANOM_AGG_FULL: return "agg_full";
+	case USDTPROF_ANOM_DROPPED_NS: return "dropped_ns";
+	default: return "no_storage";
+	}
+}
+
+// Turns the kernel's path records into profile nodes, parents first, with
+// each function id resolved to its name once.
+void build_nodes(Profile &profile, const std::vector<PathRecord> &records, int pid,
+		 const std::vector<Mapping> &maps)
+{
+	std::unordered_map<uint64_t, size_t> by_path;
+	for (size_t i = 0; i < records.size(); i++)
+		by_path[records[i].path] = i;
+	std::map<std::pair<uint32_t, uint64_t>, uint32_t> func_index;
+	std::map<std::string, uint32_t> name_index;
+	auto function_of = [&](const usdtprof_path_stats &s) {
+		auto [it, added] = func_index.try_emplace({s.tgid, s.func}, 0);
+		if (!added)
+			return it->second;
+		auto name = read_target_string(int(s.tgid), int(s.tgid) == pid ? maps : std::vector<Mapping>{},
+					       s.func);
+		char unknown[40];
+		snprintf(unknown, sizeof(unknown), "[unknown 0x%llx]", (unsigned long long)s.func);
+		std::string n = name ? *name : unknown;
+		auto [nit, nadded] = name_index.try_emplace(n, uint32_t(profile.functions.size()));
+		if (nadded)
+			profile.functions.push_back(n);
+		return it->second = nit->second;
+	};
+	std::vector<uint32_t> node_of(records.size(), kNoParent);
+	for (size_t i = 0; i < records.size(); i++) {
+		// Collect the unplaced ancestors, then place them top-down.
+		std::vector<size_t> chain;
+		for (size_t j = i; node_of[j] == kNoParent;) {
+			chain.push_back(j);
+			auto parent = by_path.find(records[j].stats.parent);
+			if (records[j].stats.parent == 0 || parent == by_path.end() ||
+			    chain.size() > records.size())
+				break;
+			j = parent->second;
+		}
+		for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+			if (node_of[*it] != kNoParent)
+				continue;
+			const usdtprof_path_stats &s = records[*it].stats;
+			auto parent = by_path.find(s.parent);
+			PathNode node;
+			node.parent = s.parent && parent != by_path.end() ? node_of[parent->second] : kNoParent;
+			node.function = function_of(s);
+			node.pid = int32_t(s.tgid);
+			node.calls = s.calls;
+			node.open = s.open;
+			node.self_ns = s.self_ns;
+			node.total_ns = s.total_ns;
+			node_of[*it] = uint32_t(profile.nodes.size());
+			profile.nodes.push_back(node);
+		}
+	}
+}
+
+void check_output_dir(const std::string &output)
+{
+	std::string dir = output.find('/') == std::string::npos ? "." : output.substr(0, output.rfind('/') + 1);
+	if (access(dir.c_str(), W_OK) != 0)
+		throw UserError("cannot write " + output + ": " + strerror(errno));
+}
+
+} // namespace
+
+int record(const RecordOptions &o)
+{
+	check_output_dir(o.output);
+	if (o.pid && !process_exists(o.pid))
+		throw UserError("no process with pid " + std::to_string(o.pid));
+	auto engine = Engine::load(o.max_paths);
+	if (!engine)
+		throw UserError(engine.error().message);
+
+	std::optional<HeldChild> child;
+	int pid = o.pid;
+	if (!o.command.empty()) {
+		auto launched = HeldChild::launch(o.command);
+		if (!launched)
+			throw UserError(launched.error().message);
+		child.emplace(std::move(*launched));
+		pid = child->pid();
+	}
+	auto maps = read_proc_maps(pid);
+	if (!maps)
+		throw UserError(maps.error().message);
+	auto sites = find_sites(*maps);
+	if (sites.empty())
+		throw UserError(pid_text(pid) + ": no usdtprof probes in its binaries");
+
+	Profile profile;
+	profile.command = o.command;
+	profile.processes.push_back(describe_process(pid));
+	profile.probes = attach_all(**engine, pid, sites);
+	profile.start_unix_ns = unix_now_ns();
+	auto started = std::chrono::steady_clock::now();
+	if (child)
+		if (auto r = child->release(); !r)
+			throw UserError(r.error().message);
+	fprintf(stderr, "usdtprof: recording %s: %zu probe sites attached; Ctrl-C to stop\n",
+		pid_text(pid).c_str(), (*engine)->attached_probes());
+
+	StopReason reason = wait_for_stop(pid, o.duration_s);
+	(*engine)->detach_probes();
+	if (auto r = (*engine)->flush_open_frames(); !r)
+		throw UserError(r.error().message);
+	profile.stop_unix_ns = unix_now_ns();
+	profile.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+		std::chrono::steady_clock::now() - started).count();
+	auto anomalies = (*engine)->anomalies();
+	for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
+		profile.anomalies[anomaly_name(a)] = anomalies[a];
+	// A process that has exited maps nothing any more: then names are read
+	// from the files it mapped at attach time.
+	auto fresh_maps = read_proc_maps(pid);
+	build_nodes(profile, (*engine)->read_paths(), pid,
+		    fresh_maps && !fresh_maps->empty() ? *fresh_maps : *maps);
+
+	if (auto r = save_profile(profile, o.output); !r)
+		throw UserError(r.error().message);
+	uint64_t calls = 0;
+	for (const PathNode &n : profile.nodes)
+		calls += n.calls;
+	const char *why = reason == StopReason::Signal ? "stopped by signal"
+			  : reason == StopReason::TargetExited ? "target exited"
+							       : "duration elapsed";
+	fprintf(stderr, "usdtprof: %s; wrote %s (%zu call paths, %llu calls, %.3f s)\n", why,
+		o.output.c_str(), profile.nodes.size(), (unsigned long long)calls,
+		profile.duration_ns / 1e9);
+	return child ? child->wait() : 0;
+}
+
+} // namespace usdtprof

@@ -1,0 +1,23 @@
+// `usdtprof record`: attach to a process (or launch one), aggregate in the
+// kernel until stopped, save the profile.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace usdtprof {
+
+struct RecordOptions {
+	int pid = 0;                      // attach to this process, or
+	std::vector<std::string> command; // launch this command
+	double duration_s = 0;            // 0: until Ctrl-C/SIGTERM or the target exits
+	std::string output = "usdtprof.data";
+	uint32_t max_paths = 65536;       // aggregation map size
+};
+
+// Returns usdtprof's exit status: the launched command's, else 0. Throws
+// UserError for what stops the recording from starting or being saved.
+int record(const RecordOptions &options);
+
+} // namespace usdtprof
