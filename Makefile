@@ -44,7 +44,7 @@ UNIT_OBJS := $(UNIT_SRCS:%.cpp=$(OUTPUT)/%.o)
 E2E_OBJS := $(E2E_SRCS:%.cpp=$(OUTPUT)/%.o)
 TARGETS := $(TARGET_C:tests/targets/%.c=$(OUTPUT)/targets/%) \
 	$(TARGET_CXX:tests/targets/%.cpp=$(OUTPUT)/targets/%)
-SKELS := $(OUTPUT)/usdtprof.skel.h
+SKELS := $(OUTPUT)/usdtprof.skel.h $(OUTPUT)/bench_empty.skel.h
 
 USDTPROF := $(OUTPUT)/usdtprof
 
@@ -105,6 +105,18 @@ e2e: $(OUTPUT)/e2e_tests $(USDTPROF) $(TARGETS)
 test: $(OUTPUT)/unit_tests $(OUTPUT)/e2e_tests $(USDTPROF) $(TARGETS)
 	$(Q)USDTPROF=$(abspath $(USDTPROF)) TARGETS=$(abspath $(OUTPUT)/targets) \
 		tools/run-tests.sh $(OUTPUT)/unit_tests $(OUTPUT)/e2e_tests
+
+$(OUTPUT)/bench/loop_plain: tools/bench/loop.c | deps
+	$(Q)mkdir -p $(@D) && $(CC) -O2 -g $< -o $@
+$(OUTPUT)/bench/loop_probed: tools/bench/loop.c include/usdtprof/usdtprof.h | deps
+	$(Q)mkdir -p $(@D) && $(CC) -O2 -g -DPROBED -Iinclude $< -o $@
+$(OUTPUT)/bench/probe_bench: $(OUTPUT)/tools/bench/probe_bench.o $(OUTPUT)/libusdtprof.a
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D) && $(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# Not part of `make test`: figures go to docs/benchmarks.md.
+bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed
+	$(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed
 
 demo: $(USDTPROF) $(OUTPUT)/targets/demo
 	$(Q)tools/demo.sh $(USDTPROF) $(OUTPUT)/targets/demo

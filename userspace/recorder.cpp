@@ -17,85 +17,16 @@
 #include "engine.h"
 #include "process.h"
 #include "profile.h"
-#include "usdt.h"
+#include "probes.h"
 
 namespace usdtprof {
 
 namespace {
 
-// The probes of our header, include/usdtprof/usdtprof.h.
-struct ProbeRole {
-	const char *provider;
-	const char *name;
-	usdtprof_role role;
-};
-constexpr ProbeRole kNativeProbes[] = {
-	{"usdtprof", "enter", USDTPROF_ROLE_ENTRY},
-	{"usdtprof", "exit", USDTPROF_ROLE_EXIT},
-};
-
-struct FoundSite {
-	std::string binary;
-	UsdtSite site;
-	usdtprof_role role;
-};
-
-std::vector<FoundSite> find_sites(const std::vector<Mapping> &maps)
-{
-	std::vector<FoundSite> found;
-	for (const std::string &file : executable_files(maps)) {
-		auto sites = read_usdt_sites(file);
-		if (!sites)
-			continue; // not every mapped file is a readable ELF
-		for (UsdtSite &s : *sites)
-			for (const ProbeRole &p : kNativeProbes)
-				if (s.provider == p.provider && s.name == p.name)
-					found.push_back({file, s, p.role});
-	}
-	return found;
-}
-
 std::string pid_text(int pid)
 {
 	ProfileProcess p = describe_process(pid);
 	return "pid " + std::to_string(pid) + (p.comm.empty() ? "" : " (" + p.comm + ")");
-}
-
-// Attaches every site, exits before entries: an exit probe that misses the
-// first exits of frames entered meanwhile only costs an anomaly, while an
-// entry without its exit probe would corrupt the stack.
-std::vector<ProfileProbe> attach_all(Engine &engine, int pid, const std::vector<FoundSite> &sites)
-{
-	std::map<std::tuple<std::string, std::string, std::string>, ProfileProbe> probes;
-	for (usdtprof_role role : {USDTPROF_ROLE_EXIT, USDTPROF_ROLE_ENTRY}) {
-		for (const FoundSite &f : sites) {
-			if (f.role != role)
-				continue;
-			if (f.site.args.empty())
-				throw UserError(f.binary + ": probe " + f.site.provider + ":" + f.site.name +
-						" has no argument");
-			auto arg = parse_usdt_arg(f.site.args[0]);
-			if (!arg)
-				throw UserError(f.binary + ": " + arg.error().message);
-			usdtprof_probe_spec spec{};
-			spec.func = *arg;
-			spec.role = role;
-			auto index = engine.add_spec(spec);
-			if (!index)
-				throw UserError(index.error().message);
-			if (auto r = engine.attach_site(pid, f.binary, f.site.pc_offset,
-							f.site.semaphore_offset, *index);
-			    !r)
-				throw UserError(r.error().message);
-			ProfileProbe &p = probes[{f.binary, f.site.provider, f.site.name}];
-			p = {f.binary, f.site.provider, f.site.name,
-			     role == USDTPROF_ROLE_ENTRY ? "entry" : "exit", p.sites + 1};
-		}
-	}
-	std::vector<ProfileProbe> out;
-	for (auto &[key, probe] : probes)
-		out.push_back(probe);
-	return out;
 }
 
 enum class StopReason { Duration, Signal, TargetExited };
@@ -240,14 +171,14 @@ int record(const RecordOptions &o)
 	auto maps = read_proc_maps(pid);
 	if (!maps)
 		throw UserError(maps.error().message);
-	auto sites = find_sites(*maps);
+	auto sites = find_native_sites(*maps);
 	if (sites.empty())
 		throw UserError(pid_text(pid) + ": no usdtprof probes in its binaries");
 
 	Profile profile;
 	profile.command = o.command;
 	profile.processes.push_back(describe_process(pid));
-	profile.probes = attach_all(**engine, pid, sites);
+	profile.probes = attach_sites(**engine, pid, sites);
 	profile.start_unix_ns = unix_now_ns();
 	auto started = std::chrono::steady_clock::now();
 	if (child)

@@ -1,0 +1,27 @@
+// Which probe sites a process has, and attaching the engine to them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine.h"
+#include "proc_maps.h"
+#include "profile.h"
+#include "usdt.h"
+
+namespace usdtprof {
+
+struct FoundSite {
+	std::string binary;
+	UsdtSite site;
+	usdtprof_role role;
+};
+
+// The sites of our header's probes (include/usdtprof/usdtprof.h) in every
+// file the process maps.
+std::vector<FoundSite> find_native_sites(const std::vector<Mapping> &maps);
+
+// Attaches every site for pid, exits before entries. Throws UserError.
+std::vector<ProfileProbe> attach_sites(Engine &engine, int pid, const std::vector<FoundSite> &sites);
+
+} // namespace usdtprof
