@@ -49,6 +49,7 @@ SKELS := $(OUTPUT)/usdtprof.skel.h $(OUTPUT)/bench_empty.skel.h
 USDTPROF := $(OUTPUT)/usdtprof
 
 .PHONY: all deps test unit e2e demo bench clean
+.SECONDARY:
 all: $(USDTPROF)
 
 # Installs missing Debian packages; order-only, so it never forces a rebuild.

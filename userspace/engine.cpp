@@ -2,7 +2,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <utility>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -23,7 +25,64 @@ std::string errno_text(int err)
 	return std::strerror(err < 0 ? -err : err);
 }
 
+// From the kernel UAPI (>= 6.6); Debian 12's headers predate it.
+constexpr int kBpfTraceUprobeMulti = 48;
+constexpr int kBpfLinkCreate = 28;
+
+// union bpf_attr's link_create member, as used for uprobe_multi.
+struct UprobeMultiAttr {
+	uint32_t prog_fd, target_fd, attach_type, flags;
+	uint64_t path, offsets, ref_ctr_offsets, cookies;
+	uint32_t cnt, multi_flags, pid;
+	uint8_t zero[64]; // the rest of union bpf_attr must be zero
+};
+
 } // namespace
+
+UniqueFd &UniqueFd::operator=(UniqueFd &&other) noexcept
+{
+	std::swap(fd_, other.fd_);
+	return *this;
+}
+
+UniqueFd::~UniqueFd()
+{
+	if (fd_ >= 0)
+		close(fd_);
+}
+
+void use_uprobe_multi(bpf_program *prog)
+{
+	bpf_program__set_expected_attach_type(prog, static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
+}
+
+Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &binary,
+				     const std::vector<UprobeSite> &sites)
+{
+	std::vector<uint64_t> offsets, ref_ctrs, cookies;
+	for (const UprobeSite &s : sites) {
+		offsets.push_back(s.offset);
+		ref_ctrs.push_back(s.ref_ctr);
+		cookies.push_back(s.cookie);
+	}
+	UprobeMultiAttr attr{};
+	attr.prog_fd = uint32_t(prog_fd);
+	attr.attach_type = kBpfTraceUprobeMulti;
+	attr.path = reinterpret_cast<uintptr_t>(binary.c_str());
+	attr.offsets = reinterpret_cast<uintptr_t>(offsets.data());
+	attr.ref_ctr_offsets = reinterpret_cast<uintptr_t>(ref_ctrs.data());
+	attr.cookies = reinterpret_cast<uintptr_t>(cookies.data());
+	attr.cnt = uint32_t(sites.size());
+	attr.pid = uint32_t(pid);
+	int fd = int(syscall(__NR_bpf, kBpfLinkCreate, &attr, sizeof(attr)));
+	if (fd < 0) {
+		std::string why = errno_text(errno);
+		if (errno == ESRCH)
+			why = "the process is gone";
+		return Error{"cannot attach to " + binary + ": " + why};
+	}
+	return UniqueFd(fd);
+}
 
 Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths)
 {
@@ -32,6 +91,8 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths)
 	if (!engine->skel_)
 		return Error{"cannot open BPF programs: " + errno_text(errno)};
 	bpf_map__set_max_entries(engine->skel_->maps.paths, max_paths);
+	use_uprobe_multi(engine->skel_->progs.usdt_entry);
+	use_uprobe_multi(engine->skel_->progs.usdt_exit);
 	if (int err = usdtprof_bpf__load(engine->skel_)) {
 		std::string why = errno_text(err);
 		if (err == -EPERM || err == -EACCES)
@@ -65,17 +126,15 @@ Result<uint32_t> Engine::add_spec(const usdtprof_probe_spec &spec)
 	return index;
 }
 
-Result<void> Engine::attach_site(int pid, const std::string &binary, uint64_t pc_offset,
-				 uint64_t semaphore_offset, uint32_t spec_index)
+Result<void> Engine::attach(int pid, const std::string &binary, usdtprof_role role,
+			    const std::vector<UprobeSite> &sites)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .ref_ctr_offset = semaphore_offset, .bpf_cookie = spec_index);
-	const bpf_program *prog = specs_.at(spec_index).role == USDTPROF_ROLE_ENTRY
-					  ? skel_->progs.usdt_entry
-					  : skel_->progs.usdt_exit;
-	LinkPtr link(bpf_program__attach_uprobe_opts(prog, pid, binary.c_str(), pc_offset, &opts));
+	const bpf_program *prog = role == USDTPROF_ROLE_ENTRY ? skel_->progs.usdt_entry : skel_->progs.usdt_exit;
+	auto link = attach_uprobe_multi(bpf_program__fd(prog), pid, binary, sites);
 	if (!link)
-		return Error{"cannot attach to " + binary + ": " + errno_text(errno)};
-	probe_links_.push_back(std::move(link));
+		return link.error();
+	probe_links_.push_back(std::move(*link));
+	attached_sites_ += sites.size();
 	return {};
 }
 

@@ -12,6 +12,7 @@
 
 struct usdtprof_bpf;
 struct bpf_link;
+struct bpf_program;
 
 namespace usdtprof {
 
@@ -19,6 +20,35 @@ struct LinkDeleter {
 	void operator()(bpf_link *link) const;
 };
 using LinkPtr = std::unique_ptr<bpf_link, LinkDeleter>;
+
+// An owned file descriptor.
+class UniqueFd {
+public:
+	explicit UniqueFd(int fd = -1) : fd_(fd) {}
+	UniqueFd(UniqueFd &&other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+	UniqueFd &operator=(UniqueFd &&other) noexcept;
+	~UniqueFd();
+	int get() const { return fd_; }
+
+private:
+	int fd_;
+};
+
+// One uprobe site of a multi-uprobe link.
+struct UprobeSite {
+	uint64_t offset = 0;     // file offset of the probed instruction
+	uint64_t ref_ctr = 0;    // file offset of the USDT semaphore, 0 if none
+	uint64_t cookie = 0;     // bpf_get_attach_cookie() in the program
+};
+
+// Attaches prog (loaded with expected attach type BPF_TRACE_UPROBE_MULTI) to
+// every site in one link (kernel >= 6.6). One link per binary and program
+// instead of one per site: detaching a uprobe waits for an RCU grace period
+// (~100 ms here), which a multi link pays once for all its sites.
+Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &binary,
+				     const std::vector<UprobeSite> &sites);
+// Marks a program for attach_uprobe_multi(); call before loading.
+void use_uprobe_multi(bpf_program *prog);
 
 struct PathRecord {
 	uint64_t path = 0;
@@ -36,13 +66,13 @@ public:
 
 	// Index of a probe spec for the uprobe cookie; identical specs share one.
 	Result<uint32_t> add_spec(const usdtprof_probe_spec &spec);
-	// Attaches the entry or exit program (per spec role) to one site, for pid
-	// only, raising the site's semaphore while attached.
-	Result<void> attach_site(int pid, const std::string &binary, uint64_t pc_offset,
-				 uint64_t semaphore_offset, uint32_t spec_index);
+	// Attaches the entry or exit program to sites of one binary, for pid only,
+	// raising the sites' semaphores while attached. Site cookies are spec indexes.
+	Result<void> attach(int pid, const std::string &binary, usdtprof_role role,
+			    const std::vector<UprobeSite> &sites);
 	// Detaches the probes in the reverse order of attachment.
 	void detach_probes();
-	size_t attached_probes() const { return probe_links_.size(); }
+	size_t attached_sites() const { return attached_sites_; }
 	// Charges frames still open on every thread up to now, as open activations.
 	Result<void> flush_open_frames();
 
@@ -54,7 +84,8 @@ private:
 
 	usdtprof_bpf *skel_ = nullptr;
 	LinkPtr exit_hook_;
-	std::vector<LinkPtr> probe_links_;
+	std::vector<UniqueFd> probe_links_;
+	size_t attached_sites_ = 0;
 	std::vector<usdtprof_probe_spec> specs_;
 };
 

@@ -35,13 +35,14 @@ std::vector<FoundSite> find_native_sites(const std::vector<Mapping> &maps)
 	return found;
 }
 
-// Attaches every site, exits before entries: an exit probe that misses the
-// first exits of frames entered meanwhile only costs an anomaly, while an
-// entry without its exit probe would corrupt the stack.
+// Exits are attached before entries (and detached after them): an exit
+// probe that misses the first exits of frames entered meanwhile only costs an
+// anomaly, while an entry without its exit probe would corrupt the stack.
 std::vector<ProfileProbe> attach_sites(Engine &engine, int pid, const std::vector<FoundSite> &sites)
 {
 	std::map<std::tuple<std::string, std::string, std::string>, ProfileProbe> probes;
 	for (usdtprof_role role : {USDTPROF_ROLE_EXIT, USDTPROF_ROLE_ENTRY}) {
+		std::map<std::string, std::vector<UprobeSite>> by_binary;
 		for (const FoundSite &f : sites) {
 			if (f.role != role)
 				continue;
@@ -57,14 +58,14 @@ std::vector<ProfileProbe> attach_sites(Engine &engine, int pid, const std::vecto
 			auto index = engine.add_spec(spec);
 			if (!index)
 				throw UserError(index.error().message);
-			if (auto r = engine.attach_site(pid, f.binary, f.site.pc_offset,
-							f.site.semaphore_offset, *index);
-			    !r)
-				throw UserError(r.error().message);
+			by_binary[f.binary].push_back({f.site.pc_offset, f.site.semaphore_offset, *index});
 			ProfileProbe &p = probes[{f.binary, f.site.provider, f.site.name}];
 			p = {f.binary, f.site.provider, f.site.name,
 			     role == USDTPROF_ROLE_ENTRY ? "entry" : "exit", p.sites + 1};
 		}
+		for (const auto &[binary, uprobes] : by_binary)
+			if (auto r = engine.attach(pid, binary, role, uprobes); !r)
+				throw UserError(r.error().message);
 	}
 	std::vector<ProfileProbe> out;
 	for (auto &[key, probe] : probes)

@@ -106,8 +106,9 @@ Result<HeldChild> HeldChild::launch(const std::vector<std::string> &argv)
 		return Error{std::string("fork: ") + strerror(errno)};
 	if (pid == 0) {
 		close(pipefd[0]);
-		ptrace(PTRACE_TRACEME, 0, 0, 0);
-		execvp(args[0], args.data());
+		// Never run the command unheld: probes would miss its start.
+		if (ptrace(PTRACE_TRACEME, 0, 0, 0) == 0)
+			execvp(args[0], args.data());
 		int err = errno;
 		(void)!write(pipefd[1], &err, sizeof(err));
 		_exit(127);

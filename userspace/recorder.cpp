@@ -185,7 +185,7 @@ int record(const RecordOptions &o)
 		if (auto r = child->release(); !r)
 			throw UserError(r.error().message);
 	fprintf(stderr, "usdtprof: recording %s: %zu probe sites attached; Ctrl-C to stop\n",
-		pid_text(pid).c_str(), (*engine)->attached_probes());
+		pid_text(pid).c_str(), (*engine)->attached_sites());
 
 	StopReason reason = wait_for_stop(pid, o.duration_s);
 	(*engine)->detach_probes();

@@ -38,7 +38,7 @@ double run_loop(const std::string &binary, unsigned long calls, Mode mode)
 		die(child.error().message);
 	std::unique_ptr<Engine> engine;
 	bench_empty_bpf *empty = nullptr;
-	std::vector<LinkPtr> empty_links;
+	std::vector<UniqueFd> empty_links;
 	if (mode == Mode::Empty || mode == Mode::Usdtprof) {
 		auto maps = read_proc_maps(child->pid());
 		if (!maps)
@@ -51,16 +51,21 @@ double run_loop(const std::string &binary, unsigned long calls, Mode mode)
 			engine = std::move(*loaded);
 			attach_sites(*engine, child->pid(), sites);
 		} else {
-			empty = bench_empty_bpf__open_and_load();
+			// Attached exactly as usdtprof's programs are: one multi link.
+			empty = bench_empty_bpf__open();
 			if (!empty)
+				die("cannot open the empty program");
+			use_uprobe_multi(empty->progs.empty);
+			if (bench_empty_bpf__load(empty))
 				die("cannot load the empty program");
-			for (const FoundSite &f : sites) {
-				LIBBPF_OPTS(bpf_uprobe_opts, opts, .ref_ctr_offset = f.site.semaphore_offset);
-				empty_links.emplace_back(bpf_program__attach_uprobe_opts(
-					empty->progs.empty, child->pid(), f.binary.c_str(), f.site.pc_offset, &opts));
-				if (!empty_links.back())
-					die("cannot attach the empty program");
-			}
+			std::vector<UprobeSite> uprobes;
+			for (const FoundSite &f : sites)
+				uprobes.push_back({f.site.pc_offset, f.site.semaphore_offset, 0});
+			auto link = attach_uprobe_multi(bpf_program__fd(empty->progs.empty), child->pid(),
+							sites.at(0).binary, uprobes);
+			if (!link)
+				die(link.error().message);
+			empty_links.push_back(std::move(*link));
 		}
 	}
 	if (auto r = child->release(); !r)
