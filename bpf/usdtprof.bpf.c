@@ -38,6 +38,10 @@ struct {
 } paths SEC(".maps");
 
 __u64 anomalies[USDTPROF_ANOM_COUNT];
+/* Set by userspace when recording stops: from then on the probes do nothing
+ * (while their detachment waits for a grace period) and open frames are
+ * charged up to this time. */
+__u64 stop_ns;
 
 #define FRAME_MASK (USDTPROF_MAX_DEPTH - 1)
 
@@ -148,8 +152,10 @@ static __always_inline void pop_frame(struct usdtprof_thread_stack *st, __u32 d,
 	f = &st->frames[(d - 1) & FRAME_MASK];
 	if (d > 1)
 		parent = &st->frames[(d - 2) & FRAME_MASK];
-	f->self += now - f->resume;
-	add_to_path(f, parent ? parent->path : 0, tgid, now - f->start, open);
+	/* Only a flush at stop_ns can come before a frame's last resume. */
+	if (now > f->resume)
+		f->self += now - f->resume;
+	add_to_path(f, parent ? parent->path : 0, tgid, now > f->start ? now - f->start : 0, open);
 	if (parent)
 		parent->resume = now;
 }
@@ -196,7 +202,7 @@ int usdt_entry(struct pt_regs *ctx)
 	__u64 func, parent_path;
 	__u32 d;
 
-	if (!spec)
+	if (!spec || stop_ns)
 		return 0;
 	func = read_arg(ctx, &spec->func);
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0,
@@ -237,7 +243,7 @@ int usdt_exit(struct pt_regs *ctx)
 	__u64 func;
 	__u32 d, i, tgid = bpf_get_current_pid_tgid() >> 32;
 
-	if (!spec)
+	if (!spec || stop_ns)
 		return 0;
 	func = read_arg(ctx, &spec->func);
 	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
@@ -281,7 +287,7 @@ static __always_inline void flush_stack(struct usdtprof_thread_stack *st, __u32 
 	st->overflow = 0;
 	if (d > USDTPROF_MAX_DEPTH)
 		return;
-	pop_frames(st, d, d, bpf_ktime_get_ns(), tgid, 1);
+	pop_frames(st, d, d, stop_ns ? stop_ns : bpf_ktime_get_ns(), tgid, 1);
 }
 
 /* A thread that exits inside probed frames: its time is kept, not lost with

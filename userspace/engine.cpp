@@ -138,6 +138,12 @@ Result<void> Engine::attach(int pid, const std::string &binary, usdtprof_role ro
 	return {};
 }
 
+void Engine::stop(uint64_t stop_ns)
+{
+	__atomic_store_n(&skel_->bss->stop_ns, stop_ns, __ATOMIC_RELEASE);
+	detach_probes();
+}
+
 void Engine::detach_probes()
 {
 	while (!probe_links_.empty())

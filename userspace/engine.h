@@ -70,10 +70,11 @@ public:
 	// raising the sites' semaphores while attached. Site cookies are spec indexes.
 	Result<void> attach(int pid, const std::string &binary, usdtprof_role role,
 			    const std::vector<UprobeSite> &sites);
-	// Detaches the probes in the reverse order of attachment.
-	void detach_probes();
+	// Ends recording at monotonic time stop_ns: the probes stop counting at
+	// once, then are detached in the reverse order of attachment.
+	void stop(uint64_t stop_ns);
 	size_t attached_sites() const { return attached_sites_; }
-	// Charges frames still open on every thread up to now, as open activations.
+	// Charges frames still open on every thread up to the stop, as open activations.
 	Result<void> flush_open_frames();
 
 	std::vector<PathRecord> read_paths() const;
@@ -81,6 +82,7 @@ public:
 
 private:
 	Engine() = default;
+	void detach_probes();
 
 	usdtprof_bpf *skel_ = nullptr;
 	LinkPtr exit_hook_;

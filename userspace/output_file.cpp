@@ -33,6 +33,13 @@ Result<void> write_file_atomically(const std::string &path, const std::string &c
 		return fail(errno);
 	if (rename(tmp.c_str(), path.c_str()))
 		return fail(errno);
+	// Make the rename itself durable; best effort, the data is in place.
+	size_t slash = path.rfind('/');
+	std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+	if (int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
 	return {};
 }
 

@@ -188,12 +188,13 @@ int record(const RecordOptions &o)
 		pid_text(pid).c_str(), (*engine)->attached_sites());
 
 	StopReason reason = wait_for_stop(pid, o.duration_s);
-	(*engine)->detach_probes();
+	auto stopped = std::chrono::steady_clock::now();
+	// steady_clock is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
+	(*engine)->stop(std::chrono::duration_cast<std::chrono::nanoseconds>(stopped.time_since_epoch()).count());
 	if (auto r = (*engine)->flush_open_frames(); !r)
 		throw UserError(r.error().message);
 	profile.stop_unix_ns = unix_now_ns();
-	profile.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-		std::chrono::steady_clock::now() - started).count();
+	profile.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(stopped - started).count();
 	auto anomalies = (*engine)->anomalies();
 	for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
 		profile.anomalies[anomaly_name(a)] = anomalies[a];

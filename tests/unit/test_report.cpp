@@ -1,0 +1,302 @@
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "report.h"
+
+using namespace usdtprof;
+using nlohmann::json;
+
+namespace {
+
+struct Node {
+	uint32_t parent;
+	uint32_t function;
+	int32_t pid;
+	uint64_t calls, self_ns, open = 0;
+};
+
+// A consistent profile: each total is its self plus its children's totals.
+Profile make_profile(std::vector<std::string> functions, const std::vector<Node> &nodes)
+{
+	Profile p;
+	p.functions = std::move(functions);
+	for (const Node &n : nodes)
+		p.nodes.push_back({n.parent, n.function, n.pid, n.calls, n.open, n.self_ns, n.self_ns});
+	for (size_t i = p.nodes.size(); i-- > 0;)
+		if (p.nodes[i].parent != kNoParent)
+			p.nodes[p.nodes[i].parent].total_ns += p.nodes[i].total_ns;
+	return p;
+}
+
+// main -> work -> parse, main -> compute -> tiny, in two processes with
+// different spellings of the same functions.
+Profile sample_profile()
+{
+	Profile p = make_profile(
+		{"int main(int, char**)", "void work(int)", "static void util::parse(const std::string&)", "compute",
+			"main", "void work(long int)", "tiny"},
+		{
+			{kNoParent, 0, 100, 1, 1'000'000, 1},
+			{0, 1, 100, 10, 5'000'000},
+			{1, 2, 100, 20, 3'000'000},
+			{0, 3, 100, 5, 1'000'000},
+			{3, 6, 100, 1, 999},
+			{kNoParent, 4, 200, 1, 500'000},
+			{5, 5, 200, 2, 2'000'000, 1},
+		});
+	p.duration_ns = 20'000'000;
+	p.processes = {{100, "app", {"./app"}}, {200, "app", {"./app"}}};
+	return p;
+}
+
+size_t find_child(const CallTree &t, uint32_t parent, const std::string &name)
+{
+	const std::vector<uint32_t> &ids = parent == kNoParent ? t.roots : t.nodes[parent].children;
+	for (uint32_t i : ids)
+		if (t.nodes[i].name == name)
+			return i;
+	FAIL("no child " << name);
+	return 0;
+}
+
+const FunctionSummary &summary(const std::vector<FunctionSummary> &fs, const std::string &name)
+{
+	for (const FunctionSummary &f : fs)
+		if (f.name == name)
+			return f;
+	FAIL("no function " << name);
+	return fs.front();
+}
+
+std::vector<std::string> function_order(const Profile &p, SortKey key, size_t limit = 0)
+{
+	ReportOptions o;
+	o.format = ReportFormat::Json;
+	o.sort = key;
+	o.limit = limit;
+	std::vector<std::string> names;
+	json report = json::parse(render_report(p, o));
+	for (const json &f : report["functions"])
+		names.push_back(f["name"]);
+	return names;
+}
+
+} // namespace
+
+TEST_CASE("report: tree merges paths by name across processes", "[report]")
+{
+	CallTree t = build_call_tree(sample_profile());
+	REQUIRE(t.roots.size() == 1);
+	REQUIRE(t.nodes.size() == 5);
+	uint32_t main = t.roots[0];
+	const TreeNode &m = t.nodes[main];
+	CHECK(m.name == "main");
+	CHECK(m.calls == 2);
+	CHECK(m.open == 1);
+	CHECK(m.self_ns == 1'500'000);
+	CHECK(m.total_ns == 12'500'999);
+	const TreeNode &work = t.nodes[find_child(t, main, "work")];
+	CHECK(work.calls == 12);
+	CHECK(work.open == 1);
+	CHECK(work.self_ns == 7'000'000);
+	CHECK(work.total_ns == 10'000'000);
+	CHECK(t.total_self_ns == 12'500'999);
+	CHECK(stack_of(t, find_child(t, find_child(t, main, "work"), "util::parse")) ==
+		std::vector<std::string>{"main", "work", "util::parse"});
+	for (uint32_t i = 0; i < t.nodes.size(); i++) {
+		const TreeNode &n = t.nodes[i];
+		uint64_t children = 0;
+		for (uint32_t c : n.children) {
+			CHECK(c > i); // parents first
+			CHECK(t.nodes[c].parent == i);
+			children += t.nodes[c].total_ns;
+		}
+		CHECK(n.total_ns == n.self_ns + children);
+	}
+}
+
+TEST_CASE("report: recursion is never double counted", "[report]")
+{
+	SECTION("a -> a -> a") {
+		CallTree t = build_call_tree(make_profile({"void a()"}, {{kNoParent, 0, 1, 1, 10}, {0, 0, 1, 1, 10}, {1, 0, 1, 1, 10}}));
+		std::vector<FunctionSummary> fs = summarize_functions(t);
+		REQUIRE(fs.size() == 1);
+		CHECK(fs[0].name == "a");
+		CHECK(fs[0].calls == 3);
+		CHECK(fs[0].self_ns == 30);
+		CHECK(fs[0].total_ns == 30);
+		CHECK(fs[0].recursive);
+	}
+	SECTION("a -> b -> a") {
+		CallTree t = build_call_tree(make_profile({"a", "b"},
+			{{kNoParent, 0, 1, 1, 10}, {0, 1, 1, 2, 20}, {1, 0, 1, 3, 40}, {kNoParent, 1, 1, 1, 5}}));
+		std::vector<FunctionSummary> fs = summarize_functions(t);
+		const FunctionSummary &a = summary(fs, "a"), &b = summary(fs, "b");
+		CHECK(a.calls == 4);
+		CHECK(a.self_ns == 50);
+		CHECK(a.total_ns == 70);
+		CHECK(a.recursive);
+		CHECK(b.calls == 3);
+		CHECK(b.total_ns == 65);
+		CHECK_FALSE(b.recursive);
+	}
+}
+
+TEST_CASE("report: sort keys", "[report]")
+{
+	CHECK(*parse_sort_key("avg") == SortKey::Avg);
+	CHECK(*parse_sort_key("name") == SortKey::Name);
+	Result<SortKey> bad = parse_sort_key("Self");
+	REQUIRE_FALSE(bad.ok());
+	CHECK(bad.error().message == "unknown sort key 'Self' (expected self, total, calls, avg or name)");
+
+	Profile p = sample_profile();
+	CHECK(function_order(p, SortKey::Self) == std::vector<std::string>{"work", "util::parse", "main", "compute", "tiny"});
+	CHECK(function_order(p, SortKey::Total) == std::vector<std::string>{"main", "work", "util::parse", "compute", "tiny"});
+	CHECK(function_order(p, SortKey::Calls) == std::vector<std::string>{"util::parse", "work", "compute", "main", "tiny"});
+	CHECK(function_order(p, SortKey::Avg) == std::vector<std::string>{"main", "work", "compute", "util::parse", "tiny"});
+	CHECK(function_order(p, SortKey::Name) == std::vector<std::string>{"compute", "main", "tiny", "util::parse", "work"});
+	CHECK(function_order(p, SortKey::Self, 2) == std::vector<std::string>{"work", "util::parse"});
+}
+
+TEST_CASE("report: flat text", "[report]")
+{
+	Profile p = sample_profile();
+	ReportOptions o;
+	o.limit = 3;
+	std::string text = render_report(p, o);
+	INFO(text);
+	CHECK(text.find("12.5 ms recorded in 40 calls") != std::string::npos);
+	CHECK(text.find("self%") != std::string::npos);
+	size_t work = text.find("  work"), parse = text.find("  util::parse"), main = text.find("  main");
+	CHECK(work < parse);
+	CHECK(parse < main);
+	CHECK(text.find("compute") == std::string::npos);
+	CHECK(text.find("... 2 more functions not shown") != std::string::npos);
+	CHECK(text.find("7.00 ms  56.0%") != std::string::npos);
+	CHECK(text.find("work (1 open)") != std::string::npos);
+	CHECK(text.find("\nanomalies: none\n") != std::string::npos);
+
+	p.anomalies = {{"exit_mismatch", 3}, {"agg_full", 0}, {"future_counter", 1}};
+	text = render_report(p, o);
+	CHECK(text.find("anomalies:\n  exit_mismatch: 3  (exit did not match the top frame; frames were popped)\n"
+		"  future_counter: 1\n") != std::string::npos);
+	CHECK(text.find("agg_full") == std::string::npos);
+
+	CHECK(render_report(make_profile({"a"}, {{kNoParent, 0, 1, 1, 10}, {0, 0, 1, 1, 10}}), {}).find("a [recursive]") !=
+		std::string::npos);
+}
+
+TEST_CASE("report: tree text", "[report]")
+{
+	Profile p = sample_profile();
+	ReportOptions o;
+	o.tree = true;
+	o.min_percent = 10;
+	std::string text = render_report(p, o);
+	INFO(text);
+	CHECK(text.find("below 10% of the recorded time") != std::string::npos);
+	CHECK(text.find("  main (1 open)\n") != std::string::npos);
+	CHECK(text.find("    work (1 open)\n") != std::string::npos);
+	CHECK(text.find("      util::parse\n") != std::string::npos);
+	CHECK(text.find("    ... 1 more below 10%\n") != std::string::npos); // compute: 8%
+	CHECK(text.find("compute") == std::string::npos);
+	CHECK(text.find("anomalies: none") != std::string::npos);
+
+	o.min_percent = 0;
+	text = render_report(p, o);
+	CHECK(text.find("      tiny\n") != std::string::npos);
+	CHECK(text.find("more below") == std::string::npos);
+	// Children by total, descending.
+	CHECK(text.find("    work") < text.find("    compute"));
+}
+
+TEST_CASE("report: json", "[report]")
+{
+	Profile p = sample_profile();
+	p.anomalies = {{"depth_overflow", 4}, {"future_counter", 2}};
+	ReportOptions o;
+	o.format = ReportFormat::Json;
+	o.limit = 4;
+	json j = json::parse(render_report(p, o));
+	REQUIRE(j["functions"].size() == 4);
+	for (const json &f : j["functions"]) {
+		CHECK(f["name"].is_string());
+		for (const char *k : {"calls", "open", "self_ns", "total_ns"})
+			CHECK(f[k].is_number_unsigned());
+		CHECK(f["recursive"].is_boolean());
+	}
+	CHECK(j["functions"][0]["name"] == "work");
+	CHECK(j["functions"][0]["self_ns"] == 7'000'000);
+	REQUIRE(j["paths"].size() == 5);
+	CHECK(j["paths"][0]["stack"] == json{"main"});
+	CHECK(j["paths"][2]["stack"] == json{"main", "work", "util::parse"});
+	for (const json &path : j["paths"])
+		for (const char *k : {"calls", "open", "self_ns", "total_ns"})
+			CHECK(path[k].is_number_unsigned());
+	for (const char *k : {"exit_mismatch", "exit_no_frame", "depth_overflow", "agg_full", "dropped_ns", "no_storage"})
+		CHECK(j["anomalies"][k].is_number_unsigned());
+	CHECK(j["anomalies"]["depth_overflow"] == 4);
+	CHECK(j["anomalies"]["future_counter"] == 2);
+	CHECK(j["anomalies"].size() == 7);
+	CHECK(j["total_self_ns"] == 12'500'999);
+	CHECK(j["duration_ns"] == 20'000'000);
+	CHECK(j["processes"] == json::parse(R"([{"pid":100,"comm":"app"},{"pid":200,"comm":"app"}])"));
+}
+
+TEST_CASE("report: folded stacks", "[report]")
+{
+	CHECK(render_folded(build_call_tree(sample_profile())) ==
+		"main 1500\n"
+		"main;work 7000\n"
+		"main;work;util::parse 3000\n"
+		"main;compute 1000\n");
+	// Weights round down to whole microseconds; names are escaped.
+	Profile p = make_profile({"a;b", "50%", "x y\tz"}, {{kNoParent, 0, 1, 1, 2999}, {0, 1, 1, 1, 1000}, {1, 2, 1, 1, 999}});
+	CHECK(render_folded(build_call_tree(p)) == "a%3Bb 2\na%3Bb;50%25 1\n");
+	CHECK(render_folded(CallTree{}) == "");
+
+	CHECK(escape_folded_frame("plain name<int>::f") == "plain name<int>::f");
+	CHECK(escape_folded_frame("a;b%c") == "a%3Bb%25c");
+	CHECK(escape_folded_frame(std::string("t\tn\n\x7f\x1f", 6)) == "t%09n%0A%7F%1F");
+	CHECK(escape_folded_frame("caf\xc3\xa9") == "caf\xc3\xa9");
+}
+
+TEST_CASE("report: simplify_function_name", "[report]")
+{
+	const std::pair<const char *, const char *> cases[] = {
+		{"int ns::Cls<T>::run(int) const", "ns::Cls<T>::run"},
+		{"void foo()", "foo"},
+		{"static void A::b(std::vector<int>&)", "A::b"},
+		{"virtual int Base::get() const &&", "Base::get"},
+		{"std::map<int, int> f(int)", "f"},
+		{"const std::map<int, std::pair<int, int> >& ns::g(std::function<void(int)>)", "ns::g"},
+		{"unsigned int count(const char*) noexcept", "count"},
+		{"void X::operator()(int)", "X::operator()"},
+		{"bool ns::A<int>::operator<(const ns::A<int>&) const", "ns::A<int>::operator<"},
+		{"A& A::operator<<=(int)", "A::operator<<="},
+		{"void* operator new(std::size_t)", "operator new"},
+		{"A::operator bool() const", "A::operator bool"},
+		{"A::A(int)", "A::A"},
+		{"A::~A()", "A::~A"},
+		{"T max(T, T) [with T = int]", "max"},
+		{"void S<T>::f() const [with T = std::vector<int>; U = int[3]]", "S<T>::f"},
+		{"void f() [T = int]", "f"},
+		{"void (anonymous namespace)::helper()", "(anonymous namespace)::helper"},
+		{"void {anonymous}::helper()", "{anonymous}::helper"},
+		{"void main()::Local::run()", "main()::Local::run"},
+		{"main()::<lambda(int)>", "main()::<lambda(int)>"},
+		{"main", "main"},
+		{"parse", "parse"},
+		{"foo.bar", "foo.bar"},
+		{"", ""},
+		{"void (* signal(int, void (*)(int)))(int)", "void (* signal(int, void (*)(int)))(int)"},
+		{"broken(int))", "broken(int))"},
+		{"oops ()", "oops"},
+	};
+	for (const auto &[in, out] : cases) {
+		INFO(in);
+		CHECK(simplify_function_name(in) == out);
+	}
+}

@@ -1,0 +1,450 @@
+// Reports: the profile's per-process paths merged into one calling-context
+// tree by name, then rendered as a flat table, an indented tree, JSON or
+// folded stacks.
+#include "report.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+#include <unordered_map>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+namespace usdtprof {
+
+namespace {
+
+using json = nlohmann::ordered_json; // keeps keys in schema order
+
+// The anomaly counters the BPF side keeps (enum usdtprof_anomaly), always
+// shown in JSON so consumers see a stable set of keys.
+const std::pair<const char *, const char *> kAnomalies[] = {
+	{"exit_mismatch", "exit did not match the top frame; frames were popped"},
+	{"exit_no_frame", "exit with no matching frame on the stack"},
+	{"depth_overflow", "entry beyond the maximum tracked depth (128)"},
+	{"agg_full", "aggregation map full; a path was dropped"},
+	{"dropped_ns", "nanoseconds carried by dropped paths"},
+	{"no_storage", "per-thread stack could not be allocated"},
+};
+
+// About three significant digits, in the largest unit that keeps the value >= 1.
+std::string human_ns(uint64_t ns)
+{
+	if (ns < 1000)
+		return std::to_string(ns) + " ns";
+	// Thresholds sit at 999.5 so that rounding never prints "1000 us".
+	const char *unit = ns < 999'500 ? "us" : ns < 999'500'000 ? "ms" : "s";
+	double v = static_cast<double>(ns) / (ns < 999'500 ? 1e3 : ns < 999'500'000 ? 1e6 : 1e9);
+	char buf[48];
+	snprintf(buf, sizeof buf, v < 9.995 ? "%.2f %s" : v < 99.95 ? "%.1f %s" : "%.0f %s", v, unit);
+	return buf;
+}
+
+double percent(uint64_t part, uint64_t whole) { return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0; }
+
+std::string open_marker(uint64_t open) { return open ? " (" + std::to_string(open) + " open)" : ""; }
+
+uint64_t average(const FunctionSummary &f) { return f.calls ? f.total_ns / f.calls : 0; }
+
+void sort_functions(std::vector<FunctionSummary> &fs, SortKey key)
+{
+	auto number = [key](const FunctionSummary &f) -> uint64_t {
+		switch (key) {
+		case SortKey::Self: return f.self_ns;
+		case SortKey::Total: return f.total_ns;
+		case SortKey::Calls: return f.calls;
+		case SortKey::Avg: return average(f);
+		case SortKey::Name: break;
+		}
+		return 0;
+	};
+	std::sort(fs.begin(), fs.end(), [&](const FunctionSummary &a, const FunctionSummary &b) {
+		if (number(a) != number(b))
+			return number(a) > number(b);
+		return a.name < b.name;
+	});
+}
+
+// Sorted by options.sort, cut to options.limit; also returns how many were cut.
+std::pair<std::vector<FunctionSummary>, size_t> ranked_functions(const CallTree &tree, const ReportOptions &options)
+{
+	std::vector<FunctionSummary> fs = summarize_functions(tree);
+	sort_functions(fs, options.sort);
+	size_t cut = 0;
+	if (options.limit && fs.size() > options.limit) {
+		cut = fs.size() - options.limit;
+		fs.resize(options.limit);
+	}
+	return {std::move(fs), cut};
+}
+
+uint64_t total_calls(const CallTree &tree)
+{
+	uint64_t calls = 0;
+	for (const TreeNode &n : tree.nodes)
+		calls += n.calls;
+	return calls;
+}
+
+std::string line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string line(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	return buf;
+}
+
+std::string render_anomalies(const Profile &profile)
+{
+	std::string out;
+	for (const auto &[name, count] : profile.anomalies) {
+		if (!count)
+			continue;
+		const char *what = "";
+		for (const auto &[known, description] : kAnomalies)
+			if (name == known)
+				what = description;
+		out += "  " + name + ": " + std::to_string(count) + (*what ? std::string("  (") + what + ")" : "") + "\n";
+	}
+	return out.empty() ? "anomalies: none\n" : "anomalies:\n" + out;
+}
+
+std::string render_flat(const Profile &profile, const CallTree &tree, const ReportOptions &options)
+{
+	auto [fs, cut] = ranked_functions(tree, options);
+	std::string out = "usdtprof report: " + human_ns(tree.total_self_ns) + " recorded in " +
+		std::to_string(total_calls(tree)) + " calls over " + human_ns(profile.duration_ns) + "\n\n";
+	out += line("%12s %10s %6s %10s %10s  %s\n", "calls", "self", "self%", "total", "avg", "name");
+	for (const FunctionSummary &f : fs)
+		out += line("%12llu %10s %5.1f%% %10s %10s  ", static_cast<unsigned long long>(f.calls),
+			human_ns(f.self_ns).c_str(), percent(f.self_ns, tree.total_self_ns), human_ns(f.total_ns).c_str(),
+			f.calls ? human_ns(average(f)).c_str() : "-") +
+			f.name + (f.recursive ? " [recursive]" : "") + open_marker(f.open) + "\n";
+	if (cut)
+		out += "... " + std::to_string(cut) + " more functions not shown\n";
+	return out;
+}
+
+// Iterative, so a deep (hand-made) profile cannot overflow the stack.
+void render_tree_lines(const CallTree &tree, const ReportOptions &options, std::string &out)
+{
+	struct Item {
+		uint32_t node;   // kNoParent: the "... N more" line of a sibling group
+		size_t depth, pruned;
+	};
+	std::vector<Item> todo;
+	auto push_group = [&](std::vector<uint32_t> group, size_t depth) {
+		// Largest total first; popping from the back, so push in reverse.
+		std::sort(group.begin(), group.end(), [&](uint32_t a, uint32_t b) {
+			const TreeNode &x = tree.nodes[a], &y = tree.nodes[b];
+			return x.total_ns != y.total_ns ? x.total_ns < y.total_ns : x.name > y.name;
+		});
+		auto below = [&](uint32_t i) {
+			return tree.total_self_ns && percent(tree.nodes[i].total_ns, tree.total_self_ns) < options.min_percent;
+		};
+		size_t pruned = std::count_if(group.begin(), group.end(), below);
+		if (pruned)
+			todo.push_back({kNoParent, depth, pruned});
+		for (uint32_t i : group)
+			if (!below(i))
+				todo.push_back({i, depth, 0});
+	};
+	push_group(tree.roots, 0);
+	while (!todo.empty()) {
+		Item it = todo.back();
+		todo.pop_back();
+		std::string indent(2 * it.depth, ' ');
+		if (it.node == kNoParent) {
+			out += line("%10s %7s %10s %12s  ", "", "", "", "") + indent + "... " + std::to_string(it.pruned) +
+				" more below " + line("%g", options.min_percent) + "%\n";
+			continue;
+		}
+		const TreeNode &n = tree.nodes[it.node];
+		out += line("%10s %6.1f%% %10s %12llu  ", human_ns(n.total_ns).c_str(), percent(n.total_ns, tree.total_self_ns),
+			human_ns(n.self_ns).c_str(), static_cast<unsigned long long>(n.calls)) +
+			indent + n.name + open_marker(n.open) + "\n";
+		push_group(n.children, it.depth + 1);
+	}
+}
+
+std::string render_tree(const Profile &profile, const CallTree &tree, const ReportOptions &options)
+{
+	std::string out = "usdtprof call tree: " + human_ns(tree.total_self_ns) + " recorded in " +
+		std::to_string(total_calls(tree)) + " calls over " + human_ns(profile.duration_ns) +
+		(options.min_percent > 0 ? "; subtrees below " + line("%g", options.min_percent) +
+			"% of the recorded time are folded into \"... N more\" lines" : std::string()) + "\n\n";
+	out += line("%10s %7s %10s %12s  %s\n", "total", "total%", "self", "calls", "name");
+	render_tree_lines(tree, options, out);
+	return out;
+}
+
+std::string render_json(const Profile &profile, const CallTree &tree, const ReportOptions &options)
+{
+	json functions = json::array(), paths = json::array(), processes = json::array();
+	for (const FunctionSummary &f : ranked_functions(tree, options).first)
+		functions.push_back({{"name", f.name}, {"calls", f.calls}, {"open", f.open}, {"self_ns", f.self_ns},
+			{"total_ns", f.total_ns}, {"recursive", f.recursive}});
+	for (uint32_t i = 0; i < tree.nodes.size(); i++) {
+		const TreeNode &n = tree.nodes[i];
+		paths.push_back({{"stack", stack_of(tree, i)}, {"calls", n.calls}, {"open", n.open},
+			{"self_ns", n.self_ns}, {"total_ns", n.total_ns}});
+	}
+	// The known counters first, in kernel order, then any others the profile has.
+	json anomalies = json::object();
+	for (const auto &[name, description] : kAnomalies) {
+		auto it = profile.anomalies.find(name);
+		anomalies[name] = it == profile.anomalies.end() ? uint64_t{0} : it->second;
+	}
+	for (const auto &[name, count] : profile.anomalies)
+		anomalies[name] = count;
+	for (const ProfileProcess &p : profile.processes)
+		processes.push_back({{"pid", p.pid}, {"comm", p.comm}});
+	json report = {
+		{"functions", functions},
+		{"paths", paths},
+		{"anomalies", anomalies},
+		{"total_self_ns", tree.total_self_ns},
+		{"duration_ns", profile.duration_ns},
+		{"processes", processes},
+	};
+	// Names may not be UTF-8: replace invalid bytes rather than throw.
+	return report.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+bool ends_with(const std::string &s, const std::string &suffix)
+{
+	return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_ident(char c) { return isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Removes a trailing GCC "[with T = int]" or clang "[T = int]" suffix.
+void strip_template_bindings(std::string &s)
+{
+	if (!ends_with(s, "]"))
+		return;
+	int depth = 0;
+	for (size_t i = s.size(); i-- > 0;) {
+		if (s[i] == ']')
+			depth++;
+		else if (s[i] == '[' && --depth == 0) {
+			std::string inner = s.substr(i);
+			if (i > 0 && s[i - 1] == ' ' && (inner.rfind("[with ", 0) == 0 || inner.find(" = ") != std::string::npos))
+				s.erase(i - 1);
+			return;
+		}
+	}
+}
+
+// Removes trailing cv/ref/noexcept qualifiers of a member function.
+void strip_qualifiers(std::string &s)
+{
+	static const char *const quals[] = {"const", "volatile", "noexcept", "&&", "&"};
+	for (bool again = true; again;) {
+		again = false;
+		while (!s.empty() && s.back() == ' ')
+			s.pop_back();
+		for (const char *q : quals) {
+			std::string qual = q;
+			if (ends_with(s, qual) && s.size() > qual.size()) {
+				char before = s[s.size() - qual.size() - 1];
+				if (before == ' ' || before == ')') {
+					s.erase(s.size() - qual.size());
+					again = true;
+					break;
+				}
+			}
+		}
+	}
+}
+
+// Start of the "operator" keyword naming an operator function, or npos.
+size_t find_operator(const std::string &s)
+{
+	for (size_t pos = s.find("operator"); pos != std::string::npos; pos = s.find("operator", pos + 1)) {
+		size_t end = pos + 8;
+		if ((pos == 0 || !is_ident(s[pos - 1])) && (end == s.size() || !is_ident(s[end])))
+			return pos;
+	}
+	return std::string::npos;
+}
+
+} // namespace
+
+CallTree build_call_tree(const Profile &profile)
+{
+	CallTree tree;
+	std::vector<uint32_t> tree_index(profile.nodes.size(), kNoParent);
+	std::map<std::pair<uint32_t, std::string>, uint32_t> by_name; // (tree parent, name) -> tree node
+	std::unordered_map<uint32_t, std::string> simplified;         // profile function -> name
+	for (size_t i = 0; i < profile.nodes.size(); i++) {
+		const PathNode &pn = profile.nodes[i];
+		// Parents come first in a valid profile; anything else is treated as a root.
+		uint32_t parent = pn.parent < i ? tree_index[pn.parent] : kNoParent;
+		auto [it, fresh] = simplified.try_emplace(pn.function);
+		if (fresh)
+			it->second = simplify_function_name(
+				pn.function < profile.functions.size() ? profile.functions[pn.function] : "<unknown>");
+		auto [slot, added] = by_name.try_emplace({parent, it->second}, static_cast<uint32_t>(tree.nodes.size()));
+		if (added) {
+			TreeNode n;
+			n.name = it->second;
+			n.parent = parent;
+			tree.nodes.push_back(n);
+			(parent == kNoParent ? tree.roots : tree.nodes[parent].children).push_back(slot->second);
+		}
+		TreeNode &n = tree.nodes[slot->second];
+		n.calls += pn.calls;
+		n.open += pn.open;
+		n.self_ns += pn.self_ns;
+		n.total_ns += pn.total_ns;
+		tree.total_self_ns += pn.self_ns;
+		tree_index[i] = slot->second;
+	}
+	return tree;
+}
+
+std::vector<std::string> stack_of(const CallTree &tree, uint32_t node)
+{
+	std::vector<std::string> stack;
+	for (uint32_t i = node; i != kNoParent; i = tree.nodes[i].parent)
+		stack.push_back(tree.nodes[i].name);
+	std::reverse(stack.begin(), stack.end());
+	return stack;
+}
+
+std::vector<FunctionSummary> summarize_functions(const CallTree &tree)
+{
+	// In order of first appearance in the tree.
+	std::vector<FunctionSummary> out;
+	std::unordered_map<std::string, size_t> index;
+	std::vector<size_t> fn(tree.nodes.size());
+	for (size_t i = 0; i < tree.nodes.size(); i++) {
+		const TreeNode &n = tree.nodes[i];
+		auto [it, added] = index.try_emplace(n.name, out.size());
+		if (added)
+			out.push_back({n.name});
+		fn[i] = it->second;
+		FunctionSummary &f = out[it->second];
+		f.calls += n.calls;
+		f.open += n.open;
+		f.self_ns += n.self_ns;
+		// Only outermost activations add to total: an inner one's time is inside the outer's.
+		bool nested = false;
+		for (uint32_t p = n.parent; p != kNoParent && !nested; p = tree.nodes[p].parent)
+			nested = fn[p] == fn[i];
+		if (nested)
+			f.recursive = true;
+		else
+			f.total_ns += n.total_ns;
+	}
+	return out;
+}
+
+Result<SortKey> parse_sort_key(const std::string &key)
+{
+	static const std::map<std::string, SortKey> keys = {
+		{"self", SortKey::Self}, {"total", SortKey::Total}, {"calls", SortKey::Calls},
+		{"avg", SortKey::Avg}, {"name", SortKey::Name}};
+	auto it = keys.find(key);
+	if (it == keys.end())
+		return Error{"unknown sort key '" + key + "' (expected self, total, calls, avg or name)"};
+	return it->second;
+}
+
+std::string render_report(const Profile &profile, const ReportOptions &options)
+{
+	CallTree tree = build_call_tree(profile);
+	if (options.format == ReportFormat::Json)
+		return render_json(profile, tree, options);
+	return (options.tree ? render_tree(profile, tree, options) : render_flat(profile, tree, options)) + "\n" +
+		render_anomalies(profile);
+}
+
+std::string render_folded(const CallTree &tree)
+{
+	std::string out;
+	for (uint32_t i = 0; i < tree.nodes.size(); i++) {
+		uint64_t us = tree.nodes[i].self_ns / 1000;
+		if (!us)
+			continue;
+		std::string frames;
+		for (const std::string &name : stack_of(tree, i))
+			frames += (frames.empty() ? "" : ";") + escape_folded_frame(name);
+		out += frames + " " + std::to_string(us) + "\n";
+	}
+	return out;
+}
+
+std::string escape_folded_frame(const std::string &name)
+{
+	std::string out;
+	for (char c : name) {
+		unsigned char u = static_cast<unsigned char>(c);
+		if (c == ';' || c == '%' || u < 0x20 || u == 0x7f) {
+			char buf[4];
+			snprintf(buf, sizeof buf, "%%%02X", u);
+			out += buf;
+		} else
+			out += c;
+	}
+	return out;
+}
+
+std::string simplify_function_name(const std::string &name)
+{
+	std::string s = name;
+	strip_template_bindings(s);
+	strip_qualifiers(s);
+	if (!ends_with(s, ")"))
+		return name;
+
+	// The '(' opening the parameter list: match the final ')' over balanced brackets.
+	size_t open = std::string::npos;
+	int depth = 0;
+	for (size_t i = s.size(); i-- > 0;) {
+		char c = s[i];
+		if (c == ')' || c == '>' || c == ']')
+			depth++;
+		else if ((c == '(' || c == '<' || c == '[') && --depth == 0) {
+			open = i;
+			break;
+		}
+	}
+	if (open == std::string::npos || s[open] != '(')
+		return name;
+	std::string prefix = s.substr(0, open);
+	while (!prefix.empty() && prefix.back() == ' ')
+		prefix.pop_back();
+	// A prefix ending in ')' means a function-pointer return type or similar: give up.
+	if (prefix.empty() || (ends_with(prefix, ")") && !ends_with(prefix, "operator()")))
+		return name;
+
+	// The return type ends at the last space outside brackets, before any
+	// "operator" keyword (operator names contain '<', '>' and spaces).
+	size_t limit = std::min(find_operator(prefix), prefix.size());
+	size_t start = 0;
+	depth = 0;
+	for (size_t i = 0; i < limit; i++) {
+		char c = prefix[i];
+		if (c == '<' || c == '(' || c == '[')
+			depth++;
+		else if (c == '>' || c == ')' || c == ']')
+			depth--;
+		else if (c == ' ' && depth == 0)
+			start = i + 1;
+		if (depth < 0)
+			return name;
+	}
+	if (depth != 0)
+		return name;
+	return prefix.substr(start);
+}
+
+} // namespace usdtprof
