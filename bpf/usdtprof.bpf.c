@@ -114,38 +114,43 @@ static __always_inline __u64 path_hash(__u64 parent, __u64 func)
 	return h;
 }
 
-/* Adds one finished (or, at flush, still open) activation to its path. */
-static __always_inline void add_to_path(const struct usdtprof_frame *f, __u64 parent_path,
-					__u32 tgid, __u64 total, __u64 open)
+/* Adds totals to a path of the paths map, creating it if needed. Atomic:
+ * threads of a process on other CPUs share paths. */
+static __always_inline void add_to_map(const struct usdtprof_path_slot *t, __u32 tgid, __u64 open)
 {
-	struct usdtprof_path_stats *s = bpf_map_lookup_elem(&paths, &f->path);
+	struct usdtprof_path_stats *s = bpf_map_lookup_elem(&paths, &t->path);
 
 	if (!s) {
 		struct usdtprof_path_stats init = {
-			.parent = parent_path, .func = f->func, .tgid = tgid,
+			.parent = t->parent, .func = t->func, .tgid = tgid,
 		};
 		/* Another CPU may create it first: then EEXIST and the lookup finds it. */
-		bpf_map_update_elem(&paths, &f->path, &init, BPF_NOEXIST);
-		s = bpf_map_lookup_elem(&paths, &f->path);
+		bpf_map_update_elem(&paths, &t->path, &init, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&paths, &t->path);
 		if (!s) {
 			count_anomaly(USDTPROF_ANOM_AGG_FULL, 1);
-			count_anomaly(USDTPROF_ANOM_DROPPED_NS, f->self);
+			count_anomaly(USDTPROF_ANOM_DROPPED_NS, t->self_ns);
 			return;
 		}
 	}
-	__sync_fetch_and_add(&s->calls, 1);
-	__sync_fetch_and_add(&s->self_ns, f->self);
-	__sync_fetch_and_add(&s->total_ns, total);
+	__sync_fetch_and_add(&s->calls, t->calls);
+	__sync_fetch_and_add(&s->self_ns, t->self_ns);
+	__sync_fetch_and_add(&s->total_ns, t->total_ns);
 	if (open)
-		__sync_fetch_and_add(&s->open, 1);
+		__sync_fetch_and_add(&s->open, open);
 }
 
 /* Pops frame d-1 of a stack d deep at time `now`: charges it, records it,
- * resumes its parent. The caller owns st->depth. */
+ * resumes its parent. The caller owns st->depth.
+ * A completed call goes to the thread's own path cache: no hashing, no
+ * atomics, only the thread writes it. A cache slot holding another path is
+ * first added to the map. Open frames (flush) go straight to the map. */
 static __always_inline void pop_frame(struct usdtprof_thread_stack *st, __u32 d, __u64 now,
-				      __u32 tgid, __u64 open)
+				      __u64 open)
 {
 	struct usdtprof_frame *f, *parent = 0;
+	struct usdtprof_path_slot *slot;
+	__u64 self, total;
 
 	if (d == 0 || d > USDTPROF_MAX_DEPTH)
 		return;
@@ -153,18 +158,38 @@ static __always_inline void pop_frame(struct usdtprof_thread_stack *st, __u32 d,
 	if (d > 1)
 		parent = &st->frames[(d - 2) & FRAME_MASK];
 	/* Only a flush at stop_ns can come before a frame's last resume. */
-	if (now > f->resume)
-		f->self += now - f->resume;
-	add_to_path(f, parent ? parent->path : 0, tgid, now > f->start ? now - f->start : 0, open);
+	self = f->self + (now > f->resume ? now - f->resume : 0);
+	total = now > f->start ? now - f->start : 0;
 	if (parent)
 		parent->resume = now;
+	if (open) {
+		struct usdtprof_path_slot t = {
+			.path = f->path, .parent = parent ? parent->path : 0, .func = f->func,
+			.calls = 1, .self_ns = self, .total_ns = total,
+		};
+		add_to_map(&t, st->tgid, 1);
+		return;
+	}
+	slot = &st->cache[f->path & (USDTPROF_PATH_CACHE - 1)];
+	if (slot->path != f->path) {
+		if (slot->calls)
+			add_to_map(slot, st->tgid, 0);
+		slot->path = f->path;
+		slot->parent = parent ? parent->path : 0;
+		slot->func = f->func;
+		slot->calls = 0;
+		slot->self_ns = 0;
+		slot->total_ns = 0;
+	}
+	slot->calls++;
+	slot->self_ns += self;
+	slot->total_ns += total;
 }
 
 struct pop_ctx {
 	struct usdtprof_thread_stack *st;
 	__u64 now;
 	__u32 depth;
-	__u32 tgid;
 	__u32 open;
 };
 
@@ -172,17 +197,29 @@ static long pop_one(__u32 i, void *data)
 {
 	struct pop_ctx *c = data;
 
-	pop_frame(c->st, c->depth - i, c->now, c->tgid, c->open);
+	pop_frame(c->st, c->depth - i, c->now, c->open);
 	return 0;
 }
 
 /* Pops the top n frames of a stack d deep. */
 static __always_inline void pop_frames(struct usdtprof_thread_stack *st, __u32 d, __u32 n,
-				       __u64 now, __u32 tgid, __u32 open)
+				       __u64 now, __u32 open)
 {
-	struct pop_ctx c = { .st = st, .depth = d, .now = now, .tgid = tgid, .open = open };
+	struct pop_ctx c = { .st = st, .depth = d, .now = now, .open = open };
 
 	bpf_loop(n, pop_one, &c, 0);
+}
+
+static long flush_slot(__u32 i, void *data)
+{
+	struct usdtprof_thread_stack *st = ((struct pop_ctx *)data)->st;
+	struct usdtprof_path_slot *slot = &st->cache[i & (USDTPROF_PATH_CACHE - 1)];
+
+	if (slot->calls)
+		add_to_map(slot, st->tgid, 0);
+	slot->path = 0;
+	slot->calls = 0;
+	return 0;
 }
 
 static __always_inline const struct usdtprof_probe_spec *probe_spec(struct pt_regs *ctx)
@@ -222,7 +259,8 @@ int usdt_entry(struct pt_regs *ctx)
 		f->self += now - f->resume;
 		parent_path = f->path;
 	} else {
-		parent_path = bpf_get_current_pid_tgid() >> 32; /* roots are per process */
+		/* Roots are per process. */
+		parent_path = st->tgid = bpf_get_current_pid_tgid() >> 32;
 	}
 	f = &st->frames[d & FRAME_MASK];
 	f->func = func;
@@ -241,7 +279,7 @@ int usdt_exit(struct pt_regs *ctx)
 	const struct usdtprof_probe_spec *spec = probe_spec(ctx);
 	struct usdtprof_thread_stack *st;
 	__u64 func;
-	__u32 d, i, tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 d, i;
 
 	if (!spec || stop_ns)
 		return 0;
@@ -269,25 +307,29 @@ int usdt_exit(struct pt_regs *ctx)
 			return 0;
 		}
 		count_anomaly(USDTPROF_ANOM_EXIT_MISMATCH, 1);
-		pop_frames(st, d, i, now, tgid, 0);
+		pop_frames(st, d, i, now, 0);
 		d -= i;
 	}
-	pop_frame(st, d, now, tgid, 0);
+	pop_frame(st, d, now, 0);
 	st->depth = d - 1;
 	return 0;
 }
 
-/* Charges every frame of a stack up to now as an open activation and empties
- * the stack. The xchg claims the stack, so the thread-exit hook and the
- * end-of-recording iterator never flush the same frames twice. */
-static __always_inline void flush_stack(struct usdtprof_thread_stack *st, __u32 tgid)
+/* Charges every frame of a stack up to now (or the stop) as an open
+ * activation and adds the thread's path cache to the map. The flag claims the
+ * stack, so the thread-exit hook and the stop iterator never flush it twice. */
+static __always_inline void flush_stack(struct usdtprof_thread_stack *st)
 {
-	__u32 d = __sync_lock_test_and_set(&st->depth, 0);
+	struct pop_ctx c = { .st = st };
+	__u32 d = st->depth;
 
-	st->overflow = 0;
-	if (d > USDTPROF_MAX_DEPTH)
+	if (__sync_lock_test_and_set(&st->flushed, 1))
 		return;
-	pop_frames(st, d, d, stop_ns ? stop_ns : bpf_ktime_get_ns(), tgid, 1);
+	if (d <= USDTPROF_MAX_DEPTH)
+		pop_frames(st, d, d, stop_ns ? stop_ns : bpf_ktime_get_ns(), 1);
+	st->depth = 0;
+	st->overflow = 0;
+	bpf_loop(USDTPROF_PATH_CACHE, flush_slot, &c, 0);
 }
 
 /* A thread that exits inside probed frames: its time is kept, not lost with
@@ -298,7 +340,7 @@ int BPF_PROG(flush_exiting_thread, struct task_struct *task)
 	struct usdtprof_thread_stack *st = bpf_task_storage_get(&stacks, task, 0, 0);
 
 	if (st)
-		flush_stack(st, task->tgid);
+		flush_stack(st);
 	return 0;
 }
 
@@ -314,6 +356,6 @@ int flush_open_frames(struct bpf_iter__task *ctx)
 		return 0;
 	st = bpf_task_storage_get(&stacks, task, 0, 0);
 	if (st)
-		flush_stack(st, task->tgid);
+		flush_stack(st);
 	return 0;
 }

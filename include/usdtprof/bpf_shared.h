@@ -9,6 +9,8 @@
 
 /* Shadow stack depth per thread. A power of two so an index can be masked. */
 #define USDTPROF_MAX_DEPTH 128
+/* Per-thread cache of path totals, direct-mapped by path id; a power of two. */
+#define USDTPROF_PATH_CACHE 64
 /* Upper bound of the probe_specs array (one entry per attached probe kind). */
 #define USDTPROF_MAX_SPECS 256
 
@@ -54,10 +56,23 @@ struct usdtprof_frame {
 	__u64 self;   /* exclusive time accumulated so far */
 };
 
+/* A path's totals accumulated by one thread, not yet added to the paths map. */
+struct usdtprof_path_slot {
+	__u64 path;   /* 0: empty */
+	__u64 parent;
+	__u64 func;
+	__u64 calls;
+	__u64 self_ns;
+	__u64 total_ns;
+};
+
 struct usdtprof_thread_stack {
 	__u32 depth;    /* frames in use */
 	__u32 overflow; /* calls entered beyond USDTPROF_MAX_DEPTH, not yet exited */
+	__u32 tgid;
+	__u32 flushed;  /* claimed by the thread-exit hook or the stop iterator */
 	struct usdtprof_frame frames[USDTPROF_MAX_DEPTH];
+	struct usdtprof_path_slot cache[USDTPROF_PATH_CACHE];
 };
 
 /* Aggregation map value, keyed by the __u64 path id. */
