@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "call_paths.h"
 #include "result.h"
 #include "usdtprof/bpf_shared.h"
 
@@ -49,11 +50,6 @@ Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &bi
 				     const std::vector<UprobeSite> &sites);
 // Marks a program for attach_uprobe_multi(); call before loading.
 void use_uprobe_multi(bpf_program *prog);
-
-struct PathRecord {
-	uint64_t path = 0;
-	usdtprof_path_stats stats{};
-};
 
 class Engine {
 public:

@@ -7,13 +7,12 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <map>
 #include <optional>
 #include <poll.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
-#include <unordered_map>
 
+#include "call_paths.h"
 #include "engine.h"
 #include "process.h"
 #include "profile.h"
@@ -86,61 +85,6 @@ const char *anomaly_name(int a)
 	}
 }
 
-// Turns the kernel's path records into profile nodes, parents first, with
-// each function id resolved to its name once.
-void build_nodes(Profile &profile, const std::vector<PathRecord> &records, int pid,
-		 const std::vector<Mapping> &maps)
-{
-	std::unordered_map<uint64_t, size_t> by_path;
-	for (size_t i = 0; i < records.size(); i++)
-		by_path[records[i].path] = i;
-	std::map<std::pair<uint32_t, uint64_t>, uint32_t> func_index;
-	std::map<std::string, uint32_t> name_index;
-	auto function_of = [&](const usdtprof_path_stats &s) {
-		auto [it, added] = func_index.try_emplace({s.tgid, s.func}, 0);
-		if (!added)
-			return it->second;
-		auto name = read_target_string(int(s.tgid), int(s.tgid) == pid ? maps : std::vector<Mapping>{},
-					       s.func);
-		char unknown[40];
-		snprintf(unknown, sizeof(unknown), "[unknown 0x%llx]", (unsigned long long)s.func);
-		std::string n = name ? *name : unknown;
-		auto [nit, nadded] = name_index.try_emplace(n, uint32_t(profile.functions.size()));
-		if (nadded)
-			profile.functions.push_back(n);
-		return it->second = nit->second;
-	};
-	std::vector<uint32_t> node_of(records.size(), kNoParent);
-	for (size_t i = 0; i < records.size(); i++) {
-		// Collect the unplaced ancestors, then place them top-down.
-		std::vector<size_t> chain;
-		for (size_t j = i; node_of[j] == kNoParent;) {
-			chain.push_back(j);
-			auto parent = by_path.find(records[j].stats.parent);
-			if (records[j].stats.parent == 0 || parent == by_path.end() ||
-			    chain.size() > records.size())
-				break;
-			j = parent->second;
-		}
-		for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-			if (node_of[*it] != kNoParent)
-				continue;
-			const usdtprof_path_stats &s = records[*it].stats;
-			auto parent = by_path.find(s.parent);
-			PathNode node;
-			node.parent = s.parent && parent != by_path.end() ? node_of[parent->second] : kNoParent;
-			node.function = function_of(s);
-			node.pid = int32_t(s.tgid);
-			node.calls = s.calls;
-			node.open = s.open;
-			node.self_ns = s.self_ns;
-			node.total_ns = s.total_ns;
-			node_of[*it] = uint32_t(profile.nodes.size());
-			profile.nodes.push_back(node);
-		}
-	}
-}
-
 void check_output_dir(const std::string &output)
 {
 	std::string dir = output.find('/') == std::string::npos ? "." : output.substr(0, output.rfind('/') + 1);
@@ -201,8 +145,10 @@ int record(const RecordOptions &o)
 	// A process that has exited maps nothing any more: then names are read
 	// from the files it mapped at attach time.
 	auto fresh_maps = read_proc_maps(pid);
-	build_nodes(profile, (*engine)->read_paths(), pid,
-		    fresh_maps && !fresh_maps->empty() ? *fresh_maps : *maps);
+	const auto &name_maps = fresh_maps && !fresh_maps->empty() ? *fresh_maps : *maps;
+	add_call_paths(profile, (*engine)->read_paths(), [&](uint32_t tgid, uint64_t func) {
+		return read_target_string(int(tgid), int(tgid) == pid ? name_maps : std::vector<Mapping>{}, func);
+	});
 
 	if (auto r = save_profile(profile, o.output); !r)
 		throw UserError(r.error().message);

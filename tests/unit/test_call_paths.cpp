@@ -1,0 +1,83 @@
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "call_paths.h"
+
+using namespace usdtprof;
+
+namespace {
+
+PathRecord record(uint64_t path, uint64_t parent, uint64_t func, uint32_t tgid = 100, uint64_t calls = 1)
+{
+	PathRecord r;
+	r.path = path;
+	r.stats.parent = parent;
+	r.stats.func = func;
+	r.stats.tgid = tgid;
+	r.stats.calls = calls;
+	r.stats.self_ns = 10 * calls;
+	r.stats.total_ns = 20 * calls;
+	return r;
+}
+
+std::string name_of(const Profile &p, uint32_t node)
+{
+	return p.functions.at(p.nodes.at(node).function);
+}
+
+} // namespace
+
+TEST_CASE("call paths: the tree is rebuilt from parent ids, parents first, whatever the record order")
+{
+	// main(0x10) -> parse(0x20) -> lex(0x30), main -> eval(0x40); children listed first.
+	std::vector<PathRecord> records = {record(3, 2, 0x30), record(4, 1, 0x40), record(2, 1, 0x20),
+					   record(1, 0, 0x10)};
+	std::map<uint64_t, std::string> names = {{0x10, "main"}, {0x20, "parse"}, {0x30, "lex"}, {0x40, "eval"}};
+	std::map<uint64_t, int> lookups;
+	Profile p;
+	add_call_paths(p, records, [&](uint32_t, uint64_t func) -> Result<std::string> {
+		lookups[func]++;
+		return names.at(func);
+	});
+	REQUIRE(p.nodes.size() == 4);
+	for (uint32_t i = 0; i < p.nodes.size(); i++) {
+		INFO(i);
+		REQUIRE((p.nodes[i].parent == kNoParent || p.nodes[i].parent < i));
+	}
+	std::map<std::string, std::string> parent_of;
+	for (uint32_t i = 0; i < p.nodes.size(); i++)
+		parent_of[name_of(p, i)] = p.nodes[i].parent == kNoParent ? "" : name_of(p, p.nodes[i].parent);
+	REQUIRE(parent_of == std::map<std::string, std::string>{
+				     {"main", ""}, {"parse", "main"}, {"lex", "parse"}, {"eval", "main"}});
+	for (auto &[func, count] : lookups)
+		REQUIRE(count == 1);
+	REQUIRE(p.nodes[0].calls == 1);
+	REQUIRE(p.nodes[0].total_ns == 20);
+}
+
+TEST_CASE("call paths: each function id is resolved once per process, equal names share one entry")
+{
+	// The same id in two processes (ASLR makes ids per process) and the same
+	// name under two ids.
+	std::vector<PathRecord> records = {record(1, 0, 0x10, 100), record(2, 0, 0x10, 200), record(3, 1, 0x10, 100),
+					   record(4, 0, 0x99, 100)};
+	int lookups = 0;
+	Profile p;
+	add_call_paths(p, records, [&](uint32_t, uint64_t) -> Result<std::string> {
+		lookups++;
+		return std::string("f");
+	});
+	REQUIRE(lookups == 3); // (100,0x10), (200,0x10), (100,0x99)
+	REQUIRE(p.functions == std::vector<std::string>{"f"});
+	REQUIRE(p.nodes.size() == 4);
+}
+
+TEST_CASE("call paths: an unresolvable id is named, a missing parent makes a root")
+{
+	std::vector<PathRecord> records = {record(5, 77, 0xabc)};
+	Profile p;
+	add_call_paths(p, records, [](uint32_t, uint64_t) -> Result<std::string> { return Error{"gone"}; });
+	REQUIRE(p.nodes.size() == 1);
+	REQUIRE(p.nodes[0].parent == kNoParent);
+	REQUIRE(p.functions == std::vector<std::string>{"[unknown 0xabc]"});
+}

@@ -1,0 +1,60 @@
+#include "call_paths.h"
+
+#include <cstdio>
+#include <map>
+#include <unordered_map>
+
+namespace usdtprof {
+
+void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup)
+{
+	std::unordered_map<uint64_t, size_t> by_path;
+	for (size_t i = 0; i < records.size(); i++)
+		by_path[records[i].path] = i;
+	std::map<std::pair<uint32_t, uint64_t>, uint32_t> func_index;
+	std::map<std::string, uint32_t> name_index;
+	auto function_of = [&](const usdtprof_path_stats &s) {
+		auto [it, added] = func_index.try_emplace({s.tgid, s.func}, 0);
+		if (!added)
+			return it->second;
+		auto name = lookup(s.tgid, s.func);
+		char unknown[40];
+		snprintf(unknown, sizeof(unknown), "[unknown 0x%llx]", (unsigned long long)s.func);
+		std::string n = name ? *name : unknown;
+		auto [nit, nadded] = name_index.try_emplace(n, uint32_t(profile.functions.size()));
+		if (nadded)
+			profile.functions.push_back(n);
+		return it->second = nit->second;
+	};
+	std::vector<uint32_t> node_of(records.size(), kNoParent);
+	for (size_t i = 0; i < records.size(); i++) {
+		// Collect the unplaced ancestors, then place them top-down.
+		std::vector<size_t> chain;
+		for (size_t j = i; node_of[j] == kNoParent;) {
+			chain.push_back(j);
+			auto parent = by_path.find(records[j].stats.parent);
+			if (records[j].stats.parent == 0 || parent == by_path.end() ||
+			    chain.size() > records.size())
+				break;
+			j = parent->second;
+		}
+		for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+			if (node_of[*it] != kNoParent)
+				continue;
+			const usdtprof_path_stats &s = records[*it].stats;
+			auto parent = by_path.find(s.parent);
+			PathNode node;
+			node.parent = s.parent && parent != by_path.end() ? node_of[parent->second] : kNoParent;
+			node.function = function_of(s);
+			node.pid = int32_t(s.tgid);
+			node.calls = s.calls;
+			node.open = s.open;
+			node.self_ns = s.self_ns;
+			node.total_ns = s.total_ns;
+			node_of[*it] = uint32_t(profile.nodes.size());
+			profile.nodes.push_back(node);
+		}
+	}
+}
+
+} // namespace usdtprof

@@ -1,0 +1,29 @@
+// The kernel's call-path records, turned into profile nodes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "profile.h"
+#include "result.h"
+#include "usdtprof/bpf_shared.h"
+
+namespace usdtprof {
+
+struct PathRecord {
+	uint64_t path = 0;
+	usdtprof_path_stats stats{};
+};
+
+// Resolves a function id of a process to its name.
+using NameLookup = std::function<Result<std::string>(uint32_t tgid, uint64_t func)>;
+
+// Appends the records to profile.nodes, parents before children (the tree is
+// rebuilt from each record's parent path id), each distinct function id
+// resolved once; an id that cannot be resolved is named "[unknown 0x...]". A
+// record whose parent is missing (dropped when the map was full) becomes a root.
+void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup);
+
+} // namespace usdtprof
