@@ -39,18 +39,6 @@ struct UprobeMultiAttr {
 
 } // namespace
 
-UniqueFd &UniqueFd::operator=(UniqueFd &&other) noexcept
-{
-	std::swap(fd_, other.fd_);
-	return *this;
-}
-
-UniqueFd::~UniqueFd()
-{
-	if (fd_ >= 0)
-		close(fd_);
-}
-
 void use_uprobe_multi(bpf_program *prog)
 {
 	bpf_program__set_expected_attach_type(prog, static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));

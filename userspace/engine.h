@@ -9,6 +9,7 @@
 
 #include "call_paths.h"
 #include "result.h"
+#include "unique_fd.h"
 #include "usdtprof/bpf_shared.h"
 
 struct usdtprof_bpf;
@@ -21,19 +22,6 @@ struct LinkDeleter {
 	void operator()(bpf_link *link) const;
 };
 using LinkPtr = std::unique_ptr<bpf_link, LinkDeleter>;
-
-// An owned file descriptor.
-class UniqueFd {
-public:
-	explicit UniqueFd(int fd = -1) : fd_(fd) {}
-	UniqueFd(UniqueFd &&other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-	UniqueFd &operator=(UniqueFd &&other) noexcept;
-	~UniqueFd();
-	int get() const { return fd_; }
-
-private:
-	int fd_;
-};
 
 // One uprobe site of a multi-uprobe link.
 struct UprobeSite {

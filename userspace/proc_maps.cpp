@@ -8,24 +8,11 @@
 #include <string_view>
 #include <unistd.h>
 
+#include "unique_fd.h"
+
 namespace usdtprof {
 
 namespace {
-
-class Fd {
-public:
-	explicit Fd(int fd) : fd_(fd) {}
-	~Fd() {
-		if (fd_ >= 0)
-			close(fd_);
-	}
-	Fd(const Fd &) = delete;
-	Fd &operator=(const Fd &) = delete;
-	int get() const { return fd_; }
-
-private:
-	int fd_;
-};
 
 // Removes and returns the next space-separated field of line.
 std::string_view next_field(std::string_view &line) {
@@ -78,7 +65,7 @@ std::vector<Mapping> parse_proc_maps(const std::string &text) {
 
 Result<std::vector<Mapping>> read_proc_maps(int pid) {
 	const std::string path = "/proc/" + std::to_string(pid) + "/maps";
-	Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+	UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
 	if (fd.get() < 0) {
 		if (errno == ENOENT)
 			return Error{"no process with pid " + std::to_string(pid)};

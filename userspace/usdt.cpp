@@ -11,6 +11,8 @@
 #include <optional>
 #include <unistd.h>
 
+#include "unique_fd.h"
+
 namespace usdtprof {
 
 namespace {
@@ -18,21 +20,6 @@ namespace {
 constexpr uint32_t kNtStapsdt = 3;
 // Note owner, including its terminating NUL as stored in the note.
 constexpr std::string_view kStapsdtOwner{"stapsdt", 8};
-
-class Fd {
-public:
-	explicit Fd(int fd) : fd_(fd) {}
-	~Fd() {
-		if (fd_ >= 0)
-			close(fd_);
-	}
-	Fd(const Fd &) = delete;
-	Fd &operator=(const Fd &) = delete;
-	int get() const { return fd_; }
-
-private:
-	int fd_;
-};
 
 struct ElfEnd {
 	void operator()(Elf *elf) const { elf_end(elf); }
@@ -168,7 +155,7 @@ Result<usdtprof_arg_spec> parse_usdt_arg(std::string_view spec) {
 Result<std::vector<UsdtSite>> read_usdt_sites(const std::string &path) {
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return Error{std::string("libelf: ") + elf_errmsg(-1)};
-	Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+	UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
 	if (fd.get() < 0)
 		return Error{path + ": " + std::strerror(errno)};
 	ElfPtr elf(elf_begin(fd.get(), ELF_C_READ, nullptr));
