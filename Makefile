@@ -5,6 +5,7 @@ BPFTOOL ?= /usr/sbin/bpftool
 CXX := g++
 CC := gcc
 ARCH := x86
+MAKEFLAGS += -j$(shell nproc)
 
 ifeq ($(V),1)
 Q :=
