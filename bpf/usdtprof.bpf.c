@@ -42,6 +42,8 @@ __u64 anomalies[USDTPROF_ANOM_COUNT];
  * (while their detachment waits for a grace period) and open frames are
  * charged up to this time. */
 __u64 stop_ns;
+/* Set by userspace before the first probe is attached (monotonic ns). */
+__u64 start_ns;
 
 #define FRAME_MASK (USDTPROF_MAX_DEPTH - 1)
 
@@ -140,16 +142,36 @@ static __always_inline void add_to_map(const struct usdtprof_path_slot *t, __u32
 		__sync_fetch_and_add(&s->open, open);
 }
 
+/* A completed call goes to the thread's own path cache: no hashing, no
+ * atomics, only the thread writes it. A slot holding another path is first
+ * added to the map. */
+static __always_inline void add_to_cache(struct usdtprof_thread_stack *st, __u64 path, __u64 parent,
+					 __u64 func, __u64 self, __u64 total)
+{
+	struct usdtprof_path_slot *slot = &st->cache[path & (USDTPROF_PATH_CACHE - 1)];
+
+	if (slot->path != path) {
+		if (slot->calls)
+			add_to_map(slot, st->tgid, 0);
+		slot->path = path;
+		slot->parent = parent;
+		slot->func = func;
+		slot->calls = 0;
+		slot->self_ns = 0;
+		slot->total_ns = 0;
+	}
+	slot->calls++;
+	slot->self_ns += self;
+	slot->total_ns += total;
+}
+
 /* Pops frame d-1 of a stack d deep at time `now`: charges it, records it,
- * resumes its parent. The caller owns st->depth.
- * A completed call goes to the thread's own path cache: no hashing, no
- * atomics, only the thread writes it. A cache slot holding another path is
- * first added to the map. Open frames (flush) go straight to the map. */
+ * resumes its parent. The caller owns st->depth. Open frames (flush) go
+ * straight to the map. */
 static __always_inline void pop_frame(struct usdtprof_thread_stack *st, __u32 d, __u64 now,
 				      __u64 open)
 {
 	struct usdtprof_frame *f, *parent = 0;
-	struct usdtprof_path_slot *slot;
 	__u64 self, total;
 
 	if (d == 0 || d > USDTPROF_MAX_DEPTH)
@@ -162,6 +184,8 @@ static __always_inline void pop_frame(struct usdtprof_thread_stack *st, __u32 d,
 	total = now > f->start ? now - f->start : 0;
 	if (parent)
 		parent->resume = now;
+	else
+		st->idle_since = now;
 	if (open) {
 		struct usdtprof_path_slot t = {
 			.path = f->path, .parent = parent ? parent->path : 0, .func = f->func,
@@ -170,20 +194,7 @@ static __always_inline void pop_frame(struct usdtprof_thread_stack *st, __u32 d,
 		add_to_map(&t, st->tgid, 1);
 		return;
 	}
-	slot = &st->cache[f->path & (USDTPROF_PATH_CACHE - 1)];
-	if (slot->path != f->path) {
-		if (slot->calls)
-			add_to_map(slot, st->tgid, 0);
-		slot->path = f->path;
-		slot->parent = parent ? parent->path : 0;
-		slot->func = f->func;
-		slot->calls = 0;
-		slot->self_ns = 0;
-		slot->total_ns = 0;
-	}
-	slot->calls++;
-	slot->self_ns += self;
-	slot->total_ns += total;
+	add_to_cache(st, f->path, parent ? parent->path : 0, f->func, self, total);
 }
 
 struct pop_ctx {
@@ -229,6 +240,29 @@ static __always_inline const struct usdtprof_probe_spec *probe_spec(struct pt_re
 	return bpf_map_lookup_elem(&probe_specs, &idx);
 }
 
+/* The calling thread's stack, created on its first event. */
+static __always_inline struct usdtprof_thread_stack *thread_stack(void)
+{
+	struct usdtprof_thread_stack *st = bpf_task_storage_get(
+		&stacks, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (!st) {
+		count_anomaly(USDTPROF_ANOM_NO_STORAGE, 1);
+		return 0;
+	}
+	if (!st->tgid) {
+		st->tgid = bpf_get_current_pid_tgid() >> 32;
+		st->idle_since = start_ns;
+	}
+	return st;
+}
+
+/* Path id of the marker under which calls beyond the tracked depth are counted. */
+static __always_inline __u64 truncated_path(struct usdtprof_thread_stack *st)
+{
+	return path_hash(st->frames[USDTPROF_MAX_DEPTH - 1].path, USDTPROF_FUNC_TRUNCATED);
+}
+
 SEC("uprobe")
 int usdt_entry(struct pt_regs *ctx)
 {
@@ -242,15 +276,21 @@ int usdt_entry(struct pt_regs *ctx)
 	if (!spec || stop_ns)
 		return 0;
 	func = read_arg(ctx, &spec->func);
-	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0,
-				  BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!st) {
-		count_anomaly(USDTPROF_ANOM_NO_STORAGE, 1);
+	st = thread_stack();
+	if (!st)
 		return 0;
-	}
 	d = st->depth;
 	if (d >= USDTPROF_MAX_DEPTH) {
-		st->overflow++;
+		/* Deeper calls run inside the deepest frame, which keeps their time;
+		 * their exits count them under a [truncated] marker. */
+		if (st->overflow++ == 0) {
+			struct usdtprof_path_slot marker = {
+				.path = truncated_path(st),
+				.parent = st->frames[USDTPROF_MAX_DEPTH - 1].path,
+				.func = USDTPROF_FUNC_TRUNCATED,
+			};
+			add_to_map(&marker, st->tgid, 0);
+		}
 		count_anomaly(USDTPROF_ANOM_DEPTH_OVERFLOW, 1);
 		return 0;
 	}
@@ -259,8 +299,8 @@ int usdt_entry(struct pt_regs *ctx)
 		f->self += now - f->resume;
 		parent_path = f->path;
 	} else {
-		/* Roots are per process. */
-		parent_path = st->tgid = bpf_get_current_pid_tgid() >> 32;
+		st->unknown_self += now - st->idle_since;
+		parent_path = st->tgid; /* roots are per process */
 	}
 	f = &st->frames[d & FRAME_MASK];
 	f->func = func;
@@ -272,29 +312,59 @@ int usdt_entry(struct pt_regs *ctx)
 	return 0;
 }
 
+/* The exit of a function entered before the probes were attached: it has
+ * been the innermost probed frame whenever the stack was empty since then.
+ * Recorded under the [running at attach] root, one level deep. */
+static __always_inline void exit_running_at_attach(struct usdtprof_thread_stack *st, __u64 func,
+						   __u64 now)
+{
+	struct usdtprof_path_slot root = {
+		.path = path_hash(st->tgid, USDTPROF_FUNC_RUNNING_AT_ATTACH),
+		.func = USDTPROF_FUNC_RUNNING_AT_ATTACH,
+		.total_ns = now - start_ns,
+	};
+	struct usdtprof_path_slot call = {
+		.path = path_hash(root.path, func),
+		.parent = root.path,
+		.func = func,
+		.calls = 1,
+		.self_ns = st->unknown_self + (now - st->idle_since),
+		.total_ns = now - start_ns,
+	};
+
+	add_to_map(&root, st->tgid, 0);
+	add_to_map(&call, st->tgid, 0);
+	st->unknown_self = 0;
+	st->idle_since = now;
+	count_anomaly(USDTPROF_ANOM_EXIT_NO_FRAME, 1);
+}
+
 SEC("uprobe")
 int usdt_exit(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
 	const struct usdtprof_probe_spec *spec = probe_spec(ctx);
 	struct usdtprof_thread_stack *st;
-	__u64 func;
+	__u64 func, marker;
 	__u32 d, i;
 
 	if (!spec || stop_ns)
 		return 0;
 	func = read_arg(ctx, &spec->func);
-	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
-	if (!st || (st->depth == 0 && st->overflow == 0)) {
-		count_anomaly(USDTPROF_ANOM_EXIT_NO_FRAME, 1);
+	st = thread_stack();
+	if (!st)
 		return 0;
-	}
 	if (st->overflow) {
-		/* Calls beyond the tracked depth ran inside the deepest frame. */
 		st->overflow--;
+		marker = truncated_path(st);
+		add_to_cache(st, path_hash(marker, func), marker, func, 0, 0);
 		return 0;
 	}
 	d = st->depth;
+	if (d == 0) {
+		exit_running_at_attach(st, func, now);
+		return 0;
+	}
 	if (d > USDTPROF_MAX_DEPTH)
 		return 0;
 	if (st->frames[(d - 1) & FRAME_MASK].func != func) {

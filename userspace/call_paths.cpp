@@ -17,7 +17,9 @@ void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, co
 		auto [it, added] = func_index.try_emplace({s.tgid, s.func}, 0);
 		if (!added)
 			return it->second;
-		auto name = lookup(s.tgid, s.func);
+		Result<std::string> name = s.func == USDTPROF_FUNC_RUNNING_AT_ATTACH ? std::string("[running at attach]")
+					   : s.func == USDTPROF_FUNC_TRUNCATED      ? std::string("[truncated]")
+										    : lookup(s.tgid, s.func);
 		char unknown[40];
 		snprintf(unknown, sizeof(unknown), "[unknown 0x%llx]", (unsigned long long)s.func);
 		std::string n = name ? *name : unknown;

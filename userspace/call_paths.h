@@ -22,7 +22,8 @@ using NameLookup = std::function<Result<std::string>(uint32_t tgid, uint64_t fun
 
 // Appends the records to profile.nodes, parents before children (the tree is
 // rebuilt from each record's parent path id), each distinct function id
-// resolved once; an id that cannot be resolved is named "[unknown 0x...]". A
+// resolved once; an id that cannot be resolved is named "[unknown 0x...]", the
+// synthetic ids "[running at attach]" and "[truncated]". A
 // record whose parent is missing (dropped when the map was full) becomes a root.
 void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup);
 

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <utility>
@@ -118,6 +119,11 @@ Result<void> Engine::attach(int pid, const std::string &binary, usdtprof_role ro
 			    const std::vector<UprobeSite> &sites)
 {
 	const bpf_program *prog = role == USDTPROF_ROLE_ENTRY ? skel_->progs.usdt_entry : skel_->progs.usdt_exit;
+	if (!skel_->bss->start_ns) {
+		timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		skel_->bss->start_ns = uint64_t(now.tv_sec) * 1000000000 + uint64_t(now.tv_nsec);
+	}
 	auto link = attach_uprobe_multi(bpf_program__fd(prog), pid, binary, sites);
 	if (!link)
 		return link.error();

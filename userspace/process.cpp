@@ -16,7 +16,8 @@ namespace usdtprof {
 
 namespace {
 
-constexpr size_t kMaxName = 1024;
+// Longer names are cut here and marked with "...".
+constexpr size_t kMaxName = 4096;
 
 std::string read_file(const std::string &path)
 {
@@ -203,8 +204,8 @@ Result<std::string> read_string_at(const std::string &file, uint64_t offset)
 	if (n <= 0)
 		return Error{"cannot read " + file};
 	size_t len = strnlen(buf, static_cast<size_t>(n));
-	if (len == static_cast<size_t>(n))
-		return Error{"unterminated string in " + file};
+	if (len == sizeof(buf))
+		return std::string(buf, len - 3) + "...";
 	return std::string(buf, len);
 }
 

@@ -14,6 +14,12 @@
 /* Upper bound of the probe_specs array (one entry per attached probe kind). */
 #define USDTPROF_MAX_SPECS 256
 
+/* Function ids of synthetic frames (never the address of a name string):
+ * the root of functions that were running when probes were attached, and the
+ * marker under which calls beyond USDTPROF_MAX_DEPTH are counted. */
+#define USDTPROF_FUNC_RUNNING_AT_ATTACH 1
+#define USDTPROF_FUNC_TRUNCATED 2
+
 /* x86-64 registers a USDT argument can live in; the BPF side maps each to
  * its struct pt_regs field. */
 enum usdtprof_reg {
@@ -69,8 +75,12 @@ struct usdtprof_path_slot {
 struct usdtprof_thread_stack {
 	__u32 depth;    /* frames in use */
 	__u32 overflow; /* calls entered beyond USDTPROF_MAX_DEPTH, not yet exited */
-	__u32 tgid;
+	__u32 tgid;     /* 0 until the thread's first event */
 	__u32 flushed;  /* claimed by the thread-exit hook or the stop iterator */
+	/* While the shadow stack is empty, a function entered before attach may be
+	 * running: the time since the stack last emptied, and before that. */
+	__u64 idle_since;
+	__u64 unknown_self;
 	struct usdtprof_frame frames[USDTPROF_MAX_DEPTH];
 	struct usdtprof_path_slot cache[USDTPROF_PATH_CACHE];
 };

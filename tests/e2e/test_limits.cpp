@@ -1,0 +1,105 @@
+// The shadow stack's edges: attaching mid-call and recursion beyond its depth.
+#include <catch2/catch.hpp>
+#include <csignal>
+
+#include "harness.h"
+
+using namespace e2e;
+
+TEST_CASE("attaching ten frames deep: their exits go under [running at attach], flat self times stay right",
+	  "[limits]")
+{
+	std::string data = temp_dir() + "/attach.data";
+	Background t({target("deep"), "attach"});
+	t.wait_for_line("ready");
+	Background rec({usdtprof(), "record", "-p", std::to_string(t.pid()), "-o", data});
+	rec.wait_for_line("recording", true);
+	kill(t.pid(), SIGUSR1);
+	REQUIRE(t.wait() == 0);
+	REQUIRE(rec.wait() == 0);
+
+	auto report = report_json(data);
+	REQUIRE(report["anomalies"]["exit_no_frame"] == 10);
+	REQUIRE(report["anomalies"]["exit_mismatch"] == 0);
+	for (int i = 1; i <= 10; i++) {
+		std::string name = "level" + std::to_string(i);
+		INFO(name);
+		auto p = path(report, "[running at attach];" + name);
+		REQUIRE(p.is_object());
+		REQUIRE(p["calls"] == 1);
+		// Each level was innermost for 5 ms after its callee returned; level10
+		// for its 20 ms spin plus the wait between attach and the signal.
+		double self = p["self_ns"].get<double>();
+		if (i < 10)
+			REQUIRE(self == Approx(5e6).epsilon(0.02));
+		else
+			REQUIRE((self >= 20e6 && self < 2e9));
+	}
+	// Calls entered after the attach are exact and are roots of their own.
+	auto s = path(report, "shallow");
+	REQUIRE(s["calls"] == 3);
+	REQUIRE(s["self_ns"].get<double>() == Approx(6e6).epsilon(0.02));
+}
+
+TEST_CASE("recursion 10,000 deep: exact calls, conserved time, deeper detail marked truncated, then resync",
+	  "[limits]")
+{
+	std::string data = temp_dir() + "/deep.data";
+	Output o = run({usdtprof(), "record", "-o", data, "--", target("deep"), "recurse", "10000"});
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	auto report = report_json(data);
+
+	REQUIRE(function(report, "rec")["calls"] == 30000);
+	REQUIRE(report["anomalies"]["depth_overflow"] == 3 * (10000 - 128));
+	REQUIRE(report["anomalies"]["exit_mismatch"] == 0);
+	REQUIRE(report["anomalies"]["exit_no_frame"] == 0);
+
+	std::string deepest = "rec";
+	for (int i = 1; i < 128; i++)
+		deepest += ";rec";
+	REQUIRE(path(report, deepest)["calls"] == 3);
+	REQUIRE(path(report, deepest + ";rec").is_null());
+	auto truncated = path(report, deepest + ";[truncated];rec");
+	REQUIRE(truncated.is_object());
+	REQUIRE(truncated["calls"] == 3 * (10000 - 128));
+
+	// No time is lost: the self times of every rec path add up to the
+	// outermost activations' total.
+	uint64_t self = 0;
+	for (const auto &p : report["paths"])
+		if (p["stack"][0] == "rec")
+			self += p["self_ns"].get<uint64_t>();
+	REQUIRE(self == path(report, "rec")["total_ns"].get<uint64_t>());
+
+	// Back at shallow depth the stack is in step again.
+	auto s = path(report, "shallow");
+	REQUIRE(s["calls"] == 3);
+	REQUIRE(s["self_ns"].get<double>() == Approx(6e6).epsilon(0.02));
+}
+
+TEST_CASE("very long names are cut and marked, separators in names are escaped in folded output", "[limits]")
+{
+	std::string dir = temp_dir(), data = dir + "/names.data";
+	Output o = run({usdtprof(), "record", "-o", data, "--", target("names")});
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	auto report = report_json(data);
+	bool found_long = false;
+	for (const auto &f : report["functions"]) {
+		std::string name = f["name"];
+		if (name.rfind("abcdef", 0) == 0) {
+			found_long = true;
+			REQUIRE(f["calls"] == 2);
+			REQUIRE(name.size() == 4096);
+			REQUIRE(name.substr(4093) == "...");
+		}
+	}
+	REQUIRE(found_long);
+	REQUIRE(function(report, "a;b%c")["calls"] == 2);
+
+	Output folded = run({usdtprof(), "export", data, "--format", "folded"});
+	REQUIRE(folded.status == 0);
+	REQUIRE(folded.out.find("a%3Bb%25c ") != std::string::npos);
+	REQUIRE(folded.out.find("a;b") == std::string::npos);
+}
