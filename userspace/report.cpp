@@ -23,8 +23,8 @@ using json = nlohmann::ordered_json; // keeps keys in schema order
 // shown in JSON so consumers see a stable set of keys.
 const std::pair<const char *, const char *> kAnomalies[] = {
 	{"exit_mismatch", "exit did not match the top frame; frames were popped"},
-	{"exit_no_frame", "exit with no matching frame on the stack"},
-	{"depth_overflow", "entry beyond the maximum tracked depth (128)"},
+	{"exit_no_frame", "exit with no matching frame: entered before attach, under [running at attach]"},
+	{"depth_overflow", "calls beyond the tracked depth (128), counted under [truncated]"},
 	{"agg_full", "aggregation map full; a path was dropped"},
 	{"dropped_ns", "nanoseconds carried by dropped paths"},
 	{"no_storage", "per-thread stack could not be allocated"},
@@ -72,6 +72,8 @@ void sort_functions(std::vector<FunctionSummary> &fs, SortKey key)
 std::pair<std::vector<FunctionSummary>, size_t> ranked_functions(const CallTree &tree, const ReportOptions &options)
 {
 	std::vector<FunctionSummary> fs = summarize_functions(tree);
+	// Synthetic frames ([running at attach], [truncated]) are never called.
+	std::erase_if(fs, [](const FunctionSummary &f) { return f.calls == 0; });
 	sort_functions(fs, options.sort);
 	size_t cut = 0;
 	if (options.limit && fs.size() > options.limit) {
