@@ -138,6 +138,8 @@ static __always_inline void add_to_map(const struct usdtprof_path_slot *t, __u32
 	__sync_fetch_and_add(&s->calls, t->calls);
 	__sync_fetch_and_add(&s->self_ns, t->self_ns);
 	__sync_fetch_and_add(&s->total_ns, t->total_ns);
+	if (t->self_offcpu_ns)
+		__sync_fetch_and_add(&s->self_offcpu_ns, t->self_offcpu_ns);
 	if (open)
 		__sync_fetch_and_add(&s->open, open);
 }
@@ -146,7 +148,7 @@ static __always_inline void add_to_map(const struct usdtprof_path_slot *t, __u32
  * atomics, only the thread writes it. A slot holding another path is first
  * added to the map. */
 static __always_inline void add_to_cache(struct usdtprof_thread_stack *st, __u64 path, __u64 parent,
-					 __u64 func, __u64 self, __u64 total)
+					 __u64 func, __u64 self, __u64 total, __u64 offcpu)
 {
 	struct usdtprof_path_slot *slot = &st->cache[path & (USDTPROF_PATH_CACHE - 1)];
 
@@ -159,10 +161,12 @@ static __always_inline void add_to_cache(struct usdtprof_thread_stack *st, __u64
 		slot->calls = 0;
 		slot->self_ns = 0;
 		slot->total_ns = 0;
+		slot->self_offcpu_ns = 0;
 	}
 	slot->calls++;
 	slot->self_ns += self;
 	slot->total_ns += total;
+	slot->self_offcpu_ns += offcpu;
 }
 
 /* Pops frame d-1 of a stack d deep at time `now`: charges it, records it,
@@ -189,12 +193,12 @@ static __always_inline void pop_frame(struct usdtprof_thread_stack *st, __u32 d,
 	if (open) {
 		struct usdtprof_path_slot t = {
 			.path = f->path, .parent = parent ? parent->path : 0, .func = f->func,
-			.calls = 1, .self_ns = self, .total_ns = total,
+			.calls = 1, .self_ns = self, .total_ns = total, .self_offcpu_ns = f->offcpu,
 		};
 		add_to_map(&t, st->tgid, 1);
 		return;
 	}
-	add_to_cache(st, f->path, parent ? parent->path : 0, f->func, self, total);
+	add_to_cache(st, f->path, parent ? parent->path : 0, f->func, self, total, f->offcpu);
 }
 
 struct pop_ctx {
@@ -308,6 +312,7 @@ int usdt_entry(struct pt_regs *ctx)
 	f->start = now;
 	f->resume = now;
 	f->self = 0;
+	f->offcpu = 0;
 	st->depth = d + 1;
 	return 0;
 }
@@ -330,11 +335,13 @@ static __always_inline void exit_running_at_attach(struct usdtprof_thread_stack 
 		.calls = 1,
 		.self_ns = st->unknown_self + (now - st->idle_since),
 		.total_ns = now - start_ns,
+		.self_offcpu_ns = st->unknown_offcpu,
 	};
 
 	add_to_map(&root, st->tgid, 0);
 	add_to_map(&call, st->tgid, 0);
 	st->unknown_self = 0;
+	st->unknown_offcpu = 0;
 	st->idle_since = now;
 	count_anomaly(USDTPROF_ANOM_EXIT_NO_FRAME, 1);
 }
@@ -357,7 +364,7 @@ int usdt_exit(struct pt_regs *ctx)
 	if (st->overflow) {
 		st->overflow--;
 		marker = truncated_path(st);
-		add_to_cache(st, path_hash(marker, func), marker, func, 0, 0);
+		add_to_cache(st, path_hash(marker, func), marker, func, 0, 0, 0);
 		return 0;
 	}
 	d = st->depth;
@@ -392,14 +399,44 @@ static __always_inline void flush_stack(struct usdtprof_thread_stack *st)
 {
 	struct pop_ctx c = { .st = st };
 	__u32 d = st->depth;
+	__u64 now = stop_ns ? stop_ns : bpf_ktime_get_ns();
 
 	if (__sync_lock_test_and_set(&st->flushed, 1))
 		return;
-	if (d <= USDTPROF_MAX_DEPTH)
-		pop_frames(st, d, d, stop_ns ? stop_ns : bpf_ktime_get_ns(), 1);
+	if (d > USDTPROF_MAX_DEPTH)
+		return;
+	/* A thread switched out at the stop is still off-CPU in its top frame. */
+	if (d > 0 && st->switched_out && now > st->switched_out)
+		st->frames[(d - 1) & FRAME_MASK].offcpu += now - st->switched_out;
+	pop_frames(st, d, d, now, 1);
 	st->depth = 0;
 	st->overflow = 0;
 	bpf_loop(USDTPROF_PATH_CACHE, flush_slot, &c, 0);
+}
+
+/* Splits self time into on- and off-CPU: the time a thread spends switched
+ * out belongs to its innermost frame (or, with an empty stack, to a function
+ * entered before attach). Runs on every context switch of the machine, so it
+ * returns after two storage lookups for threads that are not profiled. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(track_offcpu, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct usdtprof_thread_stack *st;
+	__u64 now;
+
+	st = bpf_task_storage_get(&stacks, prev, 0, 0);
+	if (st)
+		st->switched_out = bpf_ktime_get_ns();
+	st = bpf_task_storage_get(&stacks, next, 0, 0);
+	if (!st || !st->switched_out)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (st->depth > 0 && st->depth <= USDTPROF_MAX_DEPTH)
+		st->frames[(st->depth - 1) & FRAME_MASK].offcpu += now - st->switched_out;
+	else
+		st->unknown_offcpu += now - st->switched_out;
+	st->switched_out = 0;
+	return 0;
 }
 
 /* A thread that exits inside probed frames: its time is kept, not lost with

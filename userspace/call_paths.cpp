@@ -52,6 +52,7 @@ void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, co
 			node.calls = s.calls;
 			node.open = s.open;
 			node.self_ns = s.self_ns;
+			node.self_offcpu_ns = s.self_offcpu_ns;
 			node.total_ns = s.total_ns;
 			node_of[*it] = uint32_t(profile.nodes.size());
 			profile.nodes.push_back(node);

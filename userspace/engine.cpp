@@ -1,6 +1,9 @@
 #include "engine.h"
 
 #include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <sys/syscall.h>
@@ -20,6 +23,18 @@ void LinkDeleter::operator()(bpf_link *link) const
 }
 
 namespace {
+
+// libbpf prints to stderr on its own (probing noise, verifier logs); usdtprof
+// reports each failure as one line, so libbpf's messages only show with
+// USDTPROF_DEBUG=1.
+int libbpf_print(libbpf_print_level, const char *format, va_list args)
+{
+	static const bool debug = [] {
+		const char *v = getenv("USDTPROF_DEBUG");
+		return v && std::strcmp(v, "1") == 0;
+	}();
+	return debug ? vfprintf(stderr, format, args) : 0;
+}
 
 std::string errno_text(int err)
 {
@@ -75,6 +90,7 @@ Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &bi
 
 Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths)
 {
+	libbpf_set_print(libbpf_print);
 	std::unique_ptr<Engine> engine(new Engine());
 	engine->skel_ = usdtprof_bpf__open();
 	if (!engine->skel_)
@@ -88,16 +104,19 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths)
 			why += " (usdtprof must run as root)";
 		return Error{"cannot load BPF programs: " + why};
 	}
-	engine->exit_hook_.reset(bpf_program__attach(engine->skel_->progs.flush_exiting_thread));
-	if (!engine->exit_hook_)
-		return Error{"cannot attach the thread-exit hook: " + errno_text(errno)};
+	for (bpf_program *prog : {engine->skel_->progs.flush_exiting_thread, engine->skel_->progs.track_offcpu}) {
+		LinkPtr link(bpf_program__attach(prog));
+		if (!link)
+			return Error{std::string("cannot attach ") + bpf_program__name(prog) + ": " + errno_text(errno)};
+		engine->scheduler_hooks_.push_back(std::move(link));
+	}
 	return engine;
 }
 
 Engine::~Engine()
 {
 	detach_probes();
-	exit_hook_.reset();
+	scheduler_hooks_.clear();
 	usdtprof_bpf__destroy(skel_);
 }
 

@@ -42,7 +42,7 @@ void use_uprobe_multi(bpf_program *prog);
 class Engine {
 public:
 	// Opens and loads the programs, sizing the aggregation map, and attaches
-	// the thread-exit hook.
+	// the thread-exit and context-switch hooks.
 	static Result<std::unique_ptr<Engine>> load(uint32_t max_paths);
 	~Engine();
 	Engine(const Engine &) = delete;
@@ -69,7 +69,7 @@ private:
 	void detach_probes();
 
 	usdtprof_bpf *skel_ = nullptr;
-	LinkPtr exit_hook_;
+	std::vector<LinkPtr> scheduler_hooks_; // thread exit, context switch
 	std::vector<UniqueFd> probe_links_;
 	size_t attached_sites_ = 0;
 	std::vector<usdtprof_probe_spec> specs_;

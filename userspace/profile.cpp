@@ -154,9 +154,12 @@ Profile profile_from_json(const json &j)
 		n.calls = get_uint(e, "calls", w);
 		n.open = get_uint(e, "open", w);
 		n.self_ns = get_uint(e, "self_ns", w);
+		n.self_offcpu_ns = get_uint(e, "self_offcpu_ns", w);
 		n.total_ns = get_uint(e, "total_ns", w);
 		if (n.self_ns > n.total_ns)
 			corrupt(w + "self_ns exceeds total_ns");
+		if (n.self_offcpu_ns > n.self_ns)
+			corrupt(w + "self_offcpu_ns exceeds self_ns");
 		p.nodes.push_back(n);
 	}
 	return p;
@@ -190,7 +193,7 @@ std::string serialize_profile(const Profile &profile)
 	for (const PathNode &n : profile.nodes)
 		nodes.push_back({{"parent", n.parent == kNoParent ? ojson(nullptr) : ojson(n.parent)},
 			{"function", n.function}, {"pid", n.pid}, {"calls", n.calls}, {"open", n.open},
-			{"self_ns", n.self_ns}, {"total_ns", n.total_ns}});
+			{"self_ns", n.self_ns}, {"self_offcpu_ns", n.self_offcpu_ns}, {"total_ns", n.total_ns}});
 	ojson body = {
 		{"format", "usdtprof"},
 		{"version", kProfileVersion},

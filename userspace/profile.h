@@ -36,6 +36,7 @@ struct PathNode {
 	uint64_t open = 0;           // activations still running when recording stopped
 	uint64_t self_ns = 0;        // exclusive time
 	uint64_t total_ns = 0;       // inclusive time
+	uint64_t self_offcpu_ns = 0; // the part of self_ns spent switched out
 };
 
 struct Profile {

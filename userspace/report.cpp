@@ -191,11 +191,13 @@ std::string render_json(const Profile &profile, const CallTree &tree, const Repo
 	json functions = json::array(), paths = json::array(), processes = json::array();
 	for (const FunctionSummary &f : ranked_functions(tree, options).first)
 		functions.push_back({{"name", f.name}, {"calls", f.calls}, {"open", f.open}, {"self_ns", f.self_ns},
+			{"self_oncpu_ns", f.self_ns - f.self_offcpu_ns}, {"self_offcpu_ns", f.self_offcpu_ns},
 			{"total_ns", f.total_ns}, {"recursive", f.recursive}});
 	for (uint32_t i = 0; i < tree.nodes.size(); i++) {
 		const TreeNode &n = tree.nodes[i];
 		paths.push_back({{"stack", stack_of(tree, i)}, {"calls", n.calls}, {"open", n.open},
-			{"self_ns", n.self_ns}, {"total_ns", n.total_ns}});
+			{"self_ns", n.self_ns}, {"self_oncpu_ns", n.self_ns - n.self_offcpu_ns},
+			{"self_offcpu_ns", n.self_offcpu_ns}, {"total_ns", n.total_ns}});
 	}
 	// The known counters first, in kernel order, then any others the profile has.
 	json anomalies = json::object();
@@ -305,6 +307,7 @@ CallTree build_call_tree(const Profile &profile)
 		n.calls += pn.calls;
 		n.open += pn.open;
 		n.self_ns += pn.self_ns;
+		n.self_offcpu_ns += pn.self_offcpu_ns;
 		n.total_ns += pn.total_ns;
 		tree.total_self_ns += pn.self_ns;
 		tree_index[i] = slot->second;
@@ -337,6 +340,7 @@ std::vector<FunctionSummary> summarize_functions(const CallTree &tree)
 		f.calls += n.calls;
 		f.open += n.open;
 		f.self_ns += n.self_ns;
+		f.self_offcpu_ns += n.self_offcpu_ns;
 		// Only outermost activations add to total: an inner one's time is inside the outer's.
 		bool nested = false;
 		for (uint32_t p = n.parent; p != kNoParent && !nested; p = tree.nodes[p].parent)
@@ -360,12 +364,39 @@ Result<SortKey> parse_sort_key(const std::string &key)
 	return it->second;
 }
 
+Result<TimeMode> parse_time_mode(const std::string &mode)
+{
+	if (mode == "wall")
+		return TimeMode::Wall;
+	if (mode == "cpu")
+		return TimeMode::Cpu;
+	if (mode == "offcpu")
+		return TimeMode::Offcpu;
+	return Error{"unknown time '" + mode + "' (expected wall, cpu or offcpu)"};
+}
+
+CallTree with_self_time(CallTree tree, TimeMode mode)
+{
+	if (mode == TimeMode::Wall)
+		return tree;
+	tree.total_self_ns = 0;
+	for (TreeNode &n : tree.nodes) {
+		n.self_ns = mode == TimeMode::Cpu ? n.self_ns - n.self_offcpu_ns : n.self_offcpu_ns;
+		n.self_offcpu_ns = mode == TimeMode::Cpu ? 0 : n.self_ns;
+		tree.total_self_ns += n.self_ns;
+	}
+	return tree;
+}
+
 std::string render_report(const Profile &profile, const ReportOptions &options)
 {
 	CallTree tree = build_call_tree(profile);
 	if (options.format == ReportFormat::Json)
 		return render_json(profile, tree, options);
-	return (options.tree ? render_tree(profile, tree, options) : render_flat(profile, tree, options)) + "\n" +
+	tree = with_self_time(std::move(tree), options.time);
+	std::string what = options.time == TimeMode::Cpu ? "self time on CPU; "
+			   : options.time == TimeMode::Offcpu ? "self time off CPU; " : "";
+	return what + (options.tree ? render_tree(profile, tree, options) : render_flat(profile, tree, options)) + "\n" +
 		render_anomalies(profile);
 }
 

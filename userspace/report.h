@@ -19,6 +19,7 @@ struct TreeNode {
 	uint32_t parent = kNoParent;     // index in CallTree::nodes; kNoParent for roots
 	std::vector<uint32_t> children;
 	uint64_t calls = 0, open = 0, self_ns = 0, total_ns = 0;
+	uint64_t self_offcpu_ns = 0;     // the part of self_ns spent switched out
 };
 
 struct CallTree {
@@ -33,12 +34,19 @@ std::vector<std::string> stack_of(const CallTree &tree, uint32_t node);
 
 struct FunctionSummary {
 	std::string name;
-	uint64_t calls = 0, open = 0, self_ns = 0;
+	uint64_t calls = 0, open = 0, self_ns = 0, self_offcpu_ns = 0;
 	uint64_t total_ns = 0;   // inclusive, each outermost activation counted once
 	bool recursive = false;  // seen inside an activation of itself
 };
 
 std::vector<FunctionSummary> summarize_functions(const CallTree &tree);
+
+// Which self time text reports, sorting and folded weights use: all of it,
+// the on-CPU part or the off-CPU part. Inclusive times stay wall-clock.
+enum class TimeMode { Wall, Cpu, Offcpu };
+Result<TimeMode> parse_time_mode(const std::string &mode);
+// The tree with each node's self_ns replaced by the chosen part.
+CallTree with_self_time(CallTree tree, TimeMode mode);
 
 enum class SortKey { Self, Total, Calls, Avg, Name };
 enum class ReportFormat { Text, Json };
@@ -49,6 +57,7 @@ struct ReportOptions {
 	size_t limit = 0;            // 0: no limit
 	double min_percent = 0.5;    // --tree prunes nodes whose total is below this share
 	ReportFormat format = ReportFormat::Text;
+	TimeMode time = TimeMode::Wall; // text reports; JSON always has every part
 };
 
 Result<SortKey> parse_sort_key(const std::string &key);

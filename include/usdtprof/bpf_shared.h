@@ -60,6 +60,7 @@ struct usdtprof_frame {
 	__u64 start;  /* entry time, ns */
 	__u64 resume; /* when this frame last became the running one */
 	__u64 self;   /* exclusive time accumulated so far */
+	__u64 offcpu; /* the part of self spent switched out */
 };
 
 /* A path's totals accumulated by one thread, not yet added to the paths map. */
@@ -70,6 +71,7 @@ struct usdtprof_path_slot {
 	__u64 calls;
 	__u64 self_ns;
 	__u64 total_ns;
+	__u64 self_offcpu_ns;
 };
 
 struct usdtprof_thread_stack {
@@ -81,6 +83,8 @@ struct usdtprof_thread_stack {
 	 * running: the time since the stack last emptied, and before that. */
 	__u64 idle_since;
 	__u64 unknown_self;
+	__u64 unknown_offcpu;
+	__u64 switched_out; /* when the thread last left its CPU, 0 while running */
 	struct usdtprof_frame frames[USDTPROF_MAX_DEPTH];
 	struct usdtprof_path_slot cache[USDTPROF_PATH_CACHE];
 };
@@ -95,6 +99,7 @@ struct usdtprof_path_stats {
 	__u64 open;     /* activations still running when recording stopped */
 	__u64 self_ns;
 	__u64 total_ns;
+	__u64 self_offcpu_ns; /* part of self_ns spent off-CPU */
 };
 
 enum usdtprof_anomaly {

@@ -225,3 +225,25 @@ TEST_CASE("errors: one clear line and a documented exit status")
 	}
 	REQUIRE(!std::ifstream(dir + "/x.data").good());
 }
+
+TEST_CASE("on- and off-CPU self time: spin 1 ms then sleep 2 ms comes out 1 : 2")
+{
+	std::string dir = temp_dir();
+	std::string data = record_command(dir, {target("offcpu")});
+	auto work = function(report_json(data), "work");
+	REQUIRE(work["calls"] == 50);
+	double on = work["self_oncpu_ns"].get<double>(), off = work["self_offcpu_ns"].get<double>();
+	REQUIRE(on + off == work["self_ns"].get<double>());
+	REQUIRE(on == Approx(50 * kMs).epsilon(0.05));
+	REQUIRE(off == Approx(100 * kMs).epsilon(0.05));
+	REQUIRE(off / on == Approx(2.0).epsilon(0.05));
+
+	// The text report and folded export weigh by the chosen part.
+	Output cpu = run({usdtprof(), "report", "--time", "cpu", data});
+	REQUIRE(cpu.status == 0);
+	REQUIRE_THAT(cpu.out, Contains("self time on CPU"));
+	Output folded = run({usdtprof(), "export", data, "--format", "folded", "--time", "offcpu"});
+	REQUIRE(folded.status == 0);
+	size_t sp = folded.out.rfind(' ');
+	REQUIRE(std::stod(folded.out.substr(sp + 1)) == Approx(off / 1000).epsilon(0.001));
+}

@@ -30,7 +30,7 @@ Profile sample_profile()
 	p.functions = {"int main(int, char**)", "void work(int)", "quote\"back\\slash;semi%pct\x01"};
 	p.nodes = {
 		{kNoParent, 0, 100, 1, 0, 1000, 6000},
-		{0, 1, 100, 10, 1, 3000, 5000},
+		{0, 1, 100, 10, 1, 3000, 5000, 1200},
 		{1, 2, 100, 4, 0, 2000, 2000},
 		{kNoParent, 0, 101, 1, 1, UINT64_MAX - 1, UINT64_MAX},
 	};
@@ -106,7 +106,8 @@ TEST_CASE("profile: serialize then parse gives the same profile", "[profile]")
 	for (size_t i = 0; i < p.nodes.size(); i++) {
 		const PathNode &a = p.nodes[i], &b = r->nodes[i];
 		CHECK((a.parent == b.parent && a.function == b.function && a.pid == b.pid && a.calls == b.calls &&
-			a.open == b.open && a.self_ns == b.self_ns && a.total_ns == b.total_ns));
+			a.open == b.open && a.self_ns == b.self_ns && a.total_ns == b.total_ns &&
+			a.self_offcpu_ns == b.self_offcpu_ns));
 	}
 	CHECK(serialize_profile(*r) == bytes);
 }

@@ -300,3 +300,30 @@ TEST_CASE("report: simplify_function_name", "[report]")
 		CHECK(simplify_function_name(in) == out);
 	}
 }
+
+TEST_CASE("report: self time splits into on- and off-CPU parts; --time selects one")
+{
+	Profile p = make_profile({"main", "wait"}, {{kNoParent, 0, 1, 1, 1000}, {0, 1, 1, 2, 3000}});
+	p.nodes[0].self_offcpu_ns = 200;
+	p.nodes[1].self_offcpu_ns = 2000;
+	ReportOptions json_options;
+	json_options.format = ReportFormat::Json;
+	json j = json::parse(render_report(p, json_options));
+	for (const auto &entries : {j["functions"], j["paths"]})
+		for (const auto &e : entries)
+			CHECK(e["self_oncpu_ns"].get<uint64_t>() + e["self_offcpu_ns"].get<uint64_t>() == e["self_ns"]);
+	CHECK(j["functions"][0]["name"] == "wait");
+	CHECK(j["functions"][0]["self_offcpu_ns"] == 2000);
+
+	CallTree cpu = with_self_time(build_call_tree(p), TimeMode::Cpu);
+	CallTree off = with_self_time(build_call_tree(p), TimeMode::Offcpu);
+	CHECK(cpu.nodes[1].self_ns == 1000);
+	CHECK(off.nodes[1].self_ns == 2000);
+	CHECK(cpu.total_self_ns == 800 + 1000);
+	CHECK(off.total_self_ns == 200 + 2000);
+	// Inclusive time stays wall-clock.
+	CHECK(cpu.nodes[0].total_ns == 4000);
+	CHECK(render_folded(with_self_time(build_call_tree(p), TimeMode::Offcpu)) == "main;wait 2\n");
+	CHECK(parse_time_mode("cpu").value() == TimeMode::Cpu);
+	CHECK_FALSE(parse_time_mode("gpu").ok());
+}

@@ -17,6 +17,7 @@ Command add_export_command(CLI::App &parent)
 		std::string file = "usdtprof.data";
 		std::string format;
 		std::string output;
+		std::string time = "wall";
 	};
 	auto a = std::make_shared<Args>();
 	CLI::App *app = parent.add_subcommand("export", "Convert a profile for other tools");
@@ -25,11 +26,15 @@ Command add_export_command(CLI::App &parent)
 		->required()
 		->check(CLI::IsMember({"folded"}));
 	app->add_option("-o,--output", a->output, "Write here instead of stdout");
+	app->add_option("--time", a->time, "Weight by self time: wall, cpu (on-CPU part) or offcpu")
+		->capture_default_str()
+		->check(CLI::IsMember({"wall", "cpu", "offcpu"}));
 	return {app, [a] {
 			auto profile = load_profile(a->file);
 			if (!profile)
 				throw UserError(profile.error().message);
-			std::string out = render_folded(build_call_tree(*profile));
+			std::string out =
+				render_folded(with_self_time(build_call_tree(*profile), *parse_time_mode(a->time)));
 			if (a->output.empty()) {
 				fwrite(out.data(), 1, out.size(), stdout);
 				return 0;

@@ -6,14 +6,27 @@
 
 namespace usdtprof::cli {
 
+namespace {
+
+// CLI::PositiveNumber would print its range, DBL_MAX spelled out in 300 digits.
+const CLI::Validator kPositive(
+	[](std::string &text) {
+		double value;
+		return CLI::detail::lexical_cast(text, value) && value > 0 ? std::string()
+			: "expected a positive number, got " + text;
+	},
+	"POSITIVE");
+
+} // namespace
+
 Command add_record_command(CLI::App &parent)
 {
 	auto o = std::make_shared<RecordOptions>();
 	CLI::App *app = parent.add_subcommand(
 		"record", "Profile a running process (-p PID) or a command (-- CMD ARGS...)");
-	app->add_option("-p,--pid", o->pid, "Process to attach to")->check(CLI::PositiveNumber);
+	app->add_option("-p,--pid", o->pid, "Process to attach to")->check(kPositive);
 	app->add_option("-d,--duration", o->duration_s, "Stop after SECONDS (default: Ctrl-C or exit)")
-		->check(CLI::PositiveNumber);
+		->check(kPositive);
 	app->add_option("-o,--output", o->output, "Profile file to write")->capture_default_str();
 	app->add_option("--max-paths", o->max_paths, "Distinct call paths the kernel map holds")
 		->capture_default_str()

@@ -14,6 +14,7 @@ Command add_report_command(CLI::App &parent)
 		std::string file = "usdtprof.data";
 		std::string sort = "self";
 		std::string format = "text";
+		std::string time = "wall";
 		ReportOptions options;
 	};
 	auto a = std::make_shared<Args>();
@@ -26,6 +27,9 @@ Command add_report_command(CLI::App &parent)
 			"--tree: hide nodes under this share of the total time")
 		->capture_default_str()
 		->check(CLI::Range(0.0, 100.0));
+	app->add_option("--time", a->time, "Self time shown: wall, cpu (on-CPU part) or offcpu")
+		->capture_default_str()
+		->check(CLI::IsMember({"wall", "cpu", "offcpu"}));
 	app->add_option("--format", a->format, "text or json")
 		->capture_default_str()
 		->check(CLI::IsMember({"text", "json"}));
@@ -34,6 +38,7 @@ Command add_report_command(CLI::App &parent)
 			if (!sort)
 				throw UserError(sort.error().message, 2);
 			a->options.sort = *sort;
+			a->options.time = *parse_time_mode(a->time);
 			a->options.format = a->format == "json" ? ReportFormat::Json : ReportFormat::Text;
 			auto profile = load_profile(a->file);
 			if (!profile)
