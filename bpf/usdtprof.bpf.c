@@ -37,6 +37,24 @@ struct {
 	__type(value, struct usdtprof_path_stats);
 } paths SEC(".maps");
 
+/* Tasks created and not yet ended: hash(tgid, task id) -> creator's path. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u64);
+} tasks SEC(".maps");
+
+/* `usdtprof trace` only; sized by userspace. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} events SEC(".maps");
+
+/* Set before load: with it false the verifier drops every event branch, so
+ * plain recording pays nothing for the trace mode. */
+const volatile bool trace_events = false;
+
 __u64 anomalies[USDTPROF_ANOM_COUNT];
 /* Set by userspace when recording stops: from then on the probes do nothing
  * (while their detachment waits for a grace period) and open frames are
@@ -192,13 +210,13 @@ static __always_inline void pop_frame(struct usdtprof_thread_stack *st, __u32 d,
 		st->idle_since = now;
 	if (open) {
 		struct usdtprof_path_slot t = {
-			.path = f->path, .parent = parent ? parent->path : 0, .func = f->func,
+			.path = f->path, .parent = f->parent, .func = f->func,
 			.calls = 1, .self_ns = self, .total_ns = total, .self_offcpu_ns = f->offcpu,
 		};
 		add_to_map(&t, st->tgid, 1);
 		return;
 	}
-	add_to_cache(st, f->path, parent ? parent->path : 0, f->func, self, total, f->offcpu);
+	add_to_cache(st, f->path, f->parent, f->func, self, total, f->offcpu);
 }
 
 struct pop_ctx {
@@ -244,6 +262,28 @@ static __always_inline const struct usdtprof_probe_spec *probe_spec(struct pt_re
 	return bpf_map_lookup_elem(&probe_specs, &idx);
 }
 
+static __always_inline void emit(__u32 type, __u64 func, __u64 now)
+{
+	struct usdtprof_event *e;
+	__u64 id;
+
+	if (!trace_events)
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_anomaly(USDTPROF_ANOM_LOST_EVENTS, 1);
+		return;
+	}
+	id = bpf_get_current_pid_tgid();
+	e->ts = now;
+	e->func = func;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->type = type;
+	e->pad = 0;
+	bpf_ringbuf_submit(e, 0);
+}
+
 /* The calling thread's stack, created on its first event. */
 static __always_inline struct usdtprof_thread_stack *thread_stack(void)
 {
@@ -267,6 +307,22 @@ static __always_inline __u64 truncated_path(struct usdtprof_thread_stack *st)
 	return path_hash(st->frames[USDTPROF_MAX_DEPTH - 1].path, USDTPROF_FUNC_TRUNCATED);
 }
 
+/* Remembers the creating call path of a task, for its TASK_BEGIN. */
+static __always_inline void task_create(__u64 id, __u64 now)
+{
+	struct usdtprof_thread_stack *st = thread_stack();
+	__u64 key, creator;
+	__u32 d;
+
+	if (!st)
+		return;
+	d = st->depth;
+	creator = d > 0 && d <= USDTPROF_MAX_DEPTH ? st->frames[(d - 1) & FRAME_MASK].path : 0;
+	key = path_hash(st->tgid, id);
+	bpf_map_update_elem(&tasks, &key, &creator, BPF_ANY);
+	emit(USDTPROF_EV_TASK_CREATE, id, now);
+}
+
 SEC("uprobe")
 int usdt_entry(struct pt_regs *ctx)
 {
@@ -274,12 +330,16 @@ int usdt_entry(struct pt_regs *ctx)
 	const struct usdtprof_probe_spec *spec = probe_spec(ctx);
 	struct usdtprof_thread_stack *st;
 	struct usdtprof_frame *f;
-	__u64 func, parent_path;
+	__u64 func, parent_path, key, *creator;
 	__u32 d;
 
 	if (!spec || stop_ns)
 		return 0;
 	func = read_arg(ctx, &spec->func);
+	if (spec->role == USDTPROF_ROLE_TASK_CREATE) {
+		task_create(func, now);
+		return 0;
+	}
 	st = thread_stack();
 	if (!st)
 		return 0;
@@ -296,6 +356,7 @@ int usdt_entry(struct pt_regs *ctx)
 			add_to_map(&marker, st->tgid, 0);
 		}
 		count_anomaly(USDTPROF_ANOM_DEPTH_OVERFLOW, 1);
+		emit(spec->role == USDTPROF_ROLE_TASK_BEGIN ? USDTPROF_EV_TASK_BEGIN : USDTPROF_EV_ENTER, func, now);
 		return 0;
 	}
 	if (d > 0) {
@@ -304,11 +365,23 @@ int usdt_entry(struct pt_regs *ctx)
 		parent_path = f->path;
 	} else {
 		st->unknown_self += now - st->idle_since;
-		parent_path = st->tgid; /* roots are per process */
+		parent_path = 0;
+	}
+	if (spec->role == USDTPROF_ROLE_TASK_BEGIN) {
+		/* The task's work goes under its creator's path, behind a [task] frame. */
+		emit(USDTPROF_EV_TASK_BEGIN, func, now);
+		key = path_hash(st->tgid, func);
+		creator = bpf_map_lookup_elem(&tasks, &key);
+		if (creator)
+			parent_path = *creator;
+		func = USDTPROF_FUNC_TASK;
+	} else {
+		emit(USDTPROF_EV_ENTER, func, now);
 	}
 	f = &st->frames[d & FRAME_MASK];
 	f->func = func;
-	f->path = path_hash(parent_path, func);
+	f->parent = parent_path;
+	f->path = path_hash(parent_path ? parent_path : st->tgid, func); /* roots are per process */
 	f->start = now;
 	f->resume = now;
 	f->self = 0;
@@ -358,6 +431,15 @@ int usdt_exit(struct pt_regs *ctx)
 	if (!spec || stop_ns)
 		return 0;
 	func = read_arg(ctx, &spec->func);
+	if (spec->role == USDTPROF_ROLE_TASK_END) {
+		__u64 key = path_hash(bpf_get_current_pid_tgid() >> 32, func);
+
+		emit(USDTPROF_EV_TASK_END, func, now);
+		bpf_map_delete_elem(&tasks, &key);
+		func = USDTPROF_FUNC_TASK;
+	} else {
+		emit(USDTPROF_EV_EXIT, func, now);
+	}
 	st = thread_stack();
 	if (!st)
 		return 0;

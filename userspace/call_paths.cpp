@@ -19,6 +19,7 @@ void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, co
 			return it->second;
 		Result<std::string> name = s.func == USDTPROF_FUNC_RUNNING_AT_ATTACH ? std::string("[running at attach]")
 					   : s.func == USDTPROF_FUNC_TRUNCATED      ? std::string("[truncated]")
+					   : s.func == USDTPROF_FUNC_TASK           ? std::string("[task]")
 										    : lookup(s.tgid, s.func);
 		char unknown[40];
 		snprintf(unknown, sizeof(unknown), "[unknown 0x%llx]", (unsigned long long)s.func);

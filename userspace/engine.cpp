@@ -137,7 +137,8 @@ Result<uint32_t> Engine::add_spec(const usdtprof_probe_spec &spec)
 Result<void> Engine::attach(int pid, const std::string &binary, usdtprof_role role,
 			    const std::vector<UprobeSite> &sites)
 {
-	const bpf_program *prog = role == USDTPROF_ROLE_ENTRY ? skel_->progs.usdt_entry : skel_->progs.usdt_exit;
+	bool exit_side = role == USDTPROF_ROLE_EXIT || role == USDTPROF_ROLE_TASK_END;
+	const bpf_program *prog = exit_side ? skel_->progs.usdt_exit : skel_->progs.usdt_entry;
 	if (!skel_->bss->start_ns) {
 		timespec now;
 		clock_gettime(CLOCK_MONOTONIC, &now);

@@ -50,7 +50,7 @@ public:
 
 	// Index of a probe spec for the uprobe cookie; identical specs share one.
 	Result<uint32_t> add_spec(const usdtprof_probe_spec &spec);
-	// Attaches the entry or exit program to sites of one binary, for pid only,
+	// Attaches the program serving role to sites of one binary, for pid only,
 	// raising the sites' semaphores while attached. Site cookies are spec indexes.
 	Result<void> attach(int pid, const std::string &binary, usdtprof_role role,
 			    const std::vector<UprobeSite> &sites);

@@ -16,7 +16,21 @@ struct ProbeRole {
 constexpr ProbeRole kNativeProbes[] = {
 	{"usdtprof", "enter", USDTPROF_ROLE_ENTRY},
 	{"usdtprof", "exit", USDTPROF_ROLE_EXIT},
+	{"usdtprof", "task_create", USDTPROF_ROLE_TASK_CREATE},
+	{"usdtprof", "task_begin", USDTPROF_ROLE_TASK_BEGIN},
+	{"usdtprof", "task_end", USDTPROF_ROLE_TASK_END},
 };
+
+const char *role_name(usdtprof_role role)
+{
+	switch (role) {
+	case USDTPROF_ROLE_ENTRY: return "entry";
+	case USDTPROF_ROLE_EXIT: return "exit";
+	case USDTPROF_ROLE_TASK_CREATE: return "task_create";
+	case USDTPROF_ROLE_TASK_BEGIN: return "task_begin";
+	default: return "task_end";
+	}
+}
 
 } // namespace
 
@@ -41,7 +55,8 @@ std::vector<FoundSite> find_native_sites(const std::vector<Mapping> &maps)
 std::vector<ProfileProbe> attach_sites(Engine &engine, int pid, const std::vector<FoundSite> &sites)
 {
 	std::map<std::tuple<std::string, std::string, std::string>, ProfileProbe> probes;
-	for (usdtprof_role role : {USDTPROF_ROLE_EXIT, USDTPROF_ROLE_ENTRY}) {
+	for (usdtprof_role role : {USDTPROF_ROLE_EXIT, USDTPROF_ROLE_TASK_END, USDTPROF_ROLE_ENTRY,
+				   USDTPROF_ROLE_TASK_BEGIN, USDTPROF_ROLE_TASK_CREATE}) {
 		std::map<std::string, std::vector<UprobeSite>> by_binary;
 		for (const FoundSite &f : sites) {
 			if (f.role != role)
@@ -60,8 +75,7 @@ std::vector<ProfileProbe> attach_sites(Engine &engine, int pid, const std::vecto
 				throw UserError(index.error().message);
 			by_binary[f.binary].push_back({f.site.pc_offset, f.site.semaphore_offset, *index});
 			ProfileProbe &p = probes[{f.binary, f.site.provider, f.site.name}];
-			p = {f.binary, f.site.provider, f.site.name,
-			     role == USDTPROF_ROLE_ENTRY ? "entry" : "exit", p.sites + 1};
+			p = {f.binary, f.site.provider, f.site.name, role_name(role), p.sites + 1};
 		}
 		for (const auto &[binary, uprobes] : by_binary)
 			if (auto r = engine.attach(pid, binary, role, uprobes); !r)

@@ -81,7 +81,8 @@ const char *anomaly_name(int a)
 	case USDTPROF_ANOM_DEPTH_OVERFLOW: return "depth_overflow";
 	case USDTPROF_ANOM_AGG_FULL: return "agg_full";
 	case USDTPROF_ANOM_DROPPED_NS: return "dropped_ns";
-	default: return "no_storage";
+	case USDTPROF_ANOM_NO_STORAGE: return "no_storage";
+	default: return "lost_events";
 	}
 }
 

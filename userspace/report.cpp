@@ -28,6 +28,7 @@ const std::pair<const char *, const char *> kAnomalies[] = {
 	{"agg_full", "aggregation map full; a path was dropped"},
 	{"dropped_ns", "nanoseconds carried by dropped paths"},
 	{"no_storage", "per-thread stack could not be allocated"},
+	{"lost_events", "trace events lost: the ring buffer was full"},
 };
 
 // About three significant digits, in the largest unit that keeps the value >= 1.

@@ -19,6 +19,8 @@
  * marker under which calls beyond USDTPROF_MAX_DEPTH are counted. */
 #define USDTPROF_FUNC_RUNNING_AT_ATTACH 1
 #define USDTPROF_FUNC_TRUNCATED 2
+/* Marks work run for a task created on another thread (USDTPROF_TASK_*). */
+#define USDTPROF_FUNC_TASK 3
 
 /* x86-64 registers a USDT argument can live in; the BPF side maps each to
  * its struct pt_regs field. */
@@ -45,7 +47,15 @@ struct usdtprof_arg_spec {
 	__u32 is_signed;
 };
 
-enum usdtprof_role { USDTPROF_ROLE_ENTRY, USDTPROF_ROLE_EXIT };
+/* The entry program serves ENTRY, TASK_CREATE and TASK_BEGIN; the exit
+ * program EXIT and TASK_END. */
+enum usdtprof_role {
+	USDTPROF_ROLE_ENTRY,
+	USDTPROF_ROLE_EXIT,
+	USDTPROF_ROLE_TASK_CREATE, /* argument: task id */
+	USDTPROF_ROLE_TASK_BEGIN,  /* argument: task id */
+	USDTPROF_ROLE_TASK_END,    /* argument: task id */
+};
 
 /* Per attached probe, indexed by the uprobe's BPF cookie. */
 struct usdtprof_probe_spec {
@@ -57,6 +67,7 @@ struct usdtprof_probe_spec {
 struct usdtprof_frame {
 	__u64 func;   /* function id (native probes: address of its name string) */
 	__u64 path;   /* call-path id = hash(parent path, func) */
+	__u64 parent; /* parent path id, 0 for a root (for a task: its creator's) */
 	__u64 start;  /* entry time, ns */
 	__u64 resume; /* when this frame last became the running one */
 	__u64 self;   /* exclusive time accumulated so far */
@@ -102,6 +113,24 @@ struct usdtprof_path_stats {
 	__u64 self_offcpu_ns; /* part of self_ns spent off-CPU */
 };
 
+/* `usdtprof trace`: one ring-buffer record per probe hit. */
+enum usdtprof_event_type {
+	USDTPROF_EV_ENTER,
+	USDTPROF_EV_EXIT,
+	USDTPROF_EV_TASK_CREATE, /* func is the task id */
+	USDTPROF_EV_TASK_BEGIN,  /* func is the task id */
+	USDTPROF_EV_TASK_END,    /* func is the task id */
+};
+
+struct usdtprof_event {
+	__u64 ts;   /* monotonic ns */
+	__u64 func; /* function id, or task id */
+	__u32 pid;
+	__u32 tid;
+	__u32 type; /* enum usdtprof_event_type */
+	__u32 pad;
+};
+
 enum usdtprof_anomaly {
 	USDTPROF_ANOM_EXIT_MISMATCH, /* exit did not match the top frame: frames popped */
 	USDTPROF_ANOM_EXIT_NO_FRAME, /* exit with no matching frame on the stack */
@@ -109,6 +138,7 @@ enum usdtprof_anomaly {
 	USDTPROF_ANOM_AGG_FULL,      /* aggregation map full: a path was dropped */
 	USDTPROF_ANOM_DROPPED_NS,    /* time carried by dropped paths */
 	USDTPROF_ANOM_NO_STORAGE,    /* per-thread stack could not be allocated */
+	USDTPROF_ANOM_LOST_EVENTS,   /* trace: ring buffer full, events lost */
 	USDTPROF_ANOM_COUNT,
 };
 

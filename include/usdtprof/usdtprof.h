@@ -3,6 +3,9 @@
  *   USDTPROF_ENTER("parse");  ...  USDTPROF_EXIT("parse");   (C and C++)
  *   USDTPROF_FUNC();          scope named after the enclosing function (C++)
  *   USDTPROF_SCOPE("name");   named scope (C++)
+ *   USDTPROF_TASK_CREATE(id); USDTPROF_TASK_BEGIN(id); USDTPROF_TASK_END(id);
+ *       work run between BEGIN and END (on any thread) for the task with this
+ *       64-bit id is attributed under the call path that created it
  *
  * Each macro is a USDT probe (sys/sdt.h) in provider `usdtprof`, guarded by
  * its semaphore: while no profiler is attached the cost is one load and one
@@ -26,6 +29,9 @@
 	unsigned short usdtprof_##probe##_semaphore
 USDTPROF_SEMAPHORE_(enter);
 USDTPROF_SEMAPHORE_(exit);
+USDTPROF_SEMAPHORE_(task_create);
+USDTPROF_SEMAPHORE_(task_begin);
+USDTPROF_SEMAPHORE_(task_end);
 
 #define USDTPROF_ENTER(name)                                                         \
 	do {                                                                             \
@@ -38,6 +44,15 @@ USDTPROF_SEMAPHORE_(exit);
 		if (__builtin_expect(usdtprof_exit_semaphore, 0))                            \
 			STAP_PROBE1(usdtprof, exit, (const char *)(name));                       \
 	} while (0)
+
+#define USDTPROF_TASK_PROBE_(probe, id)                                              \
+	do {                                                                             \
+		if (__builtin_expect(usdtprof_##probe##_semaphore, 0))                       \
+			STAP_PROBE1(usdtprof, probe, (unsigned long long)(id));                  \
+	} while (0)
+#define USDTPROF_TASK_CREATE(id) USDTPROF_TASK_PROBE_(task_create, id)
+#define USDTPROF_TASK_BEGIN(id) USDTPROF_TASK_PROBE_(task_begin, id)
+#define USDTPROF_TASK_END(id) USDTPROF_TASK_PROBE_(task_end, id)
 
 #ifdef __cplusplus
 namespace usdtprof {

@@ -247,3 +247,21 @@ TEST_CASE("on- and off-CPU self time: spin 1 ms then sleep 2 ms comes out 1 : 2"
 	size_t sp = folded.out.rfind(' ');
 	REQUIRE(std::stod(folded.out.substr(sp + 1)) == Approx(off / 1000).epsilon(0.001));
 }
+
+TEST_CASE("tasks: work pushed to an engine thread is attributed under the operator that created it")
+{
+	std::string data = record_command(temp_dir(), {target("operator")});
+	auto report = report_json(data);
+	require_no_anomalies(report);
+	auto sub = path(report, "main;MyOp::forward;[task];_plus_scalar");
+	REQUIRE(sub.is_object());
+	REQUIRE(sub["calls"] == 60);
+	require_ns(sub["self_ns"], 60 * 4 * kMs);
+	REQUIRE(path(report, "main;MyOp::forward;[task]")["calls"] == 60);
+
+	// The operator's own code is on-CPU time; its wait for the engine is off-CPU.
+	auto forward = function(report, "MyOp::forward");
+	REQUIRE(forward["calls"] == 20);
+	REQUIRE(forward["self_oncpu_ns"].get<double>() == Approx(20 * 4 * kMs).epsilon(0.05));
+	REQUIRE(forward["self_offcpu_ns"].get<double>() == Approx(20 * 12 * kMs).epsilon(0.05));
+}

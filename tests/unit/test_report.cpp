@@ -235,11 +235,12 @@ TEST_CASE("report: json", "[report]")
 	for (const json &path : j["paths"])
 		for (const char *k : {"calls", "open", "self_ns", "total_ns"})
 			CHECK(path[k].is_number_unsigned());
-	for (const char *k : {"exit_mismatch", "exit_no_frame", "depth_overflow", "agg_full", "dropped_ns", "no_storage"})
+	for (const char *k : {"exit_mismatch", "exit_no_frame", "depth_overflow", "agg_full", "dropped_ns", "no_storage",
+		     "lost_events"})
 		CHECK(j["anomalies"][k].is_number_unsigned());
 	CHECK(j["anomalies"]["depth_overflow"] == 4);
 	CHECK(j["anomalies"]["future_counter"] == 2);
-	CHECK(j["anomalies"].size() == 7);
+	CHECK(j["anomalies"].size() == 8);
 	CHECK(j["total_self_ns"] == 12'500'999);
 	CHECK(j["duration_ns"] == 20'000'000);
 	CHECK(j["processes"] == json::parse(R"([{"pid":100,"comm":"app"},{"pid":200,"comm":"app"}])"));
