@@ -281,7 +281,8 @@ static __always_inline void emit(__u32 type, __u64 func, __u64 now)
 	e->tid = (__u32)id;
 	e->type = type;
 	e->pad = 0;
-	bpf_ringbuf_submit(e, 0);
+	/* Userspace drains the buffer on a timer: no wakeup per event. */
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
 /* The calling thread's stack, created on its first event. */

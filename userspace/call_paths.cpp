@@ -6,6 +6,20 @@
 
 namespace usdtprof {
 
+std::string function_name(const NameLookup &lookup, uint32_t tgid, uint64_t func)
+{
+	switch (func) {
+	case USDTPROF_FUNC_RUNNING_AT_ATTACH: return "[running at attach]";
+	case USDTPROF_FUNC_TRUNCATED: return "[truncated]";
+	case USDTPROF_FUNC_TASK: return "[task]";
+	}
+	if (auto name = lookup(tgid, func))
+		return *name;
+	char unknown[40];
+	snprintf(unknown, sizeof(unknown), "[unknown 0x%llx]", (unsigned long long)func);
+	return unknown;
+}
+
 void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup)
 {
 	std::unordered_map<uint64_t, size_t> by_path;
@@ -17,13 +31,7 @@ void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, co
 		auto [it, added] = func_index.try_emplace({s.tgid, s.func}, 0);
 		if (!added)
 			return it->second;
-		Result<std::string> name = s.func == USDTPROF_FUNC_RUNNING_AT_ATTACH ? std::string("[running at attach]")
-					   : s.func == USDTPROF_FUNC_TRUNCATED      ? std::string("[truncated]")
-					   : s.func == USDTPROF_FUNC_TASK           ? std::string("[task]")
-										    : lookup(s.tgid, s.func);
-		char unknown[40];
-		snprintf(unknown, sizeof(unknown), "[unknown 0x%llx]", (unsigned long long)s.func);
-		std::string n = name ? *name : unknown;
+		std::string n = function_name(lookup, s.tgid, s.func);
 		auto [nit, nadded] = name_index.try_emplace(n, uint32_t(profile.functions.size()));
 		if (nadded)
 			profile.functions.push_back(n);

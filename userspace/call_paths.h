@@ -20,10 +20,13 @@ struct PathRecord {
 // Resolves a function id of a process to its name.
 using NameLookup = std::function<Result<std::string>(uint32_t tgid, uint64_t func)>;
 
+// The name of a function id: from lookup, "[unknown 0x...]" when it fails,
+// and the synthetic ids' own names.
+std::string function_name(const NameLookup &lookup, uint32_t tgid, uint64_t func);
+
 // Appends the records to profile.nodes, parents before children (the tree is
 // rebuilt from each record's parent path id), each distinct function id
-// resolved once; an id that cannot be resolved is named "[unknown 0x...]", the
-// synthetic ids "[running at attach]" and "[truncated]". A
+// resolved once by function_name(). A
 // record whose parent is missing (dropped when the map was full) becomes a root.
 void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup);
 

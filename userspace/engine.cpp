@@ -88,7 +88,7 @@ Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &bi
 	return UniqueFd(fd);
 }
 
-Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths)
+Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_buffer_bytes)
 {
 	libbpf_set_print(libbpf_print);
 	std::unique_ptr<Engine> engine(new Engine());
@@ -98,6 +98,10 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths)
 	bpf_map__set_max_entries(engine->skel_->maps.paths, max_paths);
 	use_uprobe_multi(engine->skel_->progs.usdt_entry);
 	use_uprobe_multi(engine->skel_->progs.usdt_exit);
+	if (trace_buffer_bytes) {
+		engine->skel_->rodata->trace_events = true;
+		bpf_map__set_max_entries(engine->skel_->maps.events, trace_buffer_bytes);
+	}
 	if (int err = usdtprof_bpf__load(engine->skel_)) {
 		std::string why = errno_text(err);
 		if (err == -EPERM || err == -EACCES)
@@ -109,6 +113,18 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths)
 		if (!link)
 			return Error{std::string("cannot attach ") + bpf_program__name(prog) + ": " + errno_text(errno)};
 		engine->scheduler_hooks_.push_back(std::move(link));
+	}
+	if (trace_buffer_bytes) {
+		auto on_event = [](void *ctx, void *data, size_t size) {
+			auto *self = static_cast<Engine *>(ctx);
+			if (size >= sizeof(usdtprof_event) && self->sink_)
+				(*self->sink_)(*static_cast<const usdtprof_event *>(data));
+			return 0;
+		};
+		engine->events_.reset(
+			ring_buffer__new(bpf_map__fd(engine->skel_->maps.events), on_event, engine.get(), nullptr));
+		if (!engine->events_)
+			return Error{"cannot open the trace ring buffer: " + errno_text(errno)};
 	}
 	return engine;
 }
@@ -181,6 +197,20 @@ Result<void> Engine::flush_open_frames()
 	if (n < 0)
 		return Error{"flush iterator failed: " + errno_text(err)};
 	return {};
+}
+
+void Engine::RingBufferDeleter::operator()(ring_buffer *rb) const
+{
+	ring_buffer__free(rb);
+}
+
+void Engine::drain_events(const std::function<void(const usdtprof_event &)> &sink)
+{
+	if (!events_)
+		return;
+	sink_ = &sink;
+	ring_buffer__consume(events_.get());
+	sink_ = nullptr;
 }
 
 std::vector<PathRecord> Engine::read_paths() const

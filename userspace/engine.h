@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 struct usdtprof_bpf;
 struct bpf_link;
 struct bpf_program;
+struct ring_buffer;
 
 namespace usdtprof {
 
@@ -42,8 +44,9 @@ void use_uprobe_multi(bpf_program *prog);
 class Engine {
 public:
 	// Opens and loads the programs, sizing the aggregation map, and attaches
-	// the thread-exit and context-switch hooks.
-	static Result<std::unique_ptr<Engine>> load(uint32_t max_paths);
+	// the thread-exit and context-switch hooks. A trace buffer size (a power
+	// of two, >= 4096) turns on per-event records for `usdtprof trace`.
+	static Result<std::unique_ptr<Engine>> load(uint32_t max_paths, uint32_t trace_buffer_bytes = 0);
 	~Engine();
 	Engine(const Engine &) = delete;
 	Engine &operator=(const Engine &) = delete;
@@ -61,6 +64,9 @@ public:
 	// Charges frames still open on every thread up to the stop, as open activations.
 	Result<void> flush_open_frames();
 
+	// Trace mode: hands each event waiting in the ring buffer to sink.
+	void drain_events(const std::function<void(const usdtprof_event &)> &sink);
+
 	std::vector<PathRecord> read_paths() const;
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> anomalies() const;
 
@@ -73,6 +79,11 @@ private:
 	std::vector<UniqueFd> probe_links_;
 	size_t attached_sites_ = 0;
 	std::vector<usdtprof_probe_spec> specs_;
+	struct RingBufferDeleter {
+		void operator()(ring_buffer *rb) const;
+	};
+	std::unique_ptr<ring_buffer, RingBufferDeleter> events_;
+	const std::function<void(const usdtprof_event &)> *sink_ = nullptr;
 };
 
 } // namespace usdtprof

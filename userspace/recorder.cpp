@@ -12,8 +12,14 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+
 #include "call_paths.h"
 #include "engine.h"
+#include "output_file.h"
+#include "trace.h"
 #include "process.h"
 #include "profile.h"
 #include "probes.h"
@@ -30,7 +36,8 @@ std::string pid_text(int pid)
 
 enum class StopReason { Duration, Signal, TargetExited };
 
-StopReason wait_for_stop(int pid, double duration_s)
+// tick runs at least every 50 ms, to drain the trace buffer.
+StopReason wait_for_stop(int pid, double duration_s, const std::function<void()> &tick)
 {
 	sigset_t set;
 	sigemptyset(&set);
@@ -48,7 +55,8 @@ StopReason wait_for_stop(int pid, double duration_s)
 		if (left.count() <= 0)
 			break;
 		pollfd fds[2] = {{sfd, POLLIN, 0}, {pfd, POLLIN, 0}};
-		int n = poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+		int n = poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 50)));
+		tick();
 		if (n < 0 && errno != EINTR)
 			break;
 		if (fds[0].revents) {
@@ -86,6 +94,76 @@ const char *anomaly_name(int a)
 	}
 }
 
+// A process that exited (a zombie too) maps nothing: that is not a lack of probes.
+bool has_exited(int pid)
+{
+	int fd = open_pidfd(pid);
+	if (fd < 0)
+		return true;
+	pollfd p = {fd, POLLIN, 0};
+	bool exited = poll(&p, 1, 0) == 1;
+	close(fd);
+	return exited;
+}
+
+// The trace buffer: at ~40 bytes an event, room for ~400,000 between drains.
+constexpr uint32_t kTraceBufferBytes = 16 << 20;
+
+// Collects trace events up to a limit, counting the rest.
+struct EventLog {
+	uint64_t max_events;
+	std::vector<usdtprof_event> events;
+	uint64_t not_kept = 0;
+
+	void add(const usdtprof_event &e)
+	{
+		if (events.size() < max_events)
+			events.push_back(e);
+		else
+			not_kept++;
+	}
+};
+
+void write_trace(const TraceOptions &t, const EventLog &log, uint64_t lost, uint64_t start_ns, uint64_t stop_ns,
+		 const Profile &profile, const NameLookup &lookup)
+{
+	TraceInput input;
+	input.start_ns = start_ns;
+	input.stop_ns = stop_ns;
+	std::map<std::pair<uint32_t, uint64_t>, std::string> names;
+	for (const usdtprof_event &e : log.events) {
+		TraceEvent ev;
+		ev.ts_ns = e.ts;
+		ev.pid = e.pid;
+		ev.tid = e.tid;
+		ev.type = static_cast<usdtprof_event_type>(e.type);
+		if (ev.type == USDTPROF_EV_ENTER || ev.type == USDTPROF_EV_EXIT) {
+			auto [it, added] = names.try_emplace({e.pid, e.func});
+			if (added)
+				it->second = function_name(lookup, e.pid, e.func);
+			ev.name = it->second;
+		} else {
+			ev.task_id = e.func;
+		}
+		if (!input.thread_names.count(e.tid))
+			input.thread_names[e.tid] = describe_process(int(e.tid)).comm;
+		input.events.push_back(std::move(ev));
+	}
+	for (const ProfileProcess &p : profile.processes)
+		input.process_names[uint32_t(p.pid)] = p.comm;
+	auto doc = nlohmann::json::parse(t.speedscope ? render_speedscope(input) : render_chrome_trace(input));
+	if (!t.speedscope) {
+		doc["otherData"]["lost_events"] = lost;
+		doc["otherData"]["max_events_reached"] = log.not_kept > 0;
+	}
+	if (auto r = write_file_atomically(t.output, doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+	    !r)
+		throw UserError(r.error().message);
+	fprintf(stderr, "usdtprof: wrote %s (%zu events%s%s)\n", t.output.c_str(), log.events.size(),
+		lost ? (", " + std::to_string(lost) + " lost: ring buffer full").c_str() : "",
+		log.not_kept ? (", " + std::to_string(log.not_kept) + " beyond --max-events not written").c_str() : "");
+}
+
 void check_output_dir(const std::string &output)
 {
 	std::string dir = output.find('/') == std::string::npos ? "." : output.substr(0, output.rfind('/') + 1);
@@ -98,9 +176,11 @@ void check_output_dir(const std::string &output)
 int record(const RecordOptions &o)
 {
 	check_output_dir(o.output);
+	if (o.trace)
+		check_output_dir(o.trace->output);
 	if (o.pid && !process_exists(o.pid))
 		throw UserError("no process with pid " + std::to_string(o.pid));
-	auto engine = Engine::load(o.max_paths);
+	auto engine = Engine::load(o.max_paths, o.trace ? kTraceBufferBytes : 0);
 	if (!engine)
 		throw UserError(engine.error().message);
 
@@ -118,7 +198,8 @@ int record(const RecordOptions &o)
 		throw UserError(maps.error().message);
 	auto sites = find_native_sites(*maps);
 	if (sites.empty())
-		throw UserError(pid_text(pid) + ": no usdtprof probes in its binaries");
+		throw UserError(has_exited(pid) ? pid_text(pid) + " exited before its probes could be attached"
+						: pid_text(pid) + ": no usdtprof probes in its binaries");
 
 	Profile profile;
 	profile.command = o.command;
@@ -132,10 +213,16 @@ int record(const RecordOptions &o)
 	fprintf(stderr, "usdtprof: recording %s: %zu probe sites attached; Ctrl-C to stop\n",
 		pid_text(pid).c_str(), (*engine)->attached_sites());
 
-	StopReason reason = wait_for_stop(pid, o.duration_s);
+	EventLog log{o.trace ? o.trace->max_events : 0, {}, 0};
+	std::function<void(const usdtprof_event &)> collect = [&](const usdtprof_event &e) { log.add(e); };
+	StopReason reason = wait_for_stop(pid, o.duration_s, [&] { (*engine)->drain_events(collect); });
 	auto stopped = std::chrono::steady_clock::now();
 	// steady_clock is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
-	(*engine)->stop(std::chrono::duration_cast<std::chrono::nanoseconds>(stopped.time_since_epoch()).count());
+	auto monotonic_ns = [](std::chrono::steady_clock::time_point t) {
+		return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+	};
+	(*engine)->stop(monotonic_ns(stopped));
+	(*engine)->drain_events(collect);
 	if (auto r = (*engine)->flush_open_frames(); !r)
 		throw UserError(r.error().message);
 	profile.stop_unix_ns = unix_now_ns();
@@ -147,9 +234,10 @@ int record(const RecordOptions &o)
 	// from the files it mapped at attach time.
 	auto fresh_maps = read_proc_maps(pid);
 	const auto &name_maps = fresh_maps && !fresh_maps->empty() ? *fresh_maps : *maps;
-	add_call_paths(profile, (*engine)->read_paths(), [&](uint32_t tgid, uint64_t func) {
+	NameLookup lookup = [&](uint32_t tgid, uint64_t func) {
 		return read_target_string(int(tgid), int(tgid) == pid ? name_maps : std::vector<Mapping>{}, func);
-	});
+	};
+	add_call_paths(profile, (*engine)->read_paths(), lookup);
 
 	if (auto r = save_profile(profile, o.output); !r)
 		throw UserError(r.error().message);
@@ -162,6 +250,9 @@ int record(const RecordOptions &o)
 	fprintf(stderr, "usdtprof: %s; wrote %s (%zu call paths, %llu calls, %.3f s)\n", why,
 		o.output.c_str(), profile.nodes.size(), (unsigned long long)calls,
 		profile.duration_ns / 1e9);
+	if (o.trace)
+		write_trace(*o.trace, log, anomalies[USDTPROF_ANOM_LOST_EVENTS], monotonic_ns(started), monotonic_ns(stopped),
+			    profile, lookup);
 	return child ? child->wait() : 0;
 }
 

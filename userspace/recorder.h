@@ -3,10 +3,18 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace usdtprof {
+
+// `usdtprof trace`: every probe hit also becomes a timeline event.
+struct TraceOptions {
+	std::string output = "trace.json";
+	bool speedscope = false;          // speedscope's evented format instead of Chrome's
+	uint64_t max_events = 1000000;    // events kept; later ones are not written
+};
 
 struct RecordOptions {
 	int pid = 0;                      // attach to this process, or
@@ -14,6 +22,7 @@ struct RecordOptions {
 	double duration_s = 0;            // 0: until Ctrl-C/SIGTERM or the target exits
 	std::string output = "usdtprof.data";
 	uint32_t max_paths = 65536;       // aggregation map size
+	std::optional<TraceOptions> trace;
 };
 
 // Returns usdtprof's exit status: the launched command's, else 0. Throws

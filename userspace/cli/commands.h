@@ -14,5 +14,6 @@ struct Command {
 Command add_record_command(CLI::App &parent);
 Command add_report_command(CLI::App &parent);
 Command add_export_command(CLI::App &parent);
+Command add_trace_command(CLI::App &parent);
 
 } // namespace usdtprof::cli

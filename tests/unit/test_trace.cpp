@@ -1,0 +1,292 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <iterator>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "trace.h"
+#include "trace_validate.h"
+
+using namespace usdtprof;
+using nlohmann::json;
+
+namespace {
+
+constexpr uint32_t kPid = 100;
+constexpr uint64_t kStart = 1'000'000; // start_ns; the helpers take times relative to it
+
+TraceEvent enter(uint32_t tid, uint64_t ts, std::string name) { return {kStart + ts, kPid, tid, USDTPROF_EV_ENTER, std::move(name)}; }
+TraceEvent leave(uint32_t tid, uint64_t ts, std::string name) { return {kStart + ts, kPid, tid, USDTPROF_EV_EXIT, std::move(name)}; }
+TraceEvent task(usdtprof_event_type type, uint32_t tid, uint64_t ts, uint64_t id) { return {kStart + ts, kPid, tid, type, "", id}; }
+
+TraceInput make_input(std::vector<TraceEvent> events, uint64_t stop = 10'000)
+{
+	TraceInput in;
+	in.events = std::move(events);
+	in.start_ns = kStart;
+	in.stop_ns = kStart + stop;
+	return in;
+}
+
+struct Output {
+	json chrome, speedscope;
+};
+
+// Both renderings, parsed and checked by the validators.
+Output render(const TraceInput &in)
+{
+	Output out{json::parse(render_chrome_trace(in)), json::parse(render_speedscope(in))};
+	INFO(out.chrome.dump());
+	REQUIRE(validate_chrome_trace(out.chrome) == "");
+	INFO(out.speedscope.dump());
+	REQUIRE(validate_speedscope(out.speedscope) == "");
+	return out;
+}
+
+// The non-metadata events as "tid ph name-or-flow-id ts", in array order.
+std::vector<std::string> steps(const json &chrome)
+{
+	std::vector<std::string> out;
+	for (const json &e : chrome["traceEvents"])
+		if (e["ph"] != "M")
+			out.push_back(std::to_string(e["tid"].get<uint32_t>()) + " " + e["ph"].get<std::string>() + " " +
+				(e["ph"] == "s" || e["ph"] == "f" ? e["id"].dump() : e["name"].get<std::string>()) + " " + e["ts"].dump());
+	return out;
+}
+
+// One speedscope profile's events as "type frame-name at".
+std::vector<std::string> steps(const json &speedscope, size_t profile)
+{
+	std::vector<std::string> out;
+	for (const json &e : speedscope["profiles"][profile]["events"])
+		out.push_back(e["type"].get<std::string>() + " " + speedscope["shared"]["frames"][e["frame"].get<size_t>()]["name"].get<std::string>() +
+			" " + e["at"].dump());
+	return out;
+}
+
+const json &find_event(const json &chrome, const std::string &ph, const std::string &name)
+{
+	for (const json &e : chrome["traceEvents"])
+		if (e["ph"] == ph && e["name"] == name)
+			return e;
+	FAIL("no " << ph << " event " << name);
+	return chrome;
+}
+
+} // namespace
+
+TEST_CASE("trace: nested calls become nested slices")
+{
+	Output out = render(make_input({enter(1, 0, "main"), enter(1, 500, "work"), leave(1, 1500, "work"), leave(1, 2000, "main")}, 5000));
+	CHECK(steps(out.chrome) == std::vector<std::string>{"1 B main 0.0", "1 B work 0.5", "1 E work 1.5", "1 E main 2.0"});
+	CHECK(out.chrome["displayTimeUnit"] == "ns");
+	CHECK(out.chrome["otherData"] == json{{"unmatched_exits", 0}, {"events", 4}});
+	const json &b = find_event(out.chrome, "B", "work");
+	CHECK(b["cat"] == "function");
+	CHECK(b["pid"] == kPid);
+	CHECK(b["ts"].is_number_float());
+
+	const json &s = out.speedscope;
+	CHECK(s["$schema"] == "https://www.speedscope.app/file-format-schema.json");
+	CHECK(s["shared"]["frames"] == json::parse(R"([{"name": "main"}, {"name": "work"}])"));
+	REQUIRE(s["profiles"].size() == 1);
+	const json &p = s["profiles"][0];
+	CHECK(p["type"] == "evented");
+	CHECK(p["name"] == "tid 1");
+	CHECK(p["unit"] == "nanoseconds");
+	CHECK(p["startValue"] == 0);
+	CHECK(p["endValue"] == 5000);
+	CHECK(steps(s, 0) == std::vector<std::string>{"O main 0", "O work 500", "C work 1500", "C main 2000"});
+	CHECK(s["name"] == "usdtprof trace");
+	CHECK(s["activeProfileIndex"] == 0);
+	CHECK(s["exporter"] == "usdtprof");
+}
+
+TEST_CASE("trace: an exit that skips frames closes them")
+{
+	Output out = render(make_input({enter(1, 0, "a"), enter(1, 100, "b"), enter(1, 200, "c"), leave(1, 300, "a")}));
+	CHECK(steps(out.chrome) == std::vector<std::string>{"1 B a 0.0", "1 B b 0.1", "1 B c 0.2", "1 E c 0.3", "1 E b 0.3", "1 E a 0.3"});
+	CHECK(out.chrome["otherData"]["unmatched_exits"] == 0);
+	CHECK(steps(out.speedscope, 0) == std::vector<std::string>{"O a 0", "O b 100", "O c 200", "C c 300", "C b 300", "C a 300"});
+}
+
+TEST_CASE("trace: an exit matching no open frame is dropped and counted")
+{
+	Output out = render(make_input({enter(1, 0, "a"), leave(1, 100, "z"), leave(1, 200, "a"), leave(1, 300, "a")}));
+	CHECK(steps(out.chrome) == std::vector<std::string>{"1 B a 0.0", "1 E a 0.2"});
+	CHECK(out.chrome["otherData"] == json{{"unmatched_exits", 2}, {"events", 4}});
+	CHECK(steps(out.speedscope, 0) == std::vector<std::string>{"O a 0", "C a 200"});
+}
+
+TEST_CASE("trace: frames open at the stop are closed at stop_ns")
+{
+	Output out = render(make_input({enter(1, 0, "a"), enter(1, 100, "b")}, 3000));
+	CHECK(steps(out.chrome) == std::vector<std::string>{"1 B a 0.0", "1 B b 0.1", "1 E b 3.0", "1 E a 3.0"});
+	CHECK(steps(out.speedscope, 0) == std::vector<std::string>{"O a 0", "O b 100", "C b 3000", "C a 3000"});
+
+	SECTION("or at their thread's last event when it came after the stop")
+	{
+		out = render(make_input({enter(2, 0, "a"), enter(1, 4000, "late")}, 3000));
+		CHECK(steps(out.chrome) == std::vector<std::string>{"2 B a 0.0", "1 B late 4.0", "1 E late 4.0", "2 E a 3.0"});
+		CHECK(out.speedscope["profiles"][0]["endValue"] == 4000);
+	}
+}
+
+TEST_CASE("trace: a task created in a slice and begun on another thread gets a flow")
+{
+	Output out = render(make_input({enter(1, 0, "spawn"), task(USDTPROF_EV_TASK_CREATE, 1, 100, 7), leave(1, 200, "spawn"),
+		task(USDTPROF_EV_TASK_BEGIN, 2, 300, 7), enter(2, 400, "run"), leave(2, 500, "run"), task(USDTPROF_EV_TASK_END, 2, 600, 7)}));
+	// The flow end follows the [task] B, so that it binds to that slice.
+	CHECK(steps(out.chrome) == std::vector<std::string>{"1 B spawn 0.0", "1 s 7 0.1", "1 E spawn 0.2", "2 B [task] 0.3", "2 f 7 0.3",
+		"2 B run 0.4", "2 E run 0.5", "2 E [task] 0.6"});
+	CHECK(find_event(out.chrome, "s", "task") == json::parse(R"({"ph": "s", "id": 7, "name": "task", "cat": "task", "pid": 100, "tid": 1, "ts": 0.1})"));
+	CHECK(find_event(out.chrome, "f", "task") ==
+		json::parse(R"({"ph": "f", "id": 7, "name": "task", "cat": "task", "pid": 100, "tid": 2, "ts": 0.3, "bp": "e"})"));
+	const json &b = find_event(out.chrome, "B", "[task]");
+	CHECK(b["cat"] == "task");
+	CHECK(b["args"] == json{{"task_id", 7}});
+	CHECK(steps(out.speedscope, 1) == std::vector<std::string>{"O [task] 300", "O run 400", "C run 500", "C [task] 600"});
+}
+
+TEST_CASE("trace: a flow needs a create inside a slice, before its begin")
+{
+	std::vector<TraceEvent> events;
+	SECTION("create outside any slice")
+	{
+		events = {task(USDTPROF_EV_TASK_CREATE, 1, 100, 7)};
+	}
+	SECTION("begin earlier than the create")
+	{
+		events = {enter(1, 0, "spawn"), task(USDTPROF_EV_TASK_CREATE, 1, 500, 7), leave(1, 600, "spawn")};
+	}
+	SECTION("no create")
+	{
+		events = {enter(1, 0, "spawn"), leave(1, 600, "spawn")};
+	}
+	events.push_back(task(USDTPROF_EV_TASK_BEGIN, 2, 300, 7));
+	events.push_back(task(USDTPROF_EV_TASK_END, 2, 400, 7));
+	Output out = render(make_input(events));
+	for (const std::string &step : steps(out.chrome))
+		CHECK(step.find(" s ") == std::string::npos);
+	CHECK(steps(out.speedscope, 1) == std::vector<std::string>{"O [task] 300", "C [task] 400"});
+}
+
+TEST_CASE("trace: a begin pairs with the latest unpaired create of its id")
+{
+	// The second create has no enclosing slice: the first begin takes it and
+	// gets no flow; the second begin takes the first create.
+	Output out = render(make_input({enter(1, 0, "a"), task(USDTPROF_EV_TASK_CREATE, 1, 100, 7), leave(1, 150, "a"),
+		task(USDTPROF_EV_TASK_CREATE, 1, 200, 7), task(USDTPROF_EV_TASK_BEGIN, 2, 300, 7), task(USDTPROF_EV_TASK_END, 2, 400, 7),
+		task(USDTPROF_EV_TASK_BEGIN, 2, 500, 7), task(USDTPROF_EV_TASK_END, 2, 600, 7)}));
+	CHECK(steps(out.chrome) == std::vector<std::string>{"1 B a 0.0", "1 s 7 0.1", "1 E a 0.15", "2 B [task] 0.3", "2 E [task] 0.4",
+		"2 B [task] 0.5", "2 f 7 0.5", "2 E [task] 0.6"});
+}
+
+TEST_CASE("trace: a task end closes its task slice and the frames above it")
+{
+	Output out = render(make_input({task(USDTPROF_EV_TASK_BEGIN, 1, 0, 5), enter(1, 100, "x"), task(USDTPROF_EV_TASK_BEGIN, 1, 200, 6),
+		enter(1, 300, "y"), leave(1, 350, "[task]"), task(USDTPROF_EV_TASK_END, 1, 400, 5), task(USDTPROF_EV_TASK_END, 1, 500, 9),
+		task(USDTPROF_EV_TASK_END, 1, 600, 5)}));
+	CHECK(steps(out.chrome) == std::vector<std::string>{"1 B [task] 0.0", "1 B x 0.1", "1 B [task] 0.2", "1 B y 0.3", "1 E y 0.4",
+		"1 E [task] 0.4", "1 E x 0.4", "1 E [task] 0.4"});
+	// The exit of a function named "[task]" is not a task end; task 9 never began; task 5 ended already.
+	CHECK(out.chrome["otherData"]["unmatched_exits"] == 3);
+}
+
+TEST_CASE("trace: metadata names processes and threads")
+{
+	TraceInput in = make_input({enter(1, 0, "a"), leave(1, 100, "a"), enter(2, 0, "b"), leave(2, 100, "b")});
+	in.process_names = {{kPid, "app"}};
+	in.thread_names = {{1, "main"}};
+	Output out = render(in);
+	const json &events = out.chrome["traceEvents"];
+	CHECK(events[0] == json::parse(R"({"ph": "M", "name": "process_name", "pid": 100, "args": {"name": "app"}})"));
+	CHECK(events[1] == json::parse(R"({"ph": "M", "name": "thread_name", "pid": 100, "tid": 1, "args": {"name": "main"}})"));
+	CHECK(events[2] == json::parse(R"({"ph": "M", "name": "thread_name", "pid": 100, "tid": 2, "args": {"name": "tid 2"}})"));
+	CHECK(events[3]["ph"] != "M");
+	CHECK(out.speedscope["profiles"][0]["name"] == "main (tid 1)");
+	CHECK(out.speedscope["profiles"][1]["name"] == "tid 2");
+}
+
+TEST_CASE("trace: timestamps going back on a thread are clamped")
+{
+	TraceEvent early = enter(1, 0, "early");
+	early.ts_ns = kStart - 500; // before the recording's start
+	Output out = render(make_input({early, leave(1, 100, "early"), enter(1, 500, "a"), enter(1, 300, "b"), leave(1, 400, "b"), leave(1, 600, "a")}));
+	CHECK(steps(out.chrome) == std::vector<std::string>{"1 B early 0.0", "1 E early 0.1", "1 B a 0.5", "1 B b 0.5", "1 E b 0.5", "1 E a 0.6"});
+	CHECK(steps(out.speedscope, 0) == std::vector<std::string>{"O early 0", "C early 100", "O a 500", "O b 500", "C b 500", "C a 600"});
+}
+
+TEST_CASE("trace: names that are not UTF-8 are replaced")
+{
+	Output out = render(make_input({enter(1, 0, "bad\xff"), leave(1, 100, "bad\xff")}));
+	CHECK(find_event(out.chrome, "B", "bad\xef\xbf\xbd")["ts"] == 0.0);
+	CHECK(out.speedscope["shared"]["frames"][0]["name"] == "bad\xef\xbf\xbd");
+}
+
+TEST_CASE("trace: the validators reject broken traces")
+{
+	auto chrome = [](const char *events) { return validate_chrome_trace(json::parse(std::string(R"({"traceEvents": [)") + events + "]}")); };
+	const char *b = R"({"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 1.0})";
+	CHECK(chrome(b) != "");
+	CHECK(chrome(R"({"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 1}, {"ph": "B", "name": "b", "pid": 1, "tid": 1, "ts": 2},
+		{"ph": "E", "name": "a", "pid": 1, "tid": 1, "ts": 3}, {"ph": "E", "name": "b", "pid": 1, "tid": 1, "ts": 3})") != "");
+	CHECK(chrome(R"({"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 2}, {"ph": "E", "name": "a", "pid": 1, "tid": 1, "ts": 1})") != "");
+	CHECK(chrome(R"({"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 1}, {"ph": "f", "bp": "e", "id": 3, "pid": 1, "tid": 1, "ts": 1},
+		{"ph": "E", "name": "a", "pid": 1, "tid": 1, "ts": 2})") != "");
+	CHECK(chrome(R"({"ph": "s", "id": 3, "pid": 1, "tid": 2, "ts": 0}, {"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 1},
+		{"ph": "f", "bp": "e", "id": 3, "pid": 1, "tid": 1, "ts": 1}, {"ph": "E", "name": "a", "pid": 1, "tid": 1, "ts": 2})") != "");
+	CHECK(chrome(R"({"ph": "B", "name": "b", "pid": 1, "tid": 2, "ts": 0}, {"ph": "s", "id": 3, "pid": 1, "tid": 2, "ts": 0},
+		{"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 1}, {"ph": "f", "bp": "e", "id": 3, "pid": 1, "tid": 1, "ts": 1},
+		{"ph": "E", "name": "a", "pid": 1, "tid": 1, "ts": 2}, {"ph": "E", "name": "b", "pid": 1, "tid": 2, "ts": 2})") == "");
+
+	auto speedscope = [](const char *events) {
+		return validate_speedscope(json::parse(std::string(R"({"$schema": "https://www.speedscope.app/file-format-schema.json",
+			"shared": {"frames": [{"name": "a"}, {"name": "b"}]}, "activeProfileIndex": 0, "profiles": [{"type": "evented",
+			"name": "t", "unit": "nanoseconds", "startValue": 0, "endValue": 10, "events": [)") + events + "]}]}"));
+	};
+	CHECK(speedscope(R"({"type": "O", "frame": 0, "at": 1}, {"type": "O", "frame": 1, "at": 2},
+		{"type": "C", "frame": 1, "at": 3}, {"type": "C", "frame": 0, "at": 4})") == "");
+	CHECK(speedscope(R"({"type": "O", "frame": 0, "at": 1}, {"type": "O", "frame": 1, "at": 2},
+		{"type": "C", "frame": 0, "at": 3}, {"type": "C", "frame": 1, "at": 4})") != "");
+	CHECK(speedscope(R"({"type": "O", "frame": 2, "at": 1}, {"type": "C", "frame": 2, "at": 2})") != "");
+	CHECK(speedscope(R"({"type": "O", "frame": 0, "at": 2}, {"type": "C", "frame": 0, "at": 1})") != "");
+	CHECK(speedscope(R"({"type": "O", "frame": 0, "at": 2})") != "");
+}
+
+TEST_CASE("trace: random event sequences always give valid traces")
+{
+	const std::pair<uint32_t, uint32_t> threads[] = {{100, 1}, {100, 2}, {200, 3}};
+	const char *names[] = {"a", "b", "c", "d"};
+	const usdtprof_event_type types[] = {USDTPROF_EV_ENTER, USDTPROF_EV_ENTER, USDTPROF_EV_ENTER, USDTPROF_EV_EXIT, USDTPROF_EV_EXIT,
+		USDTPROF_EV_EXIT, USDTPROF_EV_TASK_CREATE, USDTPROF_EV_TASK_BEGIN, USDTPROF_EV_TASK_END};
+	std::mt19937 rng(20240611);
+	auto pick = [&rng](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+	for (int iteration = 0; iteration < 200; iteration++) {
+		TraceInput in = make_input({}, pick(3000));
+		uint64_t now[3] = {};
+		size_t opens = 0;
+		for (size_t n = pick(80); n-- > 0;) {
+			size_t t = pick(3);
+			// Now and then a timestamp goes back, which the renderers must clamp.
+			now[t] = pick(20) ? now[t] + pick(100) : now[t] - std::min<uint64_t>(now[t], pick(50));
+			usdtprof_event_type type = types[pick(std::size(types))];
+			opens += type == USDTPROF_EV_ENTER || type == USDTPROF_EV_TASK_BEGIN;
+			in.events.push_back({kStart + now[t], threads[t].first, threads[t].second, type, type <= USDTPROF_EV_EXIT ? names[pick(4)] : "",
+				pick(3) + 1});
+		}
+		INFO("iteration " << iteration);
+		Output out = render(in);
+		size_t slices = 0, frames = 0;
+		for (const json &e : out.chrome["traceEvents"])
+			slices += e["ph"] == "B";
+		for (const json &p : out.speedscope["profiles"])
+			for (const json &e : p["events"])
+				frames += e["type"] == "O";
+		CHECK(slices == opens);
+		CHECK(frames == opens);
+		CHECK(out.chrome["otherData"]["events"] == in.events.size());
+	}
+}

@@ -1,0 +1,193 @@
+// `usdtprof trace` output: each thread's events are replayed on a stack, so
+// the written slices always nest whatever probes were missed, then written as
+// Chrome Trace Event JSON or speedscope's evented format.
+#include "trace.h"
+
+#include <algorithm>
+#include <limits>
+#include <string_view>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+namespace usdtprof {
+
+namespace {
+
+using json = nlohmann::ordered_json; // keeps keys in the order written
+using ThreadKey = std::pair<uint32_t, uint32_t>; // pid, tid
+
+constexpr std::string_view kTaskName = "[task]";
+constexpr size_t kNone = std::numeric_limits<size_t>::max();
+
+// One step of the replayed timeline; ts in ns since start_ns.
+struct Action {
+	enum Kind { Open, Close, FlowStart, FlowEnd } kind;
+	ThreadKey thread;
+	uint64_t ts;
+	std::string_view name = {}; // Open/Close: the slice's name
+	bool task = false;          // Open/Close of a "[task]" slice
+	uint64_t id = 0;            // task id
+	bool paired = false;        // FlowStart: written only once a later TASK_BEGIN takes it
+};
+
+struct Frame {
+	std::string_view name;
+	bool task;
+	uint64_t id;
+};
+
+struct Thread {
+	std::vector<Frame> stack;
+	uint64_t last_ts = 0;
+};
+
+struct Create {
+	size_t flow_start; // index of its FlowStart action; kNone when no slice was open
+	uint64_t ts;
+};
+
+struct Timeline {
+	std::vector<Action> actions; // in arrival order, which keeps each thread's steps in order
+	std::map<ThreadKey, Thread> threads;
+	uint64_t unmatched_exits = 0;
+	uint64_t end_ts = 0; // stop_ns, or the latest step if one came after it
+};
+
+uint64_t since(uint64_t ns, uint64_t start) { return ns > start ? ns - start : 0; }
+
+Timeline replay(const TraceInput &input)
+{
+	Timeline t;
+	std::map<uint64_t, std::vector<Create>> creates; // task id -> unpaired creates, oldest first
+	// Closes the frames above `depth`, innermost first.
+	auto close_to = [&t](const ThreadKey &key, Thread &th, size_t depth, uint64_t ts) {
+		for (; th.stack.size() > depth; th.stack.pop_back())
+			t.actions.push_back({Action::Close, key, ts, th.stack.back().name, th.stack.back().task, th.stack.back().id});
+	};
+	for (const TraceEvent &e : input.events) {
+		ThreadKey key{e.pid, e.tid};
+		Thread &th = t.threads[key];
+		uint64_t ts = th.last_ts = std::max(th.last_ts, since(e.ts_ns, input.start_ns));
+		bool task = e.type == USDTPROF_EV_TASK_BEGIN || e.type == USDTPROF_EV_TASK_END;
+		switch (e.type) {
+		case USDTPROF_EV_ENTER:
+		case USDTPROF_EV_TASK_BEGIN: {
+			Frame f{task ? kTaskName : std::string_view(e.name), task, task ? e.task_id : 0};
+			th.stack.push_back(f);
+			t.actions.push_back({Action::Open, key, ts, f.name, f.task, f.id});
+			auto it = task ? creates.find(e.task_id) : creates.end();
+			if (it == creates.end())
+				break;
+			Create c = it->second.back();
+			if (it->second.pop_back(); it->second.empty())
+				creates.erase(it);
+			// After the Open, so that the flow end binds to the [task] slice.
+			if (c.flow_start != kNone && ts >= c.ts) {
+				t.actions[c.flow_start].paired = true;
+				t.actions.push_back({Action::FlowEnd, key, ts, {}, true, e.task_id});
+			}
+			break;
+		}
+		case USDTPROF_EV_EXIT:
+		case USDTPROF_EV_TASK_END: {
+			// The innermost frame it closes; frames above it missed their exits.
+			auto open = std::find_if(th.stack.rbegin(), th.stack.rend(), [&](const Frame &f) {
+				return f.task == task && (task ? f.id == e.task_id : f.name == e.name);
+			});
+			if (open == th.stack.rend())
+				t.unmatched_exits++;
+			else
+				close_to(key, th, th.stack.rend() - open - 1, ts);
+			break;
+		}
+		case USDTPROF_EV_TASK_CREATE: {
+			// A flow start binds to the slice enclosing it: without one, no arrow.
+			size_t flow = th.stack.empty() ? kNone : t.actions.size();
+			if (flow != kNone)
+				t.actions.push_back({Action::FlowStart, key, ts, {}, true, e.task_id});
+			creates[e.task_id].push_back({flow, ts});
+			break;
+		}
+		}
+	}
+	uint64_t stop = since(input.stop_ns, input.start_ns);
+	t.end_ts = stop;
+	for (auto &[key, th] : t.threads) {
+		close_to(key, th, 0, std::max(th.last_ts, stop));
+		t.end_ts = std::max(t.end_ts, th.last_ts);
+	}
+	return t;
+}
+
+// The thread's name, with " (tid N)" appended when with_tid; "tid N" when unnamed.
+std::string thread_label(const TraceInput &input, uint32_t tid, bool with_tid)
+{
+	std::string tid_text = "tid " + std::to_string(tid);
+	auto it = input.thread_names.find(tid);
+	if (it == input.thread_names.end() || it->second.empty())
+		return tid_text;
+	return with_tid ? it->second + " (" + tid_text + ")" : it->second;
+}
+
+std::string dump(const json &j) { return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }
+
+} // namespace
+
+std::string render_chrome_trace(const TraceInput &input)
+{
+	Timeline t = replay(input);
+	json events = json::array();
+	for (const auto &[pid, name] : input.process_names)
+		events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"args", {{"name", name}}}});
+	for (const auto &[key, th] : t.threads)
+		events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", key.first}, {"tid", key.second},
+			{"args", {{"name", thread_label(input, key.second, false)}}}});
+	for (const Action &a : t.actions) {
+		if (a.kind == Action::FlowStart && !a.paired)
+			continue;
+		const char *ph[] = {"B", "E", "s", "f"};
+		json e = {{"ph", ph[a.kind]}};
+		if (a.kind == Action::Open || a.kind == Action::Close)
+			e["name"] = std::string(a.name);
+		else
+			e.update({{"id", a.id}, {"name", "task"}, {"cat", "task"}});
+		e.update({{"pid", a.thread.first}, {"tid", a.thread.second}, {"ts", static_cast<double>(a.ts) / 1000.0}});
+		if (a.kind == Action::Open)
+			e["cat"] = a.task ? "task" : "function";
+		if (a.kind == Action::Open && a.task)
+			e["args"] = {{"task_id", a.id}};
+		if (a.kind == Action::FlowEnd)
+			e["bp"] = "e";
+		events.push_back(std::move(e));
+	}
+	return dump({{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"},
+		{"otherData", {{"unmatched_exits", t.unmatched_exits}, {"events", input.events.size()}}}});
+}
+
+std::string render_speedscope(const TraceInput &input)
+{
+	Timeline t = replay(input);
+	json frames = json::array();
+	std::map<std::string_view, size_t> frame_ids;
+	std::map<ThreadKey, json> events;
+	for (const auto &[key, th] : t.threads)
+		events[key] = json::array();
+	for (const Action &a : t.actions) {
+		if (a.kind != Action::Open && a.kind != Action::Close)
+			continue;
+		auto [it, added] = frame_ids.try_emplace(a.name, frame_ids.size());
+		if (added)
+			frames.push_back({{"name", std::string(a.name)}});
+		events[a.thread].push_back({{"type", a.kind == Action::Open ? "O" : "C"}, {"frame", it->second}, {"at", a.ts}});
+	}
+	json profiles = json::array();
+	for (auto &[key, evs] : events) {
+		profiles.push_back({{"type", "evented"}, {"name", thread_label(input, key.second, true)}, {"unit", "nanoseconds"}, {"startValue", 0},
+			{"endValue", t.end_ts}, {"events", std::move(evs)}});
+	}
+	return dump({{"$schema", "https://www.speedscope.app/file-format-schema.json"}, {"shared", {{"frames", std::move(frames)}}},
+		{"profiles", std::move(profiles)}, {"name", "usdtprof trace"}, {"activeProfileIndex", 0}, {"exporter", "usdtprof"}});
+}
+
+} // namespace usdtprof
