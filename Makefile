@@ -112,13 +112,15 @@ $(OUTPUT)/bench/loop_plain: tools/bench/loop.c | deps
 	$(Q)mkdir -p $(@D) && $(CC) -O2 -g $< -o $@
 $(OUTPUT)/bench/loop_probed: tools/bench/loop.c include/usdtprof/usdtprof.h | deps
 	$(Q)mkdir -p $(@D) && $(CC) -O2 -g -DPROBED -Iinclude $< -o $@
+$(OUTPUT)/bench/pingpong: tools/bench/pingpong.c include/usdtprof/usdtprof.h | deps
+	$(Q)mkdir -p $(@D) && $(CC) -O2 -g -pthread -Iinclude $< -o $@
 $(OUTPUT)/bench/probe_bench: $(OUTPUT)/tools/bench/probe_bench.o $(OUTPUT)/libusdtprof.a
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D) && $(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # Not part of `make test`: figures go to docs/benchmarks.md.
-bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed
-	$(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed
+bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed $(OUTPUT)/bench/pingpong
+	$(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed $(OUTPUT)/bench/pingpong
 
 demo: $(USDTPROF) $(OUTPUT)/targets/demo
 	$(Q)tools/demo.sh $(USDTPROF) $(OUTPUT)/targets/demo

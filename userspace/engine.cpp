@@ -213,6 +213,16 @@ void Engine::drain_events(const std::function<void(const usdtprof_event &)> &sin
 	sink_ = nullptr;
 }
 
+std::pair<uint64_t, uint64_t> Engine::run_stats(const char *program) const
+{
+	bpf_prog_info info{};
+	uint32_t len = sizeof(info);
+	bpf_program *prog = bpf_object__find_program_by_name(skel_->obj, program);
+	if (!prog || bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+		return {0, 0};
+	return {info.run_time_ns, info.run_cnt};
+}
+
 std::vector<PathRecord> Engine::read_paths() const
 {
 	std::vector<PathRecord> out;

@@ -67,6 +67,10 @@ public:
 	// Trace mode: hands each event waiting in the ring buffer to sink.
 	void drain_events(const std::function<void(const usdtprof_event &)> &sink);
 
+	// The kernel's run-time statistics of one program (while
+	// bpf_enable_stats(BPF_STATS_RUN_TIME) is in force): total ns and runs.
+	std::pair<uint64_t, uint64_t> run_stats(const char *program) const;
+
 	std::vector<PathRecord> read_paths() const;
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> anomalies() const;
 

@@ -3,7 +3,9 @@
 //   untraced  the loop with the header's probes, no profiler attached
 //   empty     an empty BPF program on the same sites: the uprobe floor
 //   usdtprof  usdtprof's entry/exit programs on the same sites
-// Each round runs all four; the medians are reported.
+//   trace     the same in trace mode: every hit also a ring-buffer event
+// Each round runs all five; the medians are reported. Then the context-switch
+// program's own cost per switch, from the kernel's run-time statistics.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -11,7 +13,10 @@
 #include <unistd.h>
 #include <vector>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <functional>
+#include <poll.h>
 
 #include "bench_empty.skel.h"
 #include "engine.h"
@@ -22,7 +27,7 @@ using namespace usdtprof;
 
 namespace {
 
-enum class Mode { Plain, Untraced, Empty, Usdtprof };
+enum class Mode { Plain, Untraced, Empty, Usdtprof, Trace };
 
 [[noreturn]] void die(const std::string &msg)
 {
@@ -39,13 +44,13 @@ double run_loop(const std::string &binary, unsigned long calls, Mode mode)
 	std::unique_ptr<Engine> engine;
 	bench_empty_bpf *empty = nullptr;
 	std::vector<UniqueFd> empty_links;
-	if (mode == Mode::Empty || mode == Mode::Usdtprof) {
+	if (mode != Mode::Plain && mode != Mode::Untraced) {
 		auto maps = read_proc_maps(child->pid());
 		if (!maps)
 			die(maps.error().message);
 		auto sites = find_native_sites(*maps);
-		if (mode == Mode::Usdtprof) {
-			auto loaded = Engine::load(1024);
+		if (mode != Mode::Empty) {
+			auto loaded = Engine::load(1024, mode == Mode::Trace ? 64 << 20 : 0);
 			if (!loaded)
 				die(loaded.error().message);
 			engine = std::move(*loaded);
@@ -70,8 +75,22 @@ double run_loop(const std::string &binary, unsigned long calls, Mode mode)
 	}
 	if (auto r = child->release(); !r)
 		die(r.error().message);
+	// Trace mode: drain the events while the loop runs, as `usdtprof trace` does.
+	size_t events = 0;
+	std::function<void(const usdtprof_event &)> count = [&](const usdtprof_event &) { events++; };
+	for (int pidfd = open_pidfd(child->pid()); engine;) {
+		pollfd p = {pidfd, POLLIN, 0};
+		bool done = poll(&p, 1, 10) == 1;
+		engine->drain_events(count);
+		if (done) {
+			close(pidfd);
+			break;
+		}
+	}
 	if (child->wait() != 0)
 		die(binary + " failed");
+	if (mode == Mode::Trace && (events != 2 * calls || engine->anomalies()[USDTPROF_ANOM_LOST_EVENTS]))
+		die("trace mode lost events");
 	empty_links.clear();
 	bench_empty_bpf__destroy(empty);
 	double ns = 0;
@@ -80,6 +99,34 @@ double run_loop(const std::string &binary, unsigned long calls, Mode mode)
 	if (ns <= 0)
 		die("no result from " + binary);
 	return ns;
+}
+
+// Mean ns of one run of the context-switch program: on switches of threads
+// that are not profiled (the early return), and of profiled threads.
+std::pair<double, double> switch_cost(const std::string &pingpong)
+{
+	int stats = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (stats < 0)
+		die("cannot enable BPF run-time statistics");
+	auto measure = [&](bool attach) {
+		std::string out = "/tmp/usdtprof-bench." + std::to_string(getpid());
+		auto child = HeldChild::launch({pingpong, "100000", out});
+		if (!child)
+			die(child.error().message);
+		auto engine = Engine::load(1024);
+		if (!engine)
+			die(engine.error().message);
+		if (attach)
+			attach_sites(**engine, child->pid(), find_native_sites(*read_proc_maps(child->pid())));
+		if (auto r = child->release(); !r || child->wait() != 0)
+			die("pingpong failed");
+		unlink(out.c_str());
+		auto [ns, runs] = (*engine)->run_stats("track_offcpu");
+		return runs ? double(ns) / double(runs) : 0.0;
+	};
+	auto result = std::make_pair(measure(false), measure(true));
+	close(stats);
+	return result;
 }
 
 double median(std::vector<double> v)
@@ -92,28 +139,35 @@ double median(std::vector<double> v)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3)
-		die("usage: probe_bench LOOP_PLAIN LOOP_PROBED");
+	if (argc != 4)
+		die("usage: probe_bench LOOP_PLAIN LOOP_PROBED PINGPONG");
 	const unsigned long calls = 1000000, traced_calls = 500000;
 	const int rounds = 7;
-	std::vector<double> plain, untraced, empty, ours;
+	std::vector<double> plain, untraced, empty, ours, trace;
 	for (int r = 0; r < rounds; r++) {
 		plain.push_back(run_loop(argv[1], calls, Mode::Plain));
 		untraced.push_back(run_loop(argv[2], calls, Mode::Untraced));
 		empty.push_back(run_loop(argv[2], traced_calls, Mode::Empty));
 		ours.push_back(run_loop(argv[2], traced_calls, Mode::Usdtprof));
-		fprintf(stderr, "round %d: plain %.2f untraced %.2f empty %.1f usdtprof %.1f ns/call\n", r + 1,
-			plain.back(), untraced.back(), empty.back(), ours.back());
+		trace.push_back(run_loop(argv[2], traced_calls, Mode::Trace));
+		fprintf(stderr, "round %d: plain %.2f untraced %.2f empty %.1f usdtprof %.1f trace %.1f ns/call\n",
+			r + 1, plain.back(), untraced.back(), empty.back(), ours.back(), trace.back());
 	}
 	// Two probe hits per call (entry and exit).
-	double p = median(plain), u = median(untraced), e = median(empty), o = median(ours);
+	double p = median(plain), u = median(untraced), e = median(empty), o = median(ours), t = median(trace);
 	double empty_hit = (e - u) / 2, ours_hit = (o - u) / 2;
 	printf("| what | ns per call | ns per probe |\n|---|---|---|\n");
 	printf("| no probes | %.2f | |\n", p);
 	printf("| probes, not traced | %.2f | %.2f added |\n", u, (u - p) / 2);
 	printf("| empty BPF program (floor) | %.1f | %.1f added |\n", e, empty_hit);
 	printf("| usdtprof | %.1f | %.1f added |\n", o, ours_hit);
+	printf("| usdtprof trace | %.1f | %.1f added |\n", t, (t - u) / 2);
 	printf("\nusdtprof / floor, added cost per hit: %.3fx (goal <= 1.15x); usdtprof's own BPF work: %.1f ns per hit\n",
 	       ours_hit / empty_hit, ours_hit - empty_hit);
+	printf("trace mode: %.1f ns more per event than aggregation alone\n", (t - o) / 2);
+	auto [idle, profiled] = switch_cost(argv[3]);
+	printf("sched_switch program: %.1f ns per switch between unprofiled threads, %.1f ns per switch of a "
+	       "profiled thread (kernel run-time statistics, which add their own ~30 ns)\n",
+	       idle, profiled);
 	return 0;
 }
