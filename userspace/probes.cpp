@@ -5,36 +5,7 @@
 
 namespace usdtprof {
 
-namespace {
-
-// The probes of our header, include/usdtprof/usdtprof.h.
-struct ProbeRole {
-	const char *provider;
-	const char *name;
-	usdtprof_role role;
-};
-constexpr ProbeRole kNativeProbes[] = {
-	{"usdtprof", "enter", USDTPROF_ROLE_ENTRY},
-	{"usdtprof", "exit", USDTPROF_ROLE_EXIT},
-	{"usdtprof", "task_create", USDTPROF_ROLE_TASK_CREATE},
-	{"usdtprof", "task_begin", USDTPROF_ROLE_TASK_BEGIN},
-	{"usdtprof", "task_end", USDTPROF_ROLE_TASK_END},
-};
-
-const char *role_name(usdtprof_role role)
-{
-	switch (role) {
-	case USDTPROF_ROLE_ENTRY: return "entry";
-	case USDTPROF_ROLE_EXIT: return "exit";
-	case USDTPROF_ROLE_TASK_CREATE: return "task_create";
-	case USDTPROF_ROLE_TASK_BEGIN: return "task_begin";
-	default: return "task_end";
-	}
-}
-
-} // namespace
-
-std::vector<FoundSite> find_native_sites(const std::vector<Mapping> &maps)
+std::vector<FoundSite> find_sites(const std::vector<Mapping> &maps, const std::vector<ProbeRole> &roles)
 {
 	std::vector<FoundSite> found;
 	for (const std::string &file : executable_files(maps)) {
@@ -42,9 +13,9 @@ std::vector<FoundSite> find_native_sites(const std::vector<Mapping> &maps)
 		if (!sites)
 			continue; // not every mapped file is a readable ELF
 		for (UsdtSite &s : *sites)
-			for (const ProbeRole &p : kNativeProbes)
+			for (const ProbeRole &p : roles)
 				if (s.provider == p.provider && s.name == p.name)
-					found.push_back({file, s, p.role});
+					found.push_back({file, s, p.role, p.arg});
 	}
 	return found;
 }
@@ -61,10 +32,10 @@ std::vector<ProfileProbe> attach_sites(Engine &engine, int pid, const std::vecto
 		for (const FoundSite &f : sites) {
 			if (f.role != role)
 				continue;
-			if (f.site.args.empty())
-				throw UserError(f.binary + ": probe " + f.site.provider + ":" + f.site.name +
-						" has no argument");
-			auto arg = parse_usdt_arg(f.site.args[0]);
+			if (f.site.args.size() <= f.arg)
+				throw UserError(f.binary + ": probe " + f.site.provider + ":" + f.site.name + " has no arg" +
+						std::to_string(f.arg));
+			auto arg = parse_usdt_arg(f.site.args[f.arg]);
 			if (!arg)
 				throw UserError(f.binary + ": " + arg.error().message);
 			usdtprof_probe_spec spec{};

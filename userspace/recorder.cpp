@@ -175,6 +175,20 @@ void check_output_dir(const std::string &output)
 
 int record(const RecordOptions &o)
 {
+	std::vector<ProbeRole> roles = native_probe_roles();
+	using Parser = Result<std::vector<ProbeRole>> (*)(std::string_view);
+	for (const auto &[specs, parse] : {std::pair<const std::vector<std::string> *, Parser>{&o.pairs, parse_pair_spec},
+					   std::pair<const std::vector<std::string> *, Parser>{&o.tasks, parse_task_spec}})
+		for (const std::string &spec : *specs) {
+			auto parsed = parse(spec);
+			if (!parsed)
+				throw UserError(parsed.error().message, 2);
+			for (const ProbeRole &r : *parsed) {
+				// A probe named again replaces its earlier role: never attach a site twice.
+				std::erase_if(roles, [&](const ProbeRole &e) { return e.provider == r.provider && e.name == r.name; });
+				roles.push_back(r);
+			}
+		}
 	check_output_dir(o.output);
 	if (o.trace)
 		check_output_dir(o.trace->output);
@@ -196,10 +210,11 @@ int record(const RecordOptions &o)
 	auto maps = read_proc_maps(pid);
 	if (!maps)
 		throw UserError(maps.error().message);
-	auto sites = find_native_sites(*maps);
+	auto sites = find_sites(*maps, roles);
 	if (sites.empty())
 		throw UserError(has_exited(pid) ? pid_text(pid) + " exited before its probes could be attached"
-						: pid_text(pid) + ": no usdtprof probes in its binaries");
+				: o.pairs.empty() && o.tasks.empty() ? pid_text(pid) + ": no usdtprof probes in its binaries"
+								     : pid_text(pid) + ": none of the given probes in its binaries");
 
 	Profile profile;
 	profile.command = o.command;

@@ -22,6 +22,8 @@ struct RecordOptions {
 	double duration_s = 0;            // 0: until Ctrl-C/SIGTERM or the target exits
 	std::string output = "usdtprof.data";
 	uint32_t max_paths = 65536;       // aggregation map size
+	std::vector<std::string> pairs;   // custom probe pairs, PROVIDER:ENTRY/EXIT[:argN]
+	std::vector<std::string> tasks;   // custom task probes, PROVIDER:CREATE/BEGIN/END[:argN]
 	std::optional<TraceOptions> trace;
 };
 

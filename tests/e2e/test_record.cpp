@@ -265,3 +265,23 @@ TEST_CASE("tasks: work pushed to an engine thread is attributed under the operat
 	REQUIRE(forward["self_oncpu_ns"].get<double>() == Approx(20 * 4 * kMs).epsilon(0.05));
 	REQUIRE(forward["self_offcpu_ns"].get<double>() == Approx(20 * 12 * kMs).epsilon(0.05));
 }
+
+TEST_CASE("custom probe pairs and task probes of a program with its own USDT probes")
+{
+	std::string dir = temp_dir(), data = dir + "/custom.data";
+	Output o = run({usdtprof(), "record", "-o", data, "--pair", "myapp:request__start/request__done:arg1",
+			"--task", "myapp:job__queued/job__start/job__done", "--", target("custom_probes")});
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	auto report = report_json(data);
+	require_no_anomalies(report);
+	REQUIRE(path(report, "handle")["calls"] == 5);
+	auto compute = path(report, "handle;[task];compute");
+	REQUIRE(compute.is_object());
+	REQUIRE(compute["calls"] == 5);
+	require_ns(compute["self_ns"], 5 * kMs);
+
+	Output bad = run({usdtprof(), "record", "-o", data, "--pair", "myapp:only_one", "--", target("custom_probes")});
+	REQUIRE(bad.status == 2);
+	REQUIRE_THAT(bad.err, Contains("invalid probe spec"));
+}

@@ -48,7 +48,7 @@ double run_loop(const std::string &binary, unsigned long calls, Mode mode)
 		auto maps = read_proc_maps(child->pid());
 		if (!maps)
 			die(maps.error().message);
-		auto sites = find_native_sites(*maps);
+		auto sites = find_sites(*maps, native_probe_roles());
 		if (mode != Mode::Empty) {
 			auto loaded = Engine::load(1024, mode == Mode::Trace ? 64 << 20 : 0);
 			if (!loaded)
@@ -117,7 +117,7 @@ std::pair<double, double> switch_cost(const std::string &pingpong)
 		if (!engine)
 			die(engine.error().message);
 		if (attach)
-			attach_sites(**engine, child->pid(), find_native_sites(*read_proc_maps(child->pid())));
+			attach_sites(**engine, child->pid(), find_sites(*read_proc_maps(child->pid()), native_probe_roles()));
 		if (auto r = child->release(); !r || child->wait() != 0)
 			die("pingpong failed");
 		unlink(out.c_str());

@@ -31,6 +31,8 @@ Command add_record_command(CLI::App &parent)
 	app->add_option("--max-paths", o->max_paths, "Distinct call paths the kernel map holds")
 		->capture_default_str()
 		->check(CLI::Range(1u, 1u << 24));
+	app->add_option("--pair", o->pairs, "Also a custom probe pair: PROVIDER:ENTRY/EXIT[:argN], argN points to the name");
+	app->add_option("--task", o->tasks, "Custom task probes: PROVIDER:CREATE/BEGIN/END[:argN], argN is the task id");
 	app->add_option("command", o->command, "Command to launch, after --");
 	return {app, [o] {
 			if ((o->pid != 0) == !o->command.empty())

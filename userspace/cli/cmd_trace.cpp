@@ -27,6 +27,8 @@ Command add_trace_command(CLI::App &parent)
 		->capture_default_str()
 		->check(CLI::PositiveNumber);
 	app->add_option("--profile", a->record.output, "Call-path profile of the same run")->capture_default_str();
+	app->add_option("--pair", a->record.pairs, "Also a custom probe pair: PROVIDER:ENTRY/EXIT[:argN], argN points to the name");
+	app->add_option("--task", a->record.tasks, "Custom task probes: PROVIDER:CREATE/BEGIN/END[:argN], argN is the task id");
 	app->add_option("command", a->record.command, "Command to launch, after --");
 	return {app, [a] {
 			if ((a->record.pid != 0) == !a->record.command.empty())

@@ -1,0 +1,39 @@
+#include <catch2/catch.hpp>
+
+#include "probe_roles.h"
+
+using namespace usdtprof;
+
+TEST_CASE("probe specs: pairs and task triples with an optional argument")
+{
+	auto pair = parse_pair_spec("myapp:request__start/request__done:arg1");
+	REQUIRE(pair.ok());
+	REQUIRE(pair->size() == 2);
+	CHECK((*pair)[0].provider == "myapp");
+	CHECK((*pair)[0].name == "request__start");
+	CHECK((*pair)[0].role == USDTPROF_ROLE_ENTRY);
+	CHECK((*pair)[1].name == "request__done");
+	CHECK((*pair)[1].role == USDTPROF_ROLE_EXIT);
+	CHECK((*pair)[1].arg == 1);
+	CHECK(parse_pair_spec("p:a/b")->at(0).arg == 0);
+
+	auto task = parse_task_spec("eng:queued/start/done:arg11");
+	REQUIRE(task.ok());
+	REQUIRE(task->size() == 3);
+	CHECK((*task)[2].role == USDTPROF_ROLE_TASK_END);
+	CHECK((*task)[2].arg == 11);
+}
+
+TEST_CASE("probe specs: malformed specs are one-line errors")
+{
+	for (const char *spec : {"", "nocolon", ":a/b", "p:", "p:a", "p:a/", "p:/b", "p:a/b/c", "p:a/b:", "p:a/b:arg",
+				 "p:a/b:arg12", "p:a/b:argx", "p:a/b:1", "p:a-b/c", "1p:a/b", "p:a/b:arg1:arg2"}) {
+		INFO(spec);
+		auto r = parse_pair_spec(spec);
+		REQUIRE_FALSE(r.ok());
+		CHECK(r.error().message.find('\n') == std::string::npos);
+		CHECK(r.error().message.find("invalid probe spec") == 0);
+	}
+	CHECK_FALSE(parse_task_spec("p:a/b").ok());
+	CHECK_FALSE(parse_task_spec("p:a/b/c/d").ok());
+}

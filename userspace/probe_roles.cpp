@@ -1,0 +1,92 @@
+#include "probe_roles.h"
+
+#include <charconv>
+
+namespace usdtprof {
+
+namespace {
+
+bool is_identifier(std::string_view s)
+{
+	if (s.empty() || s.size() > 256)
+		return false;
+	for (char c : s)
+		if (!(isalnum(static_cast<unsigned char>(c)) || c == '_'))
+			return false;
+	return !isdigit(static_cast<unsigned char>(s[0]));
+}
+
+// PROVIDER:NAME/NAME[/NAME...][:argN] with exactly `count` names.
+Result<std::vector<ProbeRole>> parse_spec(std::string_view spec, const std::vector<usdtprof_role> &roles,
+					  const char *form)
+{
+	auto bad = [&](const std::string &why) {
+		return Error{"invalid probe spec '" + std::string(spec) + "': " + why + " (expected " + form + ")"};
+	};
+	size_t colon = spec.find(':');
+	if (colon == std::string_view::npos)
+		return bad("no provider");
+	std::string_view provider = spec.substr(0, colon), rest = spec.substr(colon + 1);
+	unsigned arg = 0;
+	if (size_t c = rest.find(':'); c != std::string_view::npos) {
+		std::string_view a = rest.substr(c + 1);
+		rest = rest.substr(0, c);
+		auto [end, ec] = a.size() > 3 ? std::from_chars(a.data() + 3, a.data() + a.size(), arg)
+					      : std::from_chars(a.data(), a.data(), arg);
+		if (a.substr(0, 3) != "arg" || ec != std::errc() || end != a.data() + a.size() || arg > 11)
+			return bad("the argument must be arg0 to arg11");
+	}
+	if (!is_identifier(provider))
+		return bad("bad provider name");
+	std::vector<ProbeRole> out;
+	for (usdtprof_role role : roles) {
+		size_t slash = rest.find('/');
+		std::string_view name = rest.substr(0, slash);
+		if (!is_identifier(name))
+			return bad("bad probe name '" + std::string(name) + "'");
+		out.push_back({std::string(provider), std::string(name), role, arg});
+		rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+		if (slash == std::string_view::npos && out.size() < roles.size())
+			return bad("too few probe names");
+	}
+	if (!rest.empty())
+		return bad("too many probe names");
+	return out;
+}
+
+} // namespace
+
+std::vector<ProbeRole> native_probe_roles()
+{
+	return {
+		{"usdtprof", "enter", USDTPROF_ROLE_ENTRY},
+		{"usdtprof", "exit", USDTPROF_ROLE_EXIT},
+		{"usdtprof", "task_create", USDTPROF_ROLE_TASK_CREATE},
+		{"usdtprof", "task_begin", USDTPROF_ROLE_TASK_BEGIN},
+		{"usdtprof", "task_end", USDTPROF_ROLE_TASK_END},
+	};
+}
+
+Result<std::vector<ProbeRole>> parse_pair_spec(std::string_view spec)
+{
+	return parse_spec(spec, {USDTPROF_ROLE_ENTRY, USDTPROF_ROLE_EXIT}, "PROVIDER:ENTRY/EXIT[:argN]");
+}
+
+Result<std::vector<ProbeRole>> parse_task_spec(std::string_view spec)
+{
+	return parse_spec(spec, {USDTPROF_ROLE_TASK_CREATE, USDTPROF_ROLE_TASK_BEGIN, USDTPROF_ROLE_TASK_END},
+			  "PROVIDER:CREATE/BEGIN/END[:argN]");
+}
+
+const char *role_name(usdtprof_role role)
+{
+	switch (role) {
+	case USDTPROF_ROLE_ENTRY: return "entry";
+	case USDTPROF_ROLE_EXIT: return "exit";
+	case USDTPROF_ROLE_TASK_CREATE: return "task_create";
+	case USDTPROF_ROLE_TASK_BEGIN: return "task_begin";
+	default: return "task_end";
+	}
+}
+
+} // namespace usdtprof
