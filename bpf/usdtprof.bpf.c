@@ -309,15 +309,11 @@ static __always_inline __u64 truncated_path(struct usdtprof_thread_stack *st)
 }
 
 /* Remembers the creating call path of a task, for its TASK_BEGIN. */
-static __always_inline void task_create(__u64 id, __u64 now)
+static __always_inline void task_create(struct usdtprof_thread_stack *st, __u64 id, __u64 now)
 {
-	struct usdtprof_thread_stack *st = thread_stack();
 	__u64 key, creator;
-	__u32 d;
+	__u32 d = st->depth;
 
-	if (!st)
-		return;
-	d = st->depth;
 	creator = d > 0 && d <= USDTPROF_MAX_DEPTH ? st->frames[(d - 1) & FRAME_MASK].path : 0;
 	key = path_hash(st->tgid, id);
 	bpf_map_update_elem(&tasks, &key, &creator, BPF_ANY);
@@ -327,23 +323,25 @@ static __always_inline void task_create(__u64 id, __u64 now)
 SEC("uprobe")
 int usdt_entry(struct pt_regs *ctx)
 {
-	__u64 now = bpf_ktime_get_ns();
 	const struct usdtprof_probe_spec *spec = probe_spec(ctx);
 	struct usdtprof_thread_stack *st;
 	struct usdtprof_frame *f;
-	__u64 func, parent_path, key, *creator;
+	__u64 func, parent_path, key, *creator, now;
 	__u32 d;
 
 	if (!spec || stop_ns)
 		return 0;
 	func = read_arg(ctx, &spec->func);
-	if (spec->role == USDTPROF_ROLE_TASK_CREATE) {
-		task_create(func, now);
-		return 0;
-	}
+	/* The clock is read after the stack exists: creating it on a thread's
+	 * first event takes tens of microseconds, charged to nobody. */
 	st = thread_stack();
 	if (!st)
 		return 0;
+	now = bpf_ktime_get_ns();
+	if (spec->role == USDTPROF_ROLE_TASK_CREATE) {
+		task_create(st, func, now);
+		return 0;
+	}
 	d = st->depth;
 	if (d >= USDTPROF_MAX_DEPTH) {
 		/* Deeper calls run inside the deepest frame, which keeps their time;
@@ -423,17 +421,20 @@ static __always_inline void exit_running_at_attach(struct usdtprof_thread_stack 
 SEC("uprobe")
 int usdt_exit(struct pt_regs *ctx)
 {
-	__u64 now = bpf_ktime_get_ns();
 	const struct usdtprof_probe_spec *spec = probe_spec(ctx);
 	struct usdtprof_thread_stack *st;
-	__u64 func, marker;
+	__u64 func, marker, now;
 	__u32 d, i;
 
 	if (!spec || stop_ns)
 		return 0;
 	func = read_arg(ctx, &spec->func);
+	st = thread_stack();
+	if (!st)
+		return 0;
+	now = bpf_ktime_get_ns();
 	if (spec->role == USDTPROF_ROLE_TASK_END) {
-		__u64 key = path_hash(bpf_get_current_pid_tgid() >> 32, func);
+		__u64 key = path_hash(st->tgid, func);
 
 		emit(USDTPROF_EV_TASK_END, func, now);
 		bpf_map_delete_elem(&tasks, &key);
@@ -441,9 +442,6 @@ int usdt_exit(struct pt_regs *ctx)
 	} else {
 		emit(USDTPROF_EV_EXIT, func, now);
 	}
-	st = thread_stack();
-	if (!st)
-		return 0;
 	if (st->overflow) {
 		st->overflow--;
 		marker = truncated_path(st);
@@ -476,16 +474,13 @@ int usdt_exit(struct pt_regs *ctx)
 }
 
 /* Charges every frame of a stack up to now (or the stop) as an open
- * activation and adds the thread's path cache to the map. The flag claims the
- * stack, so the thread-exit hook and the stop iterator never flush it twice. */
-static __always_inline void flush_stack(struct usdtprof_thread_stack *st)
+ * activation and adds the thread's path cache to the map. */
+static __always_inline void drain_stack(struct usdtprof_thread_stack *st)
 {
 	struct pop_ctx c = { .st = st };
 	__u32 d = st->depth;
 	__u64 now = stop_ns ? stop_ns : bpf_ktime_get_ns();
 
-	if (__sync_lock_test_and_set(&st->flushed, 1))
-		return;
 	if (d > USDTPROF_MAX_DEPTH)
 		return;
 	/* A thread switched out at the stop is still off-CPU in its top frame. */
@@ -494,7 +489,29 @@ static __always_inline void flush_stack(struct usdtprof_thread_stack *st)
 	pop_frames(st, d, d, now, 1);
 	st->depth = 0;
 	st->overflow = 0;
+	st->idle_since = now;
 	bpf_loop(USDTPROF_PATH_CACHE, flush_slot, &c, 0);
+}
+
+/* The flag claims the stack, so the thread-exit hook and the stop iterator
+ * never flush it twice. */
+static __always_inline void flush_stack(struct usdtprof_thread_stack *st)
+{
+	if (!__sync_lock_test_and_set(&st->flushed, 1))
+		drain_stack(st);
+}
+
+/* exec replaces the program: the frames of the old one end there (as open
+ * activations) instead of lasting until the new program exits. Runs in the
+ * execing thread, so no probe of it runs meanwhile. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(flush_on_exec, struct task_struct *task)
+{
+	struct usdtprof_thread_stack *st = bpf_task_storage_get(&stacks, task, 0, 0);
+
+	if (st && !st->flushed)
+		drain_stack(st);
+	return 0;
 }
 
 /* Splits self time into on- and off-CPU: the time a thread spends switched

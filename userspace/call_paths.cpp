@@ -37,6 +37,22 @@ void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, co
 			profile.functions.push_back(n);
 		return it->second = nit->second;
 	};
+	// Paths whose parent was dropped (the map was full) hang under one
+	// "[parent dropped]" root per process, not among the real roots.
+	std::map<uint32_t, uint32_t> dropped_root;
+	auto orphan_parent = [&](uint32_t tgid) {
+		auto [it, added] = dropped_root.try_emplace(tgid, uint32_t(profile.nodes.size()));
+		if (added) {
+			auto [nit, nadded] = name_index.try_emplace("[parent dropped]", uint32_t(profile.functions.size()));
+			if (nadded)
+				profile.functions.push_back("[parent dropped]");
+			PathNode root;
+			root.function = nit->second;
+			root.pid = int32_t(tgid);
+			profile.nodes.push_back(root);
+		}
+		return it->second;
+	};
 	std::vector<uint32_t> node_of(records.size(), kNoParent);
 	for (size_t i = 0; i < records.size(); i++) {
 		// Collect the unplaced ancestors, then place them top-down.
@@ -55,7 +71,9 @@ void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, co
 			const usdtprof_path_stats &s = records[*it].stats;
 			auto parent = by_path.find(s.parent);
 			PathNode node;
-			node.parent = s.parent && parent != by_path.end() ? node_of[parent->second] : kNoParent;
+			node.parent = !s.parent ? kNoParent
+				      : parent != by_path.end() ? node_of[parent->second]
+								: orphan_parent(s.tgid);
 			node.function = function_of(s);
 			node.pid = int32_t(s.tgid);
 			node.calls = s.calls;

@@ -27,7 +27,8 @@ std::string function_name(const NameLookup &lookup, uint32_t tgid, uint64_t func
 // Appends the records to profile.nodes, parents before children (the tree is
 // rebuilt from each record's parent path id), each distinct function id
 // resolved once by function_name(). A
-// record whose parent is missing (dropped when the map was full) becomes a root.
+// record whose parent is missing (dropped when the map was full) goes under a
+// "[parent dropped]" root of its process.
 void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup);
 
 } // namespace usdtprof

@@ -108,7 +108,8 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_
 			why += " (usdtprof must run as root)";
 		return Error{"cannot load BPF programs: " + why};
 	}
-	for (bpf_program *prog : {engine->skel_->progs.flush_exiting_thread, engine->skel_->progs.track_offcpu}) {
+	for (bpf_program *prog : {engine->skel_->progs.flush_exiting_thread, engine->skel_->progs.flush_on_exec,
+				  engine->skel_->progs.track_offcpu}) {
 		LinkPtr link(bpf_program__attach(prog));
 		if (!link)
 			return Error{std::string("cannot attach ") + bpf_program__name(prog) + ": " + errno_text(errno)};

@@ -44,7 +44,7 @@ void use_uprobe_multi(bpf_program *prog);
 class Engine {
 public:
 	// Opens and loads the programs, sizing the aggregation map, and attaches
-	// the thread-exit and context-switch hooks. A trace buffer size (a power
+	// the thread-exit, exec and context-switch hooks. A trace buffer size (a power
 	// of two, >= 4096) turns on per-event records for `usdtprof trace`.
 	static Result<std::unique_ptr<Engine>> load(uint32_t max_paths, uint32_t trace_buffer_bytes = 0);
 	~Engine();
@@ -79,7 +79,7 @@ private:
 	void detach_probes();
 
 	usdtprof_bpf *skel_ = nullptr;
-	std::vector<LinkPtr> scheduler_hooks_; // thread exit, context switch
+	std::vector<LinkPtr> scheduler_hooks_; // thread exit, exec, context switch
 	std::vector<UniqueFd> probe_links_;
 	size_t attached_sites_ = 0;
 	std::vector<usdtprof_probe_spec> specs_;

@@ -72,12 +72,21 @@ TEST_CASE("call paths: each function id is resolved once per process, equal name
 	REQUIRE(p.nodes.size() == 4);
 }
 
-TEST_CASE("call paths: an unresolvable id is named, a missing parent makes a root")
+TEST_CASE("call paths: an unresolvable id is named, a missing parent goes under [parent dropped]")
 {
-	std::vector<PathRecord> records = {record(5, 77, 0xabc)};
+	std::vector<PathRecord> records = {record(5, 77, 0xabc), record(6, 78, 0xabc), record(7, 0, 0xabc)};
 	Profile p;
 	add_call_paths(p, records, [](uint32_t, uint64_t) -> Result<std::string> { return Error{"gone"}; });
-	REQUIRE(p.nodes.size() == 1);
-	REQUIRE(p.nodes[0].parent == kNoParent);
-	REQUIRE(p.functions == std::vector<std::string>{"[unknown 0xabc]"});
+	REQUIRE(p.nodes.size() == 4);
+	REQUIRE(p.functions.size() == 2);
+	uint32_t dropped = 0;
+	while (name_of(p, dropped) != "[parent dropped]")
+		dropped++;
+	REQUIRE(name_of(p, dropped == 0 ? 1 : 0) == "[unknown 0xabc]");
+	REQUIRE(p.nodes[dropped].parent == kNoParent);
+	REQUIRE(p.nodes[dropped].calls == 0);
+	int orphans = 0;
+	for (const PathNode &n : p.nodes)
+		orphans += n.parent == dropped;
+	REQUIRE(orphans == 2);
 }
