@@ -1,0 +1,47 @@
+/* What the probes of other images and other processes do while recording:
+ *   fork:        main -> parent_fn forks; the child calls child_fn 3 times and
+ *                exits; parent_fn waits for it, calls parent_leaf, exits.
+ *   exec PROG..: main -> before_exec execs PROG with its arguments (no EXIT).
+ *   after-exec:  main -> after_exec: for exec of this program.
+ * Every probed function spins 1 ms. */
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <usdtprof/usdtprof.h>
+#include "spin.h"
+
+static void call(const char *name)
+{
+	USDTPROF_ENTER(name);
+	spin_us(1000);
+	USDTPROF_EXIT(name);
+}
+
+int main(int argc, char **argv)
+{
+	int arg = hold_if_asked(argc, argv);
+	const char *mode = argc > arg ? argv[arg] : "fork";
+	USDTPROF_ENTER("main");
+	if (strcmp(mode, "fork") == 0) {
+		USDTPROF_ENTER("parent_fn");
+		spin_us(1000);
+		pid_t pid = fork();
+		if (pid == 0) {
+			for (int i = 0; i < 3; i++)
+				call("child_fn");
+			_exit(0);
+		}
+		waitpid(pid, NULL, 0);
+		call("parent_leaf");
+		USDTPROF_EXIT("parent_fn");
+	} else if (strcmp(mode, "exec") == 0 && argc > arg + 1) {
+		USDTPROF_ENTER("before_exec");
+		spin_us(1000);
+		execv(argv[arg + 1], argv + arg + 1);
+		return 127;
+	} else {
+		call("after_exec");
+	}
+	USDTPROF_EXIT("main");
+	return 0;
+}

@@ -1,0 +1,32 @@
+/* More distinct call paths than a small table holds: main -> n<x> -> n<y> ->
+ * n<z> for every x, y, z in 0..7, the innermost spinning 10 us: 8 + 64 + 512
+ * paths below main. Prints "measured main NS", the time from just after
+ * main's ENTER to just before its EXIT. */
+#include <usdtprof/usdtprof.h>
+#include "spin.h"
+
+static const char *const names[8] = {"n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7"};
+
+int main(int argc, char **argv)
+{
+	hold_if_asked(argc, argv);
+	USDTPROF_ENTER("main");
+	long long start = now_ns();
+	for (int x = 0; x < 8; x++) {
+		USDTPROF_ENTER(names[x]);
+		for (int y = 0; y < 8; y++) {
+			USDTPROF_ENTER(names[y]);
+			for (int z = 0; z < 8; z++) {
+				USDTPROF_ENTER(names[z]);
+				spin_us(10);
+				USDTPROF_EXIT(names[z]);
+			}
+			USDTPROF_EXIT(names[y]);
+		}
+		USDTPROF_EXIT(names[x]);
+	}
+	long long end = now_ns();
+	USDTPROF_EXIT("main");
+	printf("measured main %lld\n", end - start);
+	return 0;
+}

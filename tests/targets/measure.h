@@ -1,0 +1,44 @@
+/* For targets whose times the tests compare with usdtprof's (one thread).
+ *
+ * Busy-spins are wall-clock and end late when the thread is preempted, so the
+ * time each spin really took is summed per frame usdtprof should charge it to
+ * (spin_into) and printed as "measured NAME NS". Time the thread spends off
+ * the CPU outside the spins, around the probes, cannot be attributed that way:
+ * off_cpu_outside_spins() gives it, as the tests' tolerance for preemption. */
+#ifndef TARGETS_MEASURE_H
+#define TARGETS_MEASURE_H
+
+#include "spin.h"
+
+static inline long long thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static long long measure_wall, measure_cpu, measure_spins_off_cpu;
+
+static inline void measure_start(void)
+{
+	measure_wall = now_ns();
+	measure_cpu = thread_cpu_ns();
+}
+
+static inline void spin_into(long long *sum, long long us)
+{
+	long long wall = now_ns(), cpu = thread_cpu_ns();
+	spin_us(us);
+	wall = now_ns() - wall;
+	*sum += wall;
+	measure_spins_off_cpu += wall - (thread_cpu_ns() - cpu);
+}
+
+/* Time off the CPU since measure_start(), outside spin_into(). */
+static inline long long off_cpu_outside_spins(void)
+{
+	long long off = now_ns() - measure_wall - (thread_cpu_ns() - measure_cpu) - measure_spins_off_cpu;
+	return off > 0 ? off : 0;
+}
+
+#endif
