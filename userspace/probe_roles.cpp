@@ -20,8 +20,13 @@ bool is_identifier(std::string_view s)
 Result<std::vector<ProbeRole>> parse_spec(std::string_view spec, const std::vector<usdtprof_role> &roles,
 					  const char *form)
 {
-	auto bad = [&](const std::string &why) {
-		return Error{"invalid probe spec '" + std::string(spec) + "': " + why + " (expected " + form + ")"};
+	auto bad = [&](std::string why) {
+		std::string shown(spec.substr(0, 200));
+		for (std::string *s : {&shown, &why})
+			for (char &c : *s)
+				if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+					c = '?'; // one line, whatever was typed
+		return Error{"invalid probe spec '" + shown + "': " + why + " (expected " + form + ")"};
 	};
 	size_t colon = spec.find(':');
 	if (colon == std::string_view::npos)

@@ -34,6 +34,10 @@ TEST_CASE("probe specs: malformed specs are one-line errors")
 		CHECK(r.error().message.find('\n') == std::string::npos);
 		CHECK(r.error().message.find("invalid probe spec") == 0);
 	}
+	// Whatever was typed, the message stays one line.
+	auto r = parse_pair_spec(std::string_view("p:a\nb/c\0", 9));
+	REQUIRE_FALSE(r.ok());
+	CHECK(r.error().message.find('\n') == std::string::npos);
 	CHECK_FALSE(parse_task_spec("p:a/b").ok());
 	CHECK_FALSE(parse_task_spec("p:a/b/c/d").ok());
 }
