@@ -15,5 +15,6 @@ Command add_record_command(CLI::App &parent);
 Command add_report_command(CLI::App &parent);
 Command add_export_command(CLI::App &parent);
 Command add_trace_command(CLI::App &parent);
+Command add_list_command(CLI::App &parent);
 
 } // namespace usdtprof::cli

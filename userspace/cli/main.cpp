@@ -12,7 +12,8 @@ int main(int argc, char **argv)
 	CLI::App app{"usdtprof: exact call-path profiles from USDT probes, aggregated in the kernel"};
 	app.require_subcommand(1, 1);
 	std::vector<cli::Command> commands = {cli::add_record_command(app), cli::add_report_command(app),
-					      cli::add_export_command(app), cli::add_trace_command(app)};
+					      cli::add_export_command(app), cli::add_trace_command(app),
+					      cli::add_list_command(app)};
 	try {
 		app.parse(argc, argv);
 	} catch (const CLI::CallForHelp &e) {
