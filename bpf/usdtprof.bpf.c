@@ -194,20 +194,24 @@ static __always_inline void pop_frame(struct usdtprof_thread_stack *st, __u32 d,
 				      __u64 open)
 {
 	struct usdtprof_frame *f, *parent = 0;
-	__u64 self, total;
+	__u64 self, total, end;
 
 	if (d == 0 || d > USDTPROF_MAX_DEPTH)
 		return;
 	f = &st->frames[(d - 1) & FRAME_MASK];
 	if (d > 1)
 		parent = &st->frames[(d - 2) & FRAME_MASK];
-	/* Only a flush at stop_ns can come before a frame's last resume. */
-	self = f->self + (now > f->resume ? now - f->resume : 0);
-	total = now > f->start ? now - f->start : 0;
+	/* Only a flush at stop_ns can come before a frame's last resume, when an
+	 * event read its clock after userspace took the stop time: the frame then
+	 * ends at that resume, so its total still covers its self time and its
+	 * children's totals. */
+	end = now > f->resume ? now : f->resume;
+	self = f->self + (end - f->resume);
+	total = end - f->start;
 	if (parent)
-		parent->resume = now;
+		parent->resume = end;
 	else
-		st->idle_since = now;
+		st->idle_since = end;
 	if (open) {
 		struct usdtprof_path_slot t = {
 			.path = f->path, .parent = f->parent, .func = f->func,
@@ -521,21 +525,28 @@ int BPF_PROG(flush_on_exec, struct task_struct *task)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(track_offcpu, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	struct usdtprof_thread_stack *st;
+	struct usdtprof_thread_stack *out = bpf_task_storage_get(&stacks, prev, 0, 0);
+	struct usdtprof_thread_stack *in = bpf_task_storage_get(&stacks, next, 0, 0);
 	__u64 now;
 
-	st = bpf_task_storage_get(&stacks, prev, 0, 0);
-	if (st)
-		st->switched_out = bpf_ktime_get_ns();
-	st = bpf_task_storage_get(&stacks, next, 0, 0);
-	if (!st || !st->switched_out)
+	if (!out && !(in && in->switched_out))
 		return 0;
-	now = bpf_ktime_get_ns();
-	if (st->depth > 0 && st->depth <= USDTPROF_MAX_DEPTH)
-		st->frames[(st->depth - 1) & FRAME_MASK].offcpu += now - st->switched_out;
-	else
-		st->unknown_offcpu += now - st->switched_out;
-	st->switched_out = 0;
+	now = bpf_ktime_get_ns(); /* one clock read serves both sides */
+	if (out)
+		out->switched_out = now;
+	if (!in || !in->switched_out)
+		return 0;
+	/* Like self time, off-CPU time ends at the stop: a frame that the stop
+	 * iterator charges later never has more off-CPU than self time. */
+	if (stop_ns && now > stop_ns)
+		now = stop_ns;
+	if (now > in->switched_out) {
+		if (in->depth > 0 && in->depth <= USDTPROF_MAX_DEPTH)
+			in->frames[(in->depth - 1) & FRAME_MASK].offcpu += now - in->switched_out;
+		else
+			in->unknown_offcpu += now - in->switched_out;
+	}
+	in->switched_out = 0;
 	return 0;
 }
 
