@@ -2,8 +2,9 @@
 # Installs the Debian packages usdtprof needs, only those that are missing.
 # Idempotent: when everything is present it runs no apt-get at all.
 set -eu
+# libclang-rt-dev: libFuzzer for `make fuzz`.
 packages="make g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcli11-dev
-catch2 systemtap-sdt-dev nlohmann-json3-dev pkg-config"
+catch2 systemtap-sdt-dev nlohmann-json3-dev pkg-config libclang-rt-dev"
 missing=""
 for p in $packages; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

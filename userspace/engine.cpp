@@ -106,6 +106,9 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_
 		std::string why = errno_text(err);
 		if (err == -EPERM || err == -EACCES)
 			why += " (usdtprof must run as root)";
+		else if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+			// libbpf's CO-RE relocation needs it; its error alone reads "No such process".
+			why = "the kernel has no BTF (/sys/kernel/btf/vmlinux)";
 		return Error{"cannot load BPF programs: " + why};
 	}
 	for (bpf_program *prog : {engine->skel_->progs.flush_exiting_thread, engine->skel_->progs.flush_on_exec,

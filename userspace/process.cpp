@@ -107,6 +107,12 @@ Result<HeldChild> HeldChild::launch(const std::vector<std::string> &argv)
 		return Error{std::string("fork: ") + strerror(errno)};
 	if (pid == 0) {
 		close(pipefd[0]);
+		// usdtprof blocks these for its signalfd; the command must not inherit that.
+		sigset_t stop;
+		sigemptyset(&stop);
+		sigaddset(&stop, SIGINT);
+		sigaddset(&stop, SIGTERM);
+		sigprocmask(SIG_UNBLOCK, &stop, nullptr);
 		// Never run the command unheld: probes would miss its start.
 		if (ptrace(PTRACE_TRACEME, 0, 0, 0) == 0)
 			execvp(args[0], args.data());

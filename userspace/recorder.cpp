@@ -36,14 +36,19 @@ std::string pid_text(int pid)
 
 enum class StopReason { Duration, Signal, TargetExited };
 
-// tick runs at least every 50 ms, to drain the trace buffer.
-StopReason wait_for_stop(int pid, double duration_s, const std::function<void()> &tick)
+sigset_t stop_signals()
 {
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
-	sigprocmask(SIG_BLOCK, &set, nullptr);
+	return set;
+}
+
+// tick runs at least every 50 ms, to drain the trace buffer.
+StopReason wait_for_stop(int pid, double duration_s, const std::function<void()> &tick)
+{
+	sigset_t set = stop_signals();
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
 	int pfd = open_pidfd(pid);
 	auto deadline = std::chrono::steady_clock::now() +
@@ -194,6 +199,10 @@ int record(const RecordOptions &o)
 		check_output_dir(o.trace->output);
 	if (o.pid && !process_exists(o.pid))
 		throw UserError("no process with pid " + std::to_string(o.pid));
+	// Blocked from here on, read by wait_for_stop: a signal during attach then
+	// stops the recording as soon as it starts, and the profile is saved.
+	sigset_t stop = stop_signals();
+	sigprocmask(SIG_BLOCK, &stop, nullptr);
 	auto engine = Engine::load(o.max_paths, o.trace ? kTraceBufferBytes : 0);
 	if (!engine)
 		throw UserError(engine.error().message);
