@@ -123,24 +123,25 @@ $(OUTPUT)/bench/probe_bench: $(OUTPUT)/tools/bench/probe_bench.o $(OUTPUT)/libus
 bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed $(OUTPUT)/bench/pingpong
 	$(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed $(OUTPUT)/bench/pingpong
 
-# Not part of `make test`: libFuzzer on the profile and USDT argument parsers,
+# Not part of `make test`: libFuzzer on the profile, USDT argument and probe spec parsers,
 # FUZZ_SECONDS each, seeded from tests/fuzz/corpus; new inputs and crashes go
 # to $(OUTPUT)/fuzz.
 CLANGXX ?= clang++
 FUZZ_SECONDS ?= 60
 FUZZ_CXXFLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -std=gnu++20 -g -O1 \
 	-Iinclude -Iuserspace
-FUZZERS := $(OUTPUT)/fuzz/fuzz_profile $(OUTPUT)/fuzz/fuzz_usdt_arg
+FUZZERS := $(OUTPUT)/fuzz/fuzz_profile $(OUTPUT)/fuzz/fuzz_usdt_arg $(OUTPUT)/fuzz/fuzz_probe_spec
 $(OUTPUT)/fuzz/fuzz_profile: userspace/profile.cpp userspace/output_file.cpp
 $(OUTPUT)/fuzz/fuzz_profile: FUZZ_LIBS := -lz
 $(OUTPUT)/fuzz/fuzz_usdt_arg: userspace/usdt.cpp
 $(OUTPUT)/fuzz/fuzz_usdt_arg: FUZZ_LIBS := -lelf
+$(OUTPUT)/fuzz/fuzz_probe_spec: userspace/probe_roles.cpp
 $(FUZZERS): $(OUTPUT)/fuzz/%: tests/fuzz/%.cpp $(wildcard userspace/*.h include/usdtprof/*.h) | deps
 	$(call msg,FUZZ-CXX,$@)
 	$(Q)mkdir -p $(@D) && $(CLANGXX) $(FUZZ_CXXFLAGS) $(filter %.cpp,$^) $(FUZZ_LIBS) -o $@
 
 fuzz: $(FUZZERS)
-	$(Q)for name in profile usdt_arg; do \
+	$(Q)for name in profile usdt_arg probe_spec; do \
 		f=$(OUTPUT)/fuzz/fuzz_$$name; log=$$f.log; mkdir -p $(OUTPUT)/fuzz/corpus/$$name; \
 		echo "  FUZZ     $$f: $(FUZZ_SECONDS) s, log in $$log"; \
 		$$f -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=$(OUTPUT)/fuzz/ \
