@@ -155,6 +155,20 @@ std::string temp_dir()
 	return tmpl;
 }
 
+double slack_ns(const std::string &target_stdout)
+{
+	size_t at = target_stdout.find("measured slack ");
+	return at == std::string::npos ? 0 : std::stod(target_stdout.substr(at + 15));
+}
+
+void require_time(const nlohmann::json &value, double known_ns, double slack_ns)
+{
+	INFO("known " << known_ns << " ns, slack of the run " << slack_ns << " ns, usdtprof has " << value);
+	REQUIRE(value.is_number_integer());
+	REQUIRE(value.get<double>() >= known_ns * 0.98);
+	REQUIRE(value.get<double>() <= known_ns * 1.02 + slack_ns);
+}
+
 nlohmann::json report_json(const std::string &profile)
 {
 	Output o = run({usdtprof(), "report", "--format", "json", profile});

@@ -28,6 +28,7 @@ public:
 	std::string wait_for_line(const std::string &text, bool from_stderr = false, double timeout_s = 30);
 	int wait(); // exit status, or 128 + signal
 	std::string rest_of_stderr();
+	std::string all_stdout() const { return out_buf_; }
 
 private:
 	int pid_ = -1, out_fd_ = -1, err_fd_ = -1;
@@ -37,6 +38,13 @@ private:
 std::string usdtprof();                 // path of the usdtprof binary
 std::string target(const std::string &name); // path of a test target
 std::string temp_dir();                 // a fresh directory, per call
+
+// A target's "measured slack NS" line (tests/targets/spin.h): how much longer
+// than its spins asked for the run took on this machine; 0 if absent.
+double slack_ns(const std::string &target_stdout);
+// A time usdtprof measured for spins of a known total: within 2% of it, plus
+// the run's slack (load stretches spins; usdtprof must never undercount).
+void require_time(const nlohmann::json &value, double known_ns, double slack_ns);
 
 // `usdtprof report --format json FILE`, parsed.
 nlohmann::json report_json(const std::string &profile);

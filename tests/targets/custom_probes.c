@@ -27,5 +27,6 @@ int main(void)
 		pthread_join(t, NULL);
 		DTRACE_PROBE2(myapp, request__done, id, "handle");
 	}
+	print_slack();
 	return 0;
 }

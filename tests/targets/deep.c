@@ -52,5 +52,6 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < 3; i++)
 		shallow();
+	print_slack();
 	return 0;
 }

@@ -29,5 +29,6 @@ int main(int argc, char **argv)
 	for (int i = 0; i < repeat; i++)
 		outer();
 	USDTPROF_EXIT("main");
+	print_slack();
 	return 7; /* record -- passes this through */
 }

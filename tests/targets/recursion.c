@@ -38,5 +38,6 @@ int main(int argc, char **argv)
 		rec(5);
 	for (int i = 0; i < 2; i++)
 		ping(3);
+	print_slack();
 	return 0;
 }

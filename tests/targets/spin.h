@@ -16,11 +16,29 @@ static inline long long now_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* The time the spins asked for, and when the first one started: a loaded
+ * machine stretches a run beyond its spins (a spin preempted at its deadline
+ * ends late, a thread waits for a CPU), and print_slack() reports by how much,
+ * so tests can tell usdtprof's error from the machine's. */
+static long long spin_requested_ns, spin_first_ns;
+
 static inline void spin_us(long long us)
 {
-	long long end = now_ns() + us * 1000;
+	long long start = now_ns(), end = start + us * 1000;
+	if (!spin_first_ns)
+		spin_first_ns = start;
+	spin_requested_ns += us * 1000;
 	while (now_ns() < end)
 		;
+}
+
+/* "measured slack NS": wall time since the first spin beyond what the spins
+ * asked for. For programs whose spins run one after another. */
+static inline void print_slack(void)
+{
+	long long slack = now_ns() - spin_first_ns - spin_requested_ns;
+	printf("measured slack %lld\n", slack > 0 ? slack : 0);
+	fflush(stdout);
 }
 
 static volatile sig_atomic_t go_signal;
