@@ -76,6 +76,9 @@ Result<std::vector<Mapping>> read_proc_maps(int pid) {
 	ssize_t n;
 	while ((n = read(fd.get(), buf, sizeof buf)) > 0)
 		text.append(buf, static_cast<size_t>(n));
+	// ESRCH: it exited between the open and the read.
+	if (n < 0 && errno == ESRCH)
+		return Error{"no process with pid " + std::to_string(pid)};
 	if (n < 0)
 		return Error{path + ": " + std::strerror(errno)};
 	return parse_proc_maps(text);
