@@ -84,10 +84,11 @@ $(USDTPROF): $(CLI_OBJS) $(OUTPUT)/libusdtprof.a
 	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # Test targets are ordinary programs using the public probe header.
-$(OUTPUT)/targets/%: tests/targets/%.c include/usdtprof/usdtprof.h | deps $(OUTPUT)/targets
+TARGET_HEADERS := include/usdtprof/usdtprof.h $(wildcard tests/targets/*.h)
+$(OUTPUT)/targets/%: tests/targets/%.c $(TARGET_HEADERS) | deps $(OUTPUT)/targets
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -Wall -Iinclude -pthread $< -o $@
-$(OUTPUT)/targets/%: tests/targets/%.cpp include/usdtprof/usdtprof.h | deps $(OUTPUT)/targets
+$(OUTPUT)/targets/%: tests/targets/%.cpp $(TARGET_HEADERS) | deps $(OUTPUT)/targets
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -O2 -g -Wall -std=gnu++20 -Iinclude -pthread $< -o $@
 

@@ -19,6 +19,7 @@ static void *worker(void *arg)
 
 int main(void)
 {
+	mark_work_start();
 	for (uint64_t id = 1; id <= 5; id++) {
 		pthread_t t;
 		DTRACE_PROBE2(myapp, request__start, id, "handle");

@@ -25,6 +25,7 @@ int main(int argc, char **argv)
 {
 	int arg = hold_if_asked(argc, argv);
 	int repeat = argc > arg ? atoi(argv[arg]) : 10;
+	mark_work_start();
 	USDTPROF_ENTER("main");
 	for (int i = 0; i < repeat; i++)
 		outer();

@@ -34,6 +34,7 @@ static void pong(int n)
 int main(int argc, char **argv)
 {
 	hold_if_asked(argc, argv);
+	mark_work_start();
 	for (int i = 0; i < 4; i++)
 		rec(5);
 	for (int i = 0; i < 2; i++)

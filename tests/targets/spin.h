@@ -22,6 +22,13 @@ static inline long long now_ns(void)
  * so tests can tell usdtprof's error from the machine's. */
 static long long spin_requested_ns, spin_first_ns;
 
+/* Where the timed work starts (else at the first spin): a preemption between
+ * here and the first spin is then part of the slack too. */
+static inline void mark_work_start(void)
+{
+	spin_first_ns = now_ns();
+}
+
 static inline void spin_us(long long us)
 {
 	long long start = now_ns(), end = start + us * 1000;
