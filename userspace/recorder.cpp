@@ -2,27 +2,26 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <functional>
+#include <map>
 #include <optional>
 #include <poll.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include <functional>
-#include <map>
 #include <nlohmann/json.hpp>
 
 #include "call_paths.h"
 #include "engine.h"
 #include "output_file.h"
-#include "trace.h"
+#include "probes.h"
 #include "process.h"
 #include "profile.h"
-#include "probes.h"
+#include "trace.h"
 
 namespace usdtprof {
 

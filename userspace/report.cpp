@@ -395,10 +395,10 @@ std::string render_report(const Profile &profile, const ReportOptions &options)
 	if (options.format == ReportFormat::Json)
 		return render_json(profile, tree, options);
 	tree = with_self_time(std::move(tree), options.time);
-	std::string what = options.time == TimeMode::Cpu ? "self time on CPU; "
-			   : options.time == TimeMode::Offcpu ? "self time off CPU; " : "";
-	return what + (options.tree ? render_tree(profile, tree, options) : render_flat(profile, tree, options)) + "\n" +
-		render_anomalies(profile);
+	std::string out = options.tree ? render_tree(profile, tree, options) : render_flat(profile, tree, options);
+	if (options.time != TimeMode::Wall) // "usdtprof report (on-CPU self time): ..."
+		out.insert(out.find(':'), options.time == TimeMode::Cpu ? " (on-CPU self time)" : " (off-CPU self time)");
+	return out + "\n" + render_anomalies(profile);
 }
 
 std::string render_folded(const CallTree &tree)
