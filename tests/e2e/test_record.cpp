@@ -293,7 +293,12 @@ TEST_CASE("tasks: work pushed to an engine thread is attributed under the operat
 		(name == "oncpu" ? lines >> measured_on : name == "offcpu" ? lines >> measured_off : lines >> tag);
 	INFO("on " << on << " off " << off << "; measured on " << measured_on << " off " << measured_off
 		   << "; slack " << slack);
-	REQUIRE(on / (on + off) == Approx(0.25).margin(0.05));
+	// Under load the thread also waits for a CPU, which is off-CPU time too:
+	// the share is checked against the thread's own clocks, and against the
+	// known quarter only when the run had under 1% slack.
+	REQUIRE(on / (on + off) == Approx(measured_on / (measured_on + measured_off)).margin(0.05));
+	if (slack < 0.01 * (on + off))
+		REQUIRE(on / (on + off) == Approx(0.25).margin(0.05));
 	REQUIRE(off >= 20 * 12 * kMs * 0.95);
 	REQUIRE(on >= measured_on * 0.98);
 	REQUIRE(off <= measured_off * 1.02);
