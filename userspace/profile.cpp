@@ -134,6 +134,17 @@ Profile profile_from_json(const json &j)
 		p.anomalies[it.key()] = it.value().get<uint64_t>();
 	}
 	p.functions = get_strings(j, "functions", "");
+	if (j.contains("locations")) {
+		p.locations = get_strings(j, "locations", "");
+		if (p.locations.size() != p.functions.size())
+			corrupt("locations: expected one per function");
+	}
+	if (j.contains("sampled_fraction")) {
+		const json &f = j["sampled_fraction"];
+		if (!f.is_number() || f.get<double>() <= 0 || f.get<double>() > 1)
+			corrupt("sampled_fraction: expected a number in (0, 1]");
+		p.sampled_fraction = f.get<double>();
+	}
 
 	for (const json &e : typed(j, "nodes", "", json::value_t::array)) {
 		size_t i = p.nodes.size();
@@ -208,6 +219,10 @@ std::string serialize_profile(const Profile &profile)
 		{"functions", profile.functions},
 		{"nodes", nodes},
 	};
+	if (!profile.locations.empty())
+		body["locations"] = profile.locations;
+	if (profile.sampled_fraction < 1.0)
+		body["sampled_fraction"] = profile.sampled_fraction;
 	// Names come from target binaries and may not be UTF-8: replace rather than throw.
 	std::string text = body.dump(-1, ' ', false, ojson::error_handler_t::replace) + "\n";
 	char header[96];

@@ -48,6 +48,12 @@ struct Profile {
 	uint64_t duration_ns = 0;                // monotonic recording time
 	std::map<std::string, uint64_t> anomalies; // counter name -> count (see docs/profile-format.md)
 	std::vector<std::string> functions;      // function names
+	// Where each function is defined, "file:line" or "file" ("" when unknown);
+	// empty, or as long as functions.
+	std::vector<std::string> locations;
+	// The share of the recording during which probes were attached (the
+	// monitor's duty cycle); counts and times are as measured, never scaled.
+	double sampled_fraction = 1.0;
 	std::vector<PathNode> nodes;
 };
 
