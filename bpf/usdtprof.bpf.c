@@ -45,6 +45,29 @@ struct {
 	__type(value, __u64);
 } tasks SEC(".maps");
 
+/* Names of runtime functions (IDENT_PTRS, IDENT_SQL), captured the first
+ * time each process shows each function. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, struct usdtprof_name_key);
+	__type(value, struct usdtprof_name);
+} names SEC(".maps");
+
+/* Per-CPU room for a name being captured and a query text being hashed:
+ * both are beyond the 512-byte BPF stack. */
+struct scratch {
+	struct usdtprof_name name;
+	char sql[USDTPROF_SQL_MAX];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
 /* `usdtprof trace` only; sized by userspace. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -131,6 +154,202 @@ static __always_inline __u64 path_hash(__u64 parent, __u64 func)
 	h ^= h >> 32;
 	h *= 0xD6E8FEB86659FD93ULL;
 	h ^= h >> 32;
+	return h;
+}
+
+/* Out of line: runtime probes read several arguments, native ones one. */
+static __noinline __u64 read_arg_slow(struct pt_regs *ctx, const struct usdtprof_arg_spec *arg)
+{
+	return read_arg(ctx, arg);
+}
+
+/* SQL normalisation, as pg_stat_statements shows statements: numeric and
+ * quoted literals (a leading unary minus included) become one placeholder
+ * byte, runs of white space one space. userspace/sql.cpp renders the same
+ * rules as text; both must agree. */
+struct sql_ctx {
+	const char *text;
+	__u64 hash;
+	__u8 prev;      /* the previous character, white space included */
+	__u8 prev_sig;  /* the last character hashed but a space, 0 at the start */
+	__u8 in_quote, quote_closed, in_number, minus_pending, space_pending;
+};
+
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
+
+static __always_inline void sql_emit(struct sql_ctx *c, __u8 b)
+{
+	c->hash = (c->hash ^ b) * FNV_PRIME;
+	if (b != ' ')
+		c->prev_sig = b;
+}
+
+static __always_inline bool sql_digit(__u8 ch)
+{
+	return ch >= '0' && ch <= '9';
+}
+
+static __always_inline bool sql_ident(__u8 ch)
+{
+	return sql_digit(ch) || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_' || ch == '$' ||
+	       ch >= 0x80;
+}
+
+/* A minus is unary after the start, an opening parenthesis, a comma or an operator. */
+static __always_inline bool sql_unary_before(__u8 p)
+{
+	return p == 0 || p == '(' || p == ',' || p == '=' || p == '<' || p == '>' || p == '+' || p == '-' ||
+	       p == '*' || p == '/' || p == '%' || p == '^' || p == '|';
+}
+
+static long sql_step(__u32 i, void *data)
+{
+	struct sql_ctx *c = data;
+	__u8 ch = c->text[i & (USDTPROF_SQL_MAX - 1)];
+
+	if (ch == 0)
+		return 1;
+	if (c->in_quote) {
+		if (ch == '\'')
+			c->in_quote = 0, c->quote_closed = 1;
+		goto next;
+	}
+	if (c->quote_closed) {
+		c->quote_closed = 0;
+		if (ch == '\'') { /* '' inside a literal */
+			c->in_quote = 1;
+			goto next;
+		}
+		sql_emit(c, '?');
+	}
+	if (c->in_number) {
+		if (sql_digit(ch) || ch == '.')
+			goto next;
+		c->in_number = 0;
+	}
+	if (c->minus_pending) {
+		c->minus_pending = 0;
+		if (sql_digit(ch)) {
+			sql_emit(c, '?');
+			c->in_number = 1;
+			goto next;
+		}
+		sql_emit(c, '-');
+	}
+	if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+		c->space_pending = c->prev_sig != 0;
+		goto next;
+	}
+	if (c->space_pending) {
+		c->space_pending = 0;
+		sql_emit(c, ' ');
+	}
+	if (ch == '\'')
+		c->in_quote = 1;
+	else if (sql_digit(ch) && !sql_ident(c->prev))
+		sql_emit(c, '?'), c->in_number = 1;
+	else if (ch == '-' && sql_unary_before(c->prev_sig))
+		c->minus_pending = 1;
+	else
+		sql_emit(c, ch);
+next:
+	c->prev = ch;
+	return 0;
+}
+
+static __noinline __u64 sql_hash(struct pt_regs *ctx, const struct usdtprof_arg_spec *arg)
+{
+	__u32 zero = 0;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	struct sql_ctx c = { .hash = FNV_OFFSET };
+	long n;
+
+	if (!s)
+		return 0;
+	n = bpf_probe_read_user_str(s->sql, sizeof(s->sql), (void *)read_arg(ctx, arg));
+	if (n <= 0)
+		return 0;
+	c.text = s->sql;
+	bpf_loop(n, sql_step, &c, 0);
+	if (c.quote_closed)
+		sql_emit(&c, '?');
+	if (c.minus_pending)
+		sql_emit(&c, '-');
+	return c.hash;
+}
+
+static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtprof_name_part *part,
+					 struct usdtprof_name *n, int i)
+{
+	__u64 len;
+	void *src;
+
+	n->text[i][0] = 0;
+	n->num[i] = 0;
+	if (part->type == USDTPROF_PART_NONE)
+		return;
+	if (part->type == USDTPROF_PART_INT) {
+		n->num[i] = read_arg_slow(ctx, &part->arg);
+		return;
+	}
+	src = (void *)read_arg_slow(ctx, &part->arg);
+	if (part->type == USDTPROF_PART_STR) {
+		bpf_probe_read_user_str(n->text[i], USDTPROF_NAME_LEN, src);
+		return;
+	}
+	len = read_arg_slow(ctx, &part->len);
+	if (len > USDTPROF_NAME_LEN - 1)
+		len = USDTPROF_NAME_LEN - 1;
+	if (bpf_probe_read_user(n->text[i], len, src))
+		len = 0;
+	n->text[i][len] = 0;
+}
+
+/* The first time a process shows a function, its name parts are read and
+ * kept: the strings may be gone by the time userspace reads the profile. */
+static __noinline void capture_name(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec, __u32 spec_index,
+				    __u64 func, __u32 tgid)
+{
+	struct usdtprof_name_key key = { .func = func, .tgid = tgid };
+	__u32 zero = 0;
+	struct scratch *s;
+
+	if (bpf_map_lookup_elem(&names, &key))
+		return;
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return;
+	s->name.spec = spec_index;
+	s->name.pad = 0;
+	capture_part(ctx, &spec->parts[0], &s->name, 0);
+	capture_part(ctx, &spec->parts[1], &s->name, 1);
+	capture_part(ctx, &spec->parts[2], &s->name, 2);
+	capture_part(ctx, &spec->parts[3], &s->name, 3);
+	bpf_map_update_elem(&names, &key, &s->name, BPF_NOEXIST);
+}
+
+/* The function id of a runtime probe's hit, its name captured on first sight. */
+static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
+					 __u32 spec_index, __u32 tgid)
+{
+	__u64 h;
+
+	if (spec->ident == USDTPROF_IDENT_CONST)
+		return spec->const_func;
+	if (spec->ident == USDTPROF_IDENT_SQL) {
+		h = sql_hash(ctx, &spec->args[0]);
+	} else {
+		h = read_arg_slow(ctx, &spec->args[0]);
+		if (spec->nargs > 1)
+			h = path_hash(h, read_arg_slow(ctx, &spec->args[1]));
+		if (spec->nargs > 2)
+			h = path_hash(h, read_arg_slow(ctx, &spec->args[2]));
+	}
+	/* Ids below 16 are the synthetic frames'. */
+	if (h < 16)
+		h += 16;
+	capture_name(ctx, spec, spec_index, h, tgid);
 	return h;
 }
 
@@ -259,11 +478,19 @@ static long flush_slot(__u32 i, void *data)
 	return 0;
 }
 
-static __always_inline const struct usdtprof_probe_spec *probe_spec(struct pt_regs *ctx)
+static __always_inline const struct usdtprof_probe_spec *probe_spec(struct pt_regs *ctx, __u32 *idx)
 {
-	__u32 idx = bpf_get_attach_cookie(ctx);
+	*idx = bpf_get_attach_cookie(ctx);
+	return bpf_map_lookup_elem(&probe_specs, idx);
+}
 
-	return bpf_map_lookup_elem(&probe_specs, &idx);
+/* The hit's function id (or task id). Native ids are one argument. */
+static __always_inline __u64 hit_function(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
+					  __u32 spec_index, struct usdtprof_thread_stack *st)
+{
+	if (spec->ident == USDTPROF_IDENT_NATIVE)
+		return read_arg(ctx, &spec->args[0]);
+	return runtime_function(ctx, spec, spec_index, st->tgid);
 }
 
 static __always_inline void emit(__u32 type, __u64 func, __u64 now)
@@ -327,20 +554,21 @@ static __always_inline void task_create(struct usdtprof_thread_stack *st, __u64 
 SEC("uprobe")
 int usdt_entry(struct pt_regs *ctx)
 {
-	const struct usdtprof_probe_spec *spec = probe_spec(ctx);
 	struct usdtprof_thread_stack *st;
 	struct usdtprof_frame *f;
 	__u64 func, parent_path, key, *creator, now;
-	__u32 d;
+	__u32 d, spec_index;
+	const struct usdtprof_probe_spec *spec = probe_spec(ctx, &spec_index);
 
 	if (!spec || stop_ns)
 		return 0;
-	func = read_arg(ctx, &spec->func);
-	/* The clock is read after the stack exists: creating it on a thread's
-	 * first event takes tens of microseconds, charged to nobody. */
+	/* The clock is read after the stack exists and the function is known:
+	 * creating a thread's stack, capturing a name or hashing a query text
+	 * is charged to nobody. */
 	st = thread_stack();
 	if (!st)
 		return 0;
+	func = hit_function(ctx, spec, spec_index, st);
 	now = bpf_ktime_get_ns();
 	if (spec->role == USDTPROF_ROLE_TASK_CREATE) {
 		task_create(st, func, now);
@@ -425,17 +653,17 @@ static __always_inline void exit_running_at_attach(struct usdtprof_thread_stack 
 SEC("uprobe")
 int usdt_exit(struct pt_regs *ctx)
 {
-	const struct usdtprof_probe_spec *spec = probe_spec(ctx);
 	struct usdtprof_thread_stack *st;
 	__u64 func, marker, now;
-	__u32 d, i;
+	__u32 d, i, spec_index;
+	const struct usdtprof_probe_spec *spec = probe_spec(ctx, &spec_index);
 
 	if (!spec || stop_ns)
 		return 0;
-	func = read_arg(ctx, &spec->func);
 	st = thread_stack();
 	if (!st)
 		return 0;
+	func = hit_function(ctx, spec, spec_index, st);
 	now = bpf_ktime_get_ns();
 	if (spec->role == USDTPROF_ROLE_TASK_END) {
 		__u64 key = path_hash(st->tgid, func);
@@ -559,6 +787,15 @@ int BPF_PROG(flush_exiting_thread, struct task_struct *task)
 
 	if (st)
 		flush_stack(st);
+	return 0;
+}
+
+/* Holds a USDT semaphore up without probing anything: attached at an
+ * address that never runs again (the entry point), e.g. to make CPython 3.11
+ * fire the function entries it otherwise skips (see the python preset). */
+SEC("uprobe")
+int usdt_semaphore(struct pt_regs *ctx)
+{
 	return 0;
 }
 

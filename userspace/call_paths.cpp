@@ -1,23 +1,24 @@
 #include "call_paths.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <unordered_map>
 
 namespace usdtprof {
 
-std::string function_name(const NameLookup &lookup, uint32_t tgid, uint64_t func)
+FunctionName function_name(const NameLookup &lookup, uint32_t tgid, uint64_t func)
 {
 	switch (func) {
-	case USDTPROF_FUNC_RUNNING_AT_ATTACH: return "[running at attach]";
-	case USDTPROF_FUNC_TRUNCATED: return "[truncated]";
-	case USDTPROF_FUNC_TASK: return "[task]";
+	case USDTPROF_FUNC_RUNNING_AT_ATTACH: return {"[running at attach]", ""};
+	case USDTPROF_FUNC_TRUNCATED: return {"[truncated]", ""};
+	case USDTPROF_FUNC_TASK: return {"[task]", ""};
 	}
 	if (auto name = lookup(tgid, func))
 		return *name;
 	char unknown[40];
 	snprintf(unknown, sizeof(unknown), "[unknown 0x%llx]", (unsigned long long)func);
-	return unknown;
+	return {unknown, ""};
 }
 
 void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup)
@@ -26,16 +27,22 @@ void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, co
 	for (size_t i = 0; i < records.size(); i++)
 		by_path[records[i].path] = i;
 	std::map<std::pair<uint32_t, uint64_t>, uint32_t> func_index;
-	std::map<std::string, uint32_t> name_index;
+	std::map<std::pair<std::string, std::string>, uint32_t> name_index;
+	std::vector<std::string> locations(profile.locations);
+	locations.resize(profile.functions.size());
+	auto add_function = [&](const FunctionName &n) {
+		auto [it, added] = name_index.try_emplace({n.name, n.location}, uint32_t(profile.functions.size()));
+		if (added) {
+			profile.functions.push_back(n.name);
+			locations.push_back(n.location);
+		}
+		return it->second;
+	};
 	auto function_of = [&](const usdtprof_path_stats &s) {
 		auto [it, added] = func_index.try_emplace({s.tgid, s.func}, 0);
-		if (!added)
-			return it->second;
-		std::string n = function_name(lookup, s.tgid, s.func);
-		auto [nit, nadded] = name_index.try_emplace(n, uint32_t(profile.functions.size()));
-		if (nadded)
-			profile.functions.push_back(n);
-		return it->second = nit->second;
+		if (added)
+			it->second = add_function(function_name(lookup, s.tgid, s.func));
+		return it->second;
 	};
 	// Paths whose parent was dropped (the map was full) hang under one
 	// "[parent dropped]" root per process, not among the real roots.
@@ -43,11 +50,8 @@ void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, co
 	auto orphan_parent = [&](uint32_t tgid) {
 		auto [it, added] = dropped_root.try_emplace(tgid, uint32_t(profile.nodes.size()));
 		if (added) {
-			auto [nit, nadded] = name_index.try_emplace("[parent dropped]", uint32_t(profile.functions.size()));
-			if (nadded)
-				profile.functions.push_back("[parent dropped]");
 			PathNode root;
-			root.function = nit->second;
+			root.function = add_function({"[parent dropped]", ""});
 			root.pid = int32_t(tgid);
 			profile.nodes.push_back(root);
 		}
@@ -85,6 +89,8 @@ void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, co
 			profile.nodes.push_back(node);
 		}
 	}
+	if (std::any_of(locations.begin(), locations.end(), [](const std::string &l) { return !l.empty(); }))
+		profile.locations = std::move(locations);
 }
 
 } // namespace usdtprof

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "probe_roles.h"
 #include "profile.h"
 #include "result.h"
 #include "usdtprof/bpf_shared.h"
@@ -18,15 +19,16 @@ struct PathRecord {
 };
 
 // Resolves a function id of a process to its name.
-using NameLookup = std::function<Result<std::string>(uint32_t tgid, uint64_t func)>;
+using NameLookup = std::function<Result<FunctionName>(uint32_t tgid, uint64_t func)>;
 
 // The name of a function id: from lookup, "[unknown 0x...]" when it fails,
 // and the synthetic ids' own names.
-std::string function_name(const NameLookup &lookup, uint32_t tgid, uint64_t func);
+FunctionName function_name(const NameLookup &lookup, uint32_t tgid, uint64_t func);
 
 // Appends the records to profile.nodes, parents before children (the tree is
 // rebuilt from each record's parent path id), each distinct function id
-// resolved once by function_name(). A
+// resolved once by function_name() (functions with the same name and location
+// are one; profile.locations is filled when any has a location). A
 // record whose parent is missing (dropped when the map was full) goes under a
 // "[parent dropped]" root of its process.
 void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup);

@@ -13,6 +13,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "usdt.h"
 #include "usdtprof.skel.h"
 
 namespace usdtprof {
@@ -98,6 +99,7 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_
 	bpf_map__set_max_entries(engine->skel_->maps.paths, max_paths);
 	use_uprobe_multi(engine->skel_->progs.usdt_entry);
 	use_uprobe_multi(engine->skel_->progs.usdt_exit);
+	use_uprobe_multi(engine->skel_->progs.usdt_semaphore);
 	if (trace_buffer_bytes) {
 		engine->skel_->rodata->trace_events = true;
 		bpf_map__set_max_entries(engine->skel_->maps.events, trace_buffer_bytes);
@@ -172,6 +174,20 @@ Result<void> Engine::attach(int pid, const std::string &binary, usdtprof_role ro
 	return {};
 }
 
+Result<void> Engine::hold_semaphore(int pid, const std::string &binary, uint64_t ref_ctr)
+{
+	auto entry = entry_point_offset(binary);
+	if (!entry)
+		return entry.error();
+	auto link = attach_uprobe_multi(bpf_program__fd(skel_->progs.usdt_semaphore), pid, binary,
+					{{*entry, ref_ctr, 0}});
+	if (!link)
+		return link.error();
+	// Detached last: the probes it makes fire go first.
+	probe_links_.insert(probe_links_.begin(), std::move(*link));
+	return {};
+}
+
 void Engine::stop(uint64_t stop_ns)
 {
 	__atomic_store_n(&skel_->bss->stop_ns, stop_ns, __ATOMIC_RELEASE);
@@ -238,6 +254,22 @@ std::vector<PathRecord> Engine::read_paths() const
 		rec.path = next;
 		if (bpf_map_lookup_elem(fd, &next, &rec.stats) == 0)
 			out.push_back(rec);
+		key = next;
+		prev = &key;
+	}
+	return out;
+}
+
+std::map<std::pair<uint32_t, uint64_t>, usdtprof_name> Engine::read_names() const
+{
+	std::map<std::pair<uint32_t, uint64_t>, usdtprof_name> out;
+	int fd = bpf_map__fd(skel_->maps.names);
+	usdtprof_name_key key{}, next{};
+	usdtprof_name_key *prev = nullptr;
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		usdtprof_name name;
+		if (bpf_map_lookup_elem(fd, &next, &name) == 0)
+			out[{next.tgid, next.func}] = name;
 		key = next;
 		prev = &key;
 	}

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,6 +58,9 @@ public:
 	// raising the sites' semaphores while attached. Site cookies are spec indexes.
 	Result<void> attach(int pid, const std::string &binary, usdtprof_role role,
 			    const std::vector<UprobeSite> &sites);
+	// Holds the USDT semaphore at ref_ctr (a file offset in binary) up for
+	// pid while attached, probing only the entry point, which never runs again.
+	Result<void> hold_semaphore(int pid, const std::string &binary, uint64_t ref_ctr);
 	// Ends recording at monotonic time stop_ns: the probes stop counting at
 	// once, then are detached in the reverse order of attachment.
 	void stop(uint64_t stop_ns);
@@ -72,6 +76,8 @@ public:
 	std::pair<uint64_t, uint64_t> run_stats(const char *program) const;
 
 	std::vector<PathRecord> read_paths() const;
+	// Names the kernel captured for runtime probes, by (tgid, function id).
+	std::map<std::pair<uint32_t, uint64_t>, usdtprof_name> read_names() const;
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> anomalies() const;
 
 private:

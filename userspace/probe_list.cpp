@@ -7,23 +7,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "probe_roles.h"
+#include "presets.h"
 
 namespace usdtprof {
 
 namespace {
 
 using json = nlohmann::ordered_json; // keeps keys in schema order
-
-// A preset is a set of probes usdtprof knows how to use; runtimes' own probes
-// become further entries here.
-struct Preset {
-	const char *name;
-	std::vector<ProbeRole> (*roles)();
-};
-const Preset kPresets[] = {
-	{"native", native_probe_roles},
-};
 
 std::string hex(uint64_t v)
 {
@@ -110,18 +100,6 @@ std::string render_json(const std::vector<ListedProbe> &probes)
 }
 
 } // namespace
-
-std::vector<std::string> probe_presets(std::string_view provider, std::string_view name)
-{
-	std::vector<std::string> out;
-	for (const Preset &preset : kPresets) {
-		const auto roles = preset.roles();
-		if (std::any_of(roles.begin(), roles.end(),
-				[&](const ProbeRole &r) { return r.provider == provider && r.name == name; }))
-			out.push_back(preset.name);
-	}
-	return out;
-}
 
 std::vector<ListedProbe> group_sites(const std::string &binary, const std::vector<UsdtSite> &sites)
 {

@@ -23,8 +23,6 @@ struct ListedProbe {
 	std::vector<std::string> presets; // presets whose probes include this one
 };
 
-// The presets, in table order, that use provider:name.
-std::vector<std::string> probe_presets(std::string_view provider, std::string_view name);
 // One entry per provider:name of binary's sites, sorted by provider then name.
 std::vector<ListedProbe> group_sites(const std::string &binary, const std::vector<UsdtSite> &sites);
 // group_sites of each file in turn; an unreadable or non-ELF file is an Error.

@@ -17,8 +17,18 @@ bool is_identifier(std::string_view s)
 }
 
 // PROVIDER:NAME/NAME[/NAME...][:argN] with exactly `count` names.
+FunctionName string_name(const usdtprof_name &captured, const ProbeRole &)
+{
+	return {captured.text[0], ""};
+}
+
+FunctionName integer_name(const usdtprof_name &captured, const ProbeRole &probe)
+{
+	return {probe.name + "(" + std::to_string(captured.num[0]) + ")", ""};
+}
+
 Result<std::vector<ProbeRole>> parse_spec(std::string_view spec, const std::vector<usdtprof_role> &roles,
-					  const char *form)
+					  bool names_allowed, const char *form)
 {
 	auto bad = [&](std::string why) {
 		std::string shown(spec.substr(0, 200));
@@ -32,14 +42,32 @@ Result<std::vector<ProbeRole>> parse_spec(std::string_view spec, const std::vect
 	if (colon == std::string_view::npos)
 		return bad("no provider");
 	std::string_view provider = spec.substr(0, colon), rest = spec.substr(colon + 1);
-	unsigned arg = 0;
+	ProbeRole naming{};
 	if (size_t c = rest.find(':'); c != std::string_view::npos) {
 		std::string_view a = rest.substr(c + 1);
 		rest = rest.substr(0, c);
-		auto [end, ec] = a.size() > 3 ? std::from_chars(a.data() + 3, a.data() + a.size(), arg)
-					      : std::from_chars(a.data(), a.data(), arg);
-		if (a.substr(0, 3) != "arg" || ec != std::errc() || end != a.data() + a.size() || arg > 11)
-			return bad("the argument must be arg0 to arg11");
+		if (a.size() > 1 && a[0] == '=' && names_allowed) {
+			naming.ident = USDTPROF_IDENT_CONST;
+			naming.const_name = a.substr(1);
+		} else {
+			std::string_view kind;
+			if (size_t k = a.find(':'); k != std::string_view::npos && names_allowed)
+				kind = a.substr(k + 1), a = a.substr(0, k);
+			unsigned arg = 0;
+			auto [end, ec] = a.size() > 3 ? std::from_chars(a.data() + 3, a.data() + a.size(), arg)
+						      : std::from_chars(a.data(), a.data(), arg);
+			if (a.substr(0, 3) != "arg" || ec != std::errc() || end != a.data() + a.size() || arg > 11)
+				return bad("the argument must be arg0 to arg11");
+			naming.arg = arg;
+			if (kind == "str" || kind == "int") {
+				naming.ident = USDTPROF_IDENT_PTRS;
+				naming.ident_args = {arg};
+				naming.parts = {{kind == "str" ? USDTPROF_PART_STR : USDTPROF_PART_INT, arg, 0}};
+				naming.format = kind == "str" ? string_name : integer_name;
+			} else if (!kind.empty()) {
+				return bad("the argument's kind must be str or int");
+			}
+		}
 	}
 	if (!is_identifier(provider))
 		return bad("bad provider name");
@@ -49,7 +77,11 @@ Result<std::vector<ProbeRole>> parse_spec(std::string_view spec, const std::vect
 		std::string_view name = rest.substr(0, slash);
 		if (!is_identifier(name))
 			return bad("bad probe name '" + std::string(name) + "'");
-		out.push_back({std::string(provider), std::string(name), role, arg});
+		ProbeRole r = naming;
+		r.provider = provider;
+		r.name = name;
+		r.role = role;
+		out.push_back(std::move(r));
 		rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
 		if (slash == std::string_view::npos && out.size() < roles.size())
 			return bad("too few probe names");
@@ -74,13 +106,22 @@ std::vector<ProbeRole> native_probe_roles()
 
 Result<std::vector<ProbeRole>> parse_pair_spec(std::string_view spec)
 {
-	return parse_spec(spec, {USDTPROF_ROLE_ENTRY, USDTPROF_ROLE_EXIT}, "PROVIDER:ENTRY/EXIT[:argN]");
+	return parse_spec(spec, {USDTPROF_ROLE_ENTRY, USDTPROF_ROLE_EXIT}, true,
+			  "PROVIDER:ENTRY/EXIT[:argN[:str|:int]|:=NAME]");
 }
 
 Result<std::vector<ProbeRole>> parse_task_spec(std::string_view spec)
 {
-	return parse_spec(spec, {USDTPROF_ROLE_TASK_CREATE, USDTPROF_ROLE_TASK_BEGIN, USDTPROF_ROLE_TASK_END},
+	return parse_spec(spec, {USDTPROF_ROLE_TASK_CREATE, USDTPROF_ROLE_TASK_BEGIN, USDTPROF_ROLE_TASK_END}, false,
 			  "PROVIDER:CREATE/BEGIN/END[:argN]");
+}
+
+uint64_t const_function_id(std::string_view name)
+{
+	uint64_t h = 0xcbf29ce484222325ULL; // FNV-1a
+	for (unsigned char c : name)
+		h = (h ^ c) * 0x100000001b3ULL;
+	return h | (1ULL << 63); // user-space addresses stay below 2^47
 }
 
 const char *role_name(usdtprof_role role)

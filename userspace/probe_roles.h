@@ -11,18 +11,46 @@
 
 namespace usdtprof {
 
+// A function's name as reports show it, and where it is defined.
+struct FunctionName {
+	std::string name;
+	std::string location; // "file:line", "file" or ""
+};
+
+// Which probe argument a captured name part comes from.
+struct NamePart {
+	usdtprof_part_type type = USDTPROF_PART_NONE;
+	unsigned arg = 0;
+	unsigned len_arg = 0; // USDTPROF_PART_STR_LEN: the argument holding the length
+};
+
+struct ProbeRole;
+// Turns the parts a runtime probe captured into a name.
+using NameFormat = FunctionName (*)(const usdtprof_name &captured, const ProbeRole &probe);
+
 struct ProbeRole {
 	std::string provider;
 	std::string name;
 	usdtprof_role role;
-	unsigned arg = 0; // the argument that identifies the function (a pointer to its name) or the task
+	unsigned arg = 0; // IDENT_NATIVE: the argument that identifies the function (a pointer to its name) or the task
+	usdtprof_ident ident = USDTPROF_IDENT_NATIVE;
+	std::vector<unsigned> ident_args;         // IDENT_PTRS: hashed together; IDENT_SQL: the query text
+	std::vector<NamePart> parts;              // IDENT_PTRS, IDENT_SQL: captured, at most USDTPROF_NAME_PARTS
+	NameFormat format = nullptr;              // IDENT_PTRS, IDENT_SQL
+	std::string const_name;                   // IDENT_CONST
+	bool semaphore_only = false;              // only hold this probe's semaphore up (see usdt_semaphore)
 };
+
+// The function id of a constant name (IDENT_CONST): far from any address.
+uint64_t const_function_id(std::string_view name);
 
 // The probes of include/usdtprof/usdtprof.h.
 std::vector<ProbeRole> native_probe_roles();
 
-// "PROVIDER:ENTRY/EXIT[:argN]": a probe pair whose argument N (default 0)
-// points to the function's name, e.g. "myapp:request__start/request__done:arg1".
+// "PROVIDER:ENTRY/EXIT[:NAME]": a probe pair named by NAME: "argN" (default
+// arg0), a pointer to a name string the program keeps (read once); "argN:str",
+// a string read at each new pointer; "argN:int", an integer (named
+// "ENTRY(N)"); or "=TEXT", a constant. E.g. "myapp:request__start/request__done:arg1".
 Result<std::vector<ProbeRole>> parse_pair_spec(std::string_view spec);
 // "PROVIDER:CREATE/BEGIN/END[:argN]": task probes whose argument N is the task id.
 Result<std::vector<ProbeRole>> parse_task_spec(std::string_view spec);

@@ -1,49 +1,92 @@
 #include "probes.h"
 
-#include <map>
 #include <tuple>
+
+#include "process.h"
 
 namespace usdtprof {
 
-std::vector<FoundSite> find_sites(const std::vector<Mapping> &maps, const std::vector<ProbeRole> &roles)
+std::vector<FoundSite> find_sites(const std::vector<std::string> &files, const std::vector<ProbeRole> &roles)
 {
 	std::vector<FoundSite> found;
-	for (const std::string &file : executable_files(maps)) {
+	for (const std::string &file : files) {
 		auto sites = read_usdt_sites(file);
 		if (!sites)
 			continue; // not every mapped file is a readable ELF
 		for (UsdtSite &s : *sites)
 			for (const ProbeRole &p : roles)
 				if (s.provider == p.provider && s.name == p.name)
-					found.push_back({file, s, p.role, p.arg});
+					found.push_back({file, s, p});
 	}
 	return found;
 }
 
+std::vector<FoundSite> find_sites(const std::vector<Mapping> &maps, const std::vector<ProbeRole> &roles)
+{
+	return find_sites(executable_files(maps), roles);
+}
+
+namespace {
+
+usdtprof_arg_spec site_arg(const FoundSite &f, unsigned arg)
+{
+	if (f.site.args.size() <= arg)
+		throw UserError(f.binary + ": probe " + f.site.provider + ":" + f.site.name + " has no arg" +
+				std::to_string(arg));
+	auto spec = parse_usdt_arg(f.site.args[arg]);
+	if (!spec)
+		throw UserError(f.binary + ": " + spec.error().message);
+	return *spec;
+}
+
+usdtprof_probe_spec probe_spec(const FoundSite &f)
+{
+	const ProbeRole &p = f.probe;
+	usdtprof_probe_spec spec{};
+	spec.role = p.role;
+	spec.ident = p.ident;
+	switch (p.ident) {
+	case USDTPROF_IDENT_NATIVE:
+		spec.args[0] = site_arg(f, p.arg);
+		break;
+	case USDTPROF_IDENT_CONST:
+		spec.const_func = const_function_id(p.const_name);
+		break;
+	case USDTPROF_IDENT_PTRS:
+	case USDTPROF_IDENT_SQL:
+		spec.nargs = uint32_t(std::min<size_t>(p.ident_args.size(), USDTPROF_MAX_IDENT_ARGS));
+		for (uint32_t i = 0; i < spec.nargs; i++)
+			spec.args[i] = site_arg(f, p.ident_args[i]);
+		for (size_t i = 0; i < p.parts.size() && i < USDTPROF_NAME_PARTS; i++) {
+			spec.parts[i].type = p.parts[i].type;
+			spec.parts[i].arg = site_arg(f, p.parts[i].arg);
+			if (p.parts[i].type == USDTPROF_PART_STR_LEN)
+				spec.parts[i].len = site_arg(f, p.parts[i].len_arg);
+		}
+		break;
+	}
+	return spec;
+}
+
+} // namespace
+
 // Exits are attached before entries (and detached after them): an exit
 // probe that misses the first exits of frames entered meanwhile only costs an
 // anomaly, while an entry without its exit probe would corrupt the stack.
-std::vector<ProfileProbe> attach_sites(Engine &engine, int pid, const std::vector<FoundSite> &sites)
+AttachedProbes attach_sites(Engine &engine, int pid, const std::vector<FoundSite> &sites)
 {
+	AttachedProbes out;
 	std::map<std::tuple<std::string, std::string, std::string>, ProfileProbe> probes;
 	for (usdtprof_role role : {USDTPROF_ROLE_EXIT, USDTPROF_ROLE_TASK_END, USDTPROF_ROLE_ENTRY,
 				   USDTPROF_ROLE_TASK_BEGIN, USDTPROF_ROLE_TASK_CREATE}) {
 		std::map<std::string, std::vector<UprobeSite>> by_binary;
 		for (const FoundSite &f : sites) {
-			if (f.role != role)
+			if (f.probe.role != role || f.probe.semaphore_only)
 				continue;
-			if (f.site.args.size() <= f.arg)
-				throw UserError(f.binary + ": probe " + f.site.provider + ":" + f.site.name + " has no arg" +
-						std::to_string(f.arg));
-			auto arg = parse_usdt_arg(f.site.args[f.arg]);
-			if (!arg)
-				throw UserError(f.binary + ": " + arg.error().message);
-			usdtprof_probe_spec spec{};
-			spec.func = *arg;
-			spec.role = role;
-			auto index = engine.add_spec(spec);
+			auto index = engine.add_spec(probe_spec(f));
 			if (!index)
 				throw UserError(index.error().message);
+			out.spec_probes.emplace(*index, f.probe);
 			by_binary[f.binary].push_back({f.site.pc_offset, f.site.semaphore_offset, *index});
 			ProfileProbe &p = probes[{f.binary, f.site.provider, f.site.name}];
 			p = {f.binary, f.site.provider, f.site.name, role_name(role), p.sites + 1};
@@ -52,10 +95,47 @@ std::vector<ProfileProbe> attach_sites(Engine &engine, int pid, const std::vecto
 			if (auto r = engine.attach(pid, binary, role, uprobes); !r)
 				throw UserError(r.error().message);
 	}
-	std::vector<ProfileProbe> out;
+	for (const FoundSite &f : sites)
+		if (f.probe.semaphore_only && f.site.semaphore_offset) {
+			if (auto r = engine.hold_semaphore(pid, f.binary, f.site.semaphore_offset); !r)
+				throw UserError(r.error().message);
+			probes[{f.binary, f.site.provider, f.site.name}] = {f.binary, f.site.provider, f.site.name,
+									    "semaphore", 1};
+		}
 	for (auto &[key, probe] : probes)
-		out.push_back(probe);
+		out.probes.push_back(probe);
 	return out;
+}
+
+FunctionNamer::FunctionNamer(const AttachedProbes &attached,
+			     std::map<std::pair<uint32_t, uint64_t>, usdtprof_name> captured,
+			     std::map<int, std::vector<Mapping>> maps)
+	: spec_probes_(attached.spec_probes), captured_(std::move(captured)), maps_(std::move(maps))
+{
+	for (const auto &[index, probe] : spec_probes_)
+		if (probe.ident == USDTPROF_IDENT_CONST)
+			constants_[const_function_id(probe.const_name)] = probe.const_name;
+}
+
+Result<FunctionName> FunctionNamer::operator()(uint32_t tgid, uint64_t func) const
+{
+	if (auto c = constants_.find(func); c != constants_.end())
+		return FunctionName{c->second, ""};
+	if (auto n = captured_.find({tgid, func}); n != captured_.end()) {
+		auto probe = spec_probes_.find(n->second.spec);
+		if (probe == spec_probes_.end() || !probe->second.format)
+			return Error{"captured by an unknown probe"};
+		FunctionName name = probe->second.format(n->second, probe->second);
+		if (name.name.empty())
+			return Error{"empty name"};
+		return name;
+	}
+	static const std::vector<Mapping> none;
+	auto maps = maps_.find(int(tgid));
+	auto s = read_target_string(int(tgid), maps == maps_.end() ? none : maps->second, func);
+	if (!s)
+		return s.error();
+	return FunctionName{*s, ""};
 }
 
 } // namespace usdtprof

@@ -1,7 +1,11 @@
-// Which probe sites a process has, and attaching the engine to them.
+// Which probe sites a process has, attaching the engine to them, and naming
+// the functions they report.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine.h"
@@ -15,14 +19,37 @@ namespace usdtprof {
 struct FoundSite {
 	std::string binary;
 	UsdtSite site;
-	usdtprof_role role;
-	unsigned arg; // which argument identifies the function or task
+	ProbeRole probe;
 };
 
-// The sites of the given probes in every file the process maps.
+// The sites of the given probes in each file.
+std::vector<FoundSite> find_sites(const std::vector<std::string> &files, const std::vector<ProbeRole> &roles);
+// ... in every file the process maps.
 std::vector<FoundSite> find_sites(const std::vector<Mapping> &maps, const std::vector<ProbeRole> &roles);
 
-// Attaches every site for pid, exits before entries. Throws UserError.
-std::vector<ProfileProbe> attach_sites(Engine &engine, int pid, const std::vector<FoundSite> &sites);
+struct AttachedProbes {
+	std::vector<ProfileProbe> probes;
+	std::map<uint32_t, ProbeRole> spec_probes; // probe spec index -> the probe it serves
+};
+
+// Attaches every site for pid (0: every process mapping the file), exits
+// before entries. Throws UserError.
+AttachedProbes attach_sites(Engine &engine, int pid, const std::vector<FoundSite> &sites);
+
+// Names the function ids of a recording: constants of the attached probes,
+// names the kernel captured for runtime probes, and for native probes the
+// string at the id's address in the process (or in the file it mapped there).
+class FunctionNamer {
+public:
+	FunctionNamer(const AttachedProbes &attached, std::map<std::pair<uint32_t, uint64_t>, usdtprof_name> captured,
+		      std::map<int, std::vector<Mapping>> maps);
+	Result<FunctionName> operator()(uint32_t tgid, uint64_t func) const;
+
+private:
+	std::map<uint64_t, std::string> constants_;
+	std::map<uint32_t, ProbeRole> spec_probes_;
+	std::map<std::pair<uint32_t, uint64_t>, usdtprof_name> captured_;
+	std::map<int, std::vector<Mapping>> maps_;
+};
 
 } // namespace usdtprof

@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <functional>
+#include <set>
 #include <map>
 #include <optional>
 #include <poll.h>
@@ -18,6 +20,7 @@
 #include "call_paths.h"
 #include "engine.h"
 #include "output_file.h"
+#include "presets.h"
 #include "probes.h"
 #include "process.h"
 #include "profile.h"
@@ -49,7 +52,7 @@ StopReason wait_for_stop(int pid, double duration_s, const std::function<void()>
 {
 	sigset_t set = stop_signals();
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
-	int pfd = open_pidfd(pid);
+	int pfd = pid ? open_pidfd(pid) : -1; // pid 0: no target to wait for
 	auto deadline = std::chrono::steady_clock::now() +
 			std::chrono::duration<double>(duration_s > 0 ? duration_s : 1e9);
 	StopReason reason = StopReason::Duration;
@@ -67,7 +70,7 @@ StopReason wait_for_stop(int pid, double duration_s, const std::function<void()>
 			reason = StopReason::Signal;
 			break;
 		}
-		if (fds[1].revents || (pfd < 0 && !process_exists(pid))) {
+		if (fds[1].revents || (pid && pfd < 0 && !process_exists(pid))) {
 			reason = StopReason::TargetExited;
 			break;
 		}
@@ -144,7 +147,7 @@ void write_trace(const TraceOptions &t, const EventLog &log, uint64_t lost, uint
 		if (ev.type == USDTPROF_EV_ENTER || ev.type == USDTPROF_EV_EXIT) {
 			auto [it, added] = names.try_emplace({e.pid, e.func});
 			if (added)
-				it->second = function_name(lookup, e.pid, e.func);
+				it->second = function_name(lookup, e.pid, e.func).name;
 			ev.name = it->second;
 		} else {
 			ev.task_id = e.func;
@@ -175,11 +178,37 @@ void check_output_dir(const std::string &output)
 		throw UserError("cannot write " + output + ": " + strerror(errno));
 }
 
-} // namespace
+// Processes running binary, by pid, each described and its maps read once.
+class BinaryProcesses {
+public:
+	explicit BinaryProcesses(std::string binary) : binary_(std::move(binary)) {}
+	void scan()
+	{
+		std::error_code ec;
+		for (const auto &entry : std::filesystem::directory_iterator("/proc", ec)) {
+			int pid = atoi(entry.path().filename().c_str());
+			if (pid <= 0 || seen_.count(pid))
+				continue;
+			auto exe = std::filesystem::read_symlink(entry.path() / "exe", ec);
+			if (ec || exe != binary_)
+				continue;
+			seen_[pid] = describe_process(pid);
+			if (auto maps = read_proc_maps(pid))
+				maps_[pid] = std::move(*maps);
+		}
+	}
+	const std::map<int, ProfileProcess> &seen() const { return seen_; }
+	const std::map<int, std::vector<Mapping>> &maps() const { return maps_; }
 
-int record(const RecordOptions &o)
+private:
+	std::filesystem::path binary_;
+	std::map<int, ProfileProcess> seen_;
+	std::map<int, std::vector<Mapping>> maps_;
+};
+
+std::vector<ProbeRole> custom_roles(const RecordOptions &o)
 {
-	std::vector<ProbeRole> roles = native_probe_roles();
+	std::vector<ProbeRole> roles;
 	using Parser = Result<std::vector<ProbeRole>> (*)(std::string_view);
 	for (const auto &[specs, parse] : {std::pair<const std::vector<std::string> *, Parser>{&o.pairs, parse_pair_spec},
 					   std::pair<const std::vector<std::string> *, Parser>{&o.tasks, parse_task_spec}})
@@ -187,17 +216,108 @@ int record(const RecordOptions &o)
 			auto parsed = parse(spec);
 			if (!parsed)
 				throw UserError(parsed.error().message, 2);
-			for (const ProbeRole &r : *parsed) {
-				// A probe named again replaces its earlier role: never attach a site twice.
-				std::erase_if(roles, [&](const ProbeRole &e) { return e.provider == r.provider && e.name == r.name; });
-				roles.push_back(r);
-			}
+			roles.insert(roles.end(), parsed->begin(), parsed->end());
 		}
+	return roles;
+}
+
+// The probes to attach: the presets' and the custom ones; a probe named
+// again replaces its earlier role, so no site is attached twice.
+std::vector<ProbeRole> merge_roles(const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom)
+{
+	std::vector<ProbeRole> roles;
+	for (const Preset *p : chosen)
+		for (const ProbeRole &r : p->roles())
+			roles.push_back(r);
+	for (const ProbeRole &r : custom) {
+		std::erase_if(roles, [&](const ProbeRole &e) { return e.provider == r.provider && e.name == r.name; });
+		roles.push_back(r);
+	}
+	return roles;
+}
+
+std::string preset_names()
+{
+	std::string out;
+	for (const Preset &p : presets())
+		out += (out.empty() ? "" : ", ") + std::string(p.name);
+	return out;
+}
+
+// The command's executable, as execvp finds it.
+std::string resolve_command(const std::string &name)
+{
+	if (name.find('/') != std::string::npos)
+		return name;
+	const char *path = getenv("PATH");
+	std::string dirs = path ? path : "/usr/bin:/bin";
+	for (size_t start = 0; start <= dirs.size();) {
+		size_t end = dirs.find(':', start);
+		std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+		std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+		if (access(candidate.c_str(), X_OK) == 0)
+			return candidate;
+		if (end == std::string::npos)
+			break;
+		start = end + 1;
+	}
+	return name;
+}
+
+// Sets what the presets need in a launched command's environment; says so.
+bool apply_launch_env(const std::vector<const Preset *> &chosen)
+{
+	bool changed = false;
+	for (const Preset *p : chosen)
+		for (const auto &[var, value] : p->launch_env) {
+			const char *old = getenv(var);
+			std::string now = old && *old ? std::string(old) : "";
+			if (now.find(value) != std::string::npos)
+				continue;
+			now += (now.empty() ? "" : " ") + std::string(value);
+			setenv(var, now.c_str(), 1);
+			fprintf(stderr, "usdtprof: %s: launching with %s=%s\n", p->name, var, now.c_str());
+			changed = true;
+		}
+	return changed;
+}
+
+// The presets that apply: --runtime's, or those whose probes the files have.
+std::vector<const Preset *> choose_presets(const RecordOptions &o, const std::vector<std::string> &files)
+{
+	if (o.runtime.empty())
+		return detect_presets(files);
+	const Preset *p = find_preset(o.runtime);
+	if (!p)
+		throw UserError("unknown runtime '" + o.runtime + "' (known: " + preset_names() + ")", 2);
+	return {p};
+}
+
+// The files a launched command maps at its entry point, and those its presets load later.
+std::vector<std::string> launch_files(const HeldChild &child, const std::string &executable)
+{
+	auto maps = read_proc_maps(child.pid());
+	if (!maps)
+		throw UserError(maps.error().message);
+	std::vector<std::string> files = executable_files(*maps);
+	for (const Preset &p : presets())
+		if (std::string lib = p.late_library(executable); !lib.empty())
+			files.push_back(lib);
+	return files;
+}
+
+} // namespace
+
+int record(const RecordOptions &o)
+{
+	std::vector<ProbeRole> custom = custom_roles(o);
 	check_output_dir(o.output);
 	if (o.trace)
 		check_output_dir(o.trace->output);
 	if (o.pid && !process_exists(o.pid))
 		throw UserError("no process with pid " + std::to_string(o.pid));
+	if (!o.binary.empty() && access(o.binary.c_str(), R_OK) != 0)
+		throw UserError("cannot read " + o.binary + ": " + strerror(errno));
 	// Blocked from here on, read by wait_for_stop: a signal during attach then
 	// stops the recording as soon as it starts, and the profile is saved.
 	sigset_t stop = stop_signals();
@@ -207,38 +327,92 @@ int record(const RecordOptions &o)
 		throw UserError(engine.error().message);
 
 	std::optional<HeldChild> child;
+	std::optional<BinaryProcesses> binary_processes;
 	int pid = o.pid;
+	std::vector<std::string> files;
+	std::vector<const Preset *> chosen;
 	if (!o.command.empty()) {
-		auto launched = HeldChild::launch(o.command);
-		if (!launched)
-			throw UserError(launched.error().message);
-		child.emplace(std::move(*launched));
+		std::string executable = resolve_command(o.command[0]);
+		for (int attempt = 0; attempt < 2; attempt++) {
+			auto launched = HeldChild::launch(o.command);
+			if (!launched)
+				throw UserError(launched.error().message);
+			child.reset();
+			child.emplace(std::move(*launched));
+			files = launch_files(*child, executable);
+			chosen = choose_presets(o, files);
+			// The held command has run none of its code: when its runtime
+			// needs an environment variable, it starts again with it.
+			if (!apply_launch_env(chosen))
+				break;
+		}
 		pid = child->pid();
+	} else if (!o.binary.empty()) {
+		binary_processes.emplace(std::filesystem::canonical(o.binary).string());
+		binary_processes->scan();
+		files = {o.binary};
+		for (const auto &[p, maps] : binary_processes->maps())
+			for (const std::string &f : executable_files(maps))
+				if (std::find(files.begin(), files.end(), f) == files.end())
+					files.push_back(f);
+		chosen = choose_presets(o, files);
+	} else {
+		auto maps = read_proc_maps(pid);
+		if (!maps)
+			throw UserError(maps.error().message);
+		files = executable_files(*maps);
+		chosen = choose_presets(o, files);
 	}
-	auto maps = read_proc_maps(pid);
-	if (!maps)
-		throw UserError(maps.error().message);
-	auto sites = find_sites(*maps, roles);
-	if (sites.empty())
-		throw UserError(has_exited(pid) ? pid_text(pid) + " exited before its probes could be attached"
-				: o.pairs.empty() && o.tasks.empty() ? pid_text(pid) + ": no usdtprof probes in its binaries"
-								     : pid_text(pid) + ": none of the given probes in its binaries");
+	std::map<int, std::vector<Mapping>> attach_maps;
+	if (pid)
+		if (auto maps = read_proc_maps(pid))
+			attach_maps[pid] = std::move(*maps);
+	// Probes that will not fire: explained, not recorded as an empty profile.
+	if (pid && !child)
+		for (const Preset *p : chosen)
+			if (std::string why = p->check(pid); !why.empty())
+				throw UserError(pid_text(pid) + ": " + why);
+	auto sites = find_sites(files, merge_roles(chosen, custom));
+	// CPython 3.11's defect (gh-98894): only its python:line semaphore, held up, makes entries fire.
+	std::erase_if(sites, [](const FoundSite &f) {
+		return f.probe.semaphore_only && f.binary.find("python3.11") == std::string::npos;
+	});
+	if (std::any_of(sites.begin(), sites.end(), [](const FoundSite &f) { return f.probe.semaphore_only; }))
+		fprintf(stderr, "usdtprof: python 3.11 skips function entries (CPython gh-98894): holding its python:line "
+				"semaphore up so they fire, which slows the target down\n");
+	std::string target = pid ? pid_text(pid) : o.binary;
+	if (std::none_of(sites.begin(), sites.end(), [](const FoundSite &f) { return !f.probe.semaphore_only; }))
+		throw UserError(pid && has_exited(pid) ? target + " exited before its probes could be attached"
+				: !o.runtime.empty() ? target + ": no probes of the " + o.runtime + " preset"
+				: o.pairs.empty() && o.tasks.empty() ? target + ": no probes of any preset (" + preset_names() + ")"
+								     : target + ": none of the given probes in its binaries");
 
 	Profile profile;
 	profile.command = o.command;
-	profile.processes.push_back(describe_process(pid));
-	profile.probes = attach_sites(**engine, pid, sites);
+	if (pid)
+		profile.processes.push_back(describe_process(pid));
+	AttachedProbes attached = attach_sites(**engine, pid, sites);
+	profile.probes = attached.probes;
 	profile.start_unix_ns = unix_now_ns();
 	auto started = std::chrono::steady_clock::now();
 	if (child)
 		if (auto r = child->release(); !r)
 			throw UserError(r.error().message);
-	fprintf(stderr, "usdtprof: recording %s: %zu probe sites attached; Ctrl-C to stop\n",
-		pid_text(pid).c_str(), (*engine)->attached_sites());
+	std::string preset_list;
+	for (const Preset *p : chosen)
+		preset_list += (preset_list.empty() ? "" : ", ") + std::string(p->name);
+	fprintf(stderr, "usdtprof: recording %s%s%s: %zu probe sites attached; Ctrl-C to stop\n",
+		pid ? pid_text(pid).c_str() : ("every process of " + o.binary).c_str(),
+		preset_list.empty() ? "" : " with ", preset_list.c_str(), (*engine)->attached_sites());
 
 	EventLog log{o.trace ? o.trace->max_events : 0, {}, 0};
 	std::function<void(const usdtprof_event &)> collect = [&](const usdtprof_event &e) { log.add(e); };
-	StopReason reason = wait_for_stop(pid, o.duration_s, [&] { (*engine)->drain_events(collect); });
+	int ticks = 0;
+	StopReason reason = wait_for_stop(pid, o.duration_s, [&] {
+		(*engine)->drain_events(collect);
+		if (binary_processes && ++ticks % 4 == 0)
+			binary_processes->scan();
+	});
 	auto stopped = std::chrono::steady_clock::now();
 	// steady_clock is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
 	auto monotonic_ns = [](std::chrono::steady_clock::time_point t) {
@@ -253,14 +427,28 @@ int record(const RecordOptions &o)
 	auto anomalies = (*engine)->anomalies();
 	for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
 		profile.anomalies[anomaly_name(a)] = anomalies[a];
-	// A process that has exited maps nothing any more: then names are read
-	// from the files it mapped at attach time.
-	auto fresh_maps = read_proc_maps(pid);
-	const auto &name_maps = fresh_maps && !fresh_maps->empty() ? *fresh_maps : *maps;
-	NameLookup lookup = [&](uint32_t tgid, uint64_t func) {
-		return read_target_string(int(tgid), int(tgid) == pid ? name_maps : std::vector<Mapping>{}, func);
-	};
-	add_call_paths(profile, (*engine)->read_paths(), lookup);
+	// A process that has exited maps nothing any more: then native names are
+	// read from the files it mapped at attach time.
+	if (pid)
+		if (auto fresh = read_proc_maps(pid); fresh && !fresh->empty())
+			attach_maps[pid] = std::move(*fresh);
+	std::vector<PathRecord> records = (*engine)->read_paths();
+	if (binary_processes) {
+		binary_processes->scan();
+		for (const auto &[p, maps] : binary_processes->maps())
+			attach_maps.emplace(p, maps);
+		std::set<uint32_t> tgids;
+		for (const PathRecord &r : records)
+			tgids.insert(r.stats.tgid);
+		for (uint32_t tgid : tgids) {
+			auto seen = binary_processes->seen().find(int(tgid));
+			profile.processes.push_back(seen != binary_processes->seen().end() ? seen->second
+											: describe_process(int(tgid)));
+		}
+	}
+	FunctionNamer namer(attached, (*engine)->read_names(), attach_maps);
+	NameLookup lookup = [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); };
+	add_call_paths(profile, records, lookup);
 
 	if (auto r = save_profile(profile, o.output); !r)
 		throw UserError(r.error().message);

@@ -18,11 +18,13 @@ struct TraceOptions {
 
 struct RecordOptions {
 	int pid = 0;                      // attach to this process, or
-	std::vector<std::string> command; // launch this command
+	std::vector<std::string> command; // launch this command, or
+	std::string binary;               // attach to every process running this file, new ones too
+	std::string runtime;              // a preset's name; "": detected
 	double duration_s = 0;            // 0: until Ctrl-C/SIGTERM or the target exits
 	std::string output = "usdtprof.data";
 	uint32_t max_paths = 65536;       // aggregation map size
-	std::vector<std::string> pairs;   // custom probe pairs, PROVIDER:ENTRY/EXIT[:argN]
+	std::vector<std::string> pairs;   // custom probe pairs (parse_pair_spec)
 	std::vector<std::string> tasks;   // custom task probes, PROVIDER:CREATE/BEGIN/END[:argN]
 	std::optional<TraceOptions> trace;
 };

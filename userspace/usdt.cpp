@@ -152,6 +152,31 @@ Result<usdtprof_arg_spec> parse_usdt_arg(std::string_view spec) {
 	return arg;
 }
 
+Result<uint64_t> entry_point_offset(const std::string &path)
+{
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return Error{std::string("libelf: ") + elf_errmsg(-1)};
+	UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+	if (fd.get() < 0)
+		return Error{path + ": " + std::strerror(errno)};
+	ElfPtr elf(elf_begin(fd.get(), ELF_C_READ, nullptr));
+	GElf_Ehdr ehdr;
+	size_t phnum = 0;
+	if (!elf || elf_kind(elf.get()) != ELF_K_ELF || !gelf_getehdr(elf.get(), &ehdr) ||
+	    elf_getphdrnum(elf.get(), &phnum) != 0)
+		return Error{path + ": not an ELF file"};
+	std::vector<GElf_Phdr> loads;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf.get(), static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
+			loads.push_back(ph);
+	}
+	std::optional<uint64_t> offset = file_offset(loads, ehdr.e_entry, PF_X);
+	if (!ehdr.e_entry || !offset)
+		return Error{path + ": no entry point"};
+	return *offset;
+}
+
 Result<std::vector<UsdtSite>> read_usdt_sites(const std::string &path) {
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return Error{std::string("libelf: ") + elf_errmsg(-1)};

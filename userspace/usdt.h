@@ -28,6 +28,9 @@ struct UsdtSite {
 // empty vector; an unreadable or non-ELF file gives an Error.
 Result<std::vector<UsdtSite>> read_usdt_sites(const std::string &path);
 
+// File offset of the ELF entry point: code that runs once, at start-up.
+Result<uint64_t> entry_point_offset(const std::string &path);
+
 // Decodes one x86-64 argument spec ("8@%rdi", "-4@$-5", "8@-16(%rbp)", "4@%eax").
 Result<usdtprof_arg_spec> parse_usdt_arg(std::string_view spec);
 

@@ -57,11 +57,65 @@ enum usdtprof_role {
 	USDTPROF_ROLE_TASK_END,    /* argument: task id */
 };
 
-/* Per attached probe, indexed by the uprobe's BPF cookie. */
-struct usdtprof_probe_spec {
-	struct usdtprof_arg_spec func; /* the argument that identifies the function */
-	__u32 role;                    /* enum usdtprof_role */
+/* How a probe's arguments identify its function. */
+enum usdtprof_ident {
+	USDTPROF_IDENT_NATIVE, /* func = args[0]: the address of a NUL-terminated name
+				  in the binary (our header), or a task id; userspace
+				  reads names from the process */
+	USDTPROF_IDENT_CONST,  /* func = const_func: a probe pair that is one frame
+				  (e.g. PostgreSQL's query__plan__start/done) */
+	USDTPROF_IDENT_PTRS,   /* func = hash(args[0..nargs)): strings the runtime
+				  keeps alive and unique (interned names) */
+	USDTPROF_IDENT_SQL,    /* func = hash of the text at args[0] with literals
+				  replaced by placeholders: one frame per statement shape */
+};
+
+/* Identity arguments hashed together, and name parts captured per function. */
+#define USDTPROF_MAX_IDENT_ARGS 3
+#define USDTPROF_NAME_PARTS 4
+#define USDTPROF_NAME_LEN 192 /* per captured string, with its NUL */
+/* Bytes of a query text the SQL identity covers. */
+#define USDTPROF_SQL_MAX 1024
+
+enum usdtprof_part_type {
+	USDTPROF_PART_NONE,
+	USDTPROF_PART_STR,     /* NUL-terminated string at arg */
+	USDTPROF_PART_STR_LEN, /* string at arg, length in len (not NUL-terminated) */
+	USDTPROF_PART_INT,     /* arg's value */
+};
+
+struct usdtprof_name_part {
+	struct usdtprof_arg_spec arg;
+	struct usdtprof_arg_spec len;
+	__u32 type; /* enum usdtprof_part_type */
 	__u32 pad;
+};
+
+/* Per attached probe, indexed by the uprobe's BPF cookie. Runtime probes
+ * (IDENT_PTRS, IDENT_SQL) capture their name parts the first time a process
+ * shows a function, so names survive the process. */
+struct usdtprof_probe_spec {
+	struct usdtprof_arg_spec args[USDTPROF_MAX_IDENT_ARGS];
+	struct usdtprof_name_part parts[USDTPROF_NAME_PARTS];
+	__u64 const_func;
+	__u32 role;  /* enum usdtprof_role */
+	__u32 ident; /* enum usdtprof_ident */
+	__u32 nargs; /* identity arguments used (IDENT_PTRS) */
+	__u32 pad;
+};
+
+/* A function's captured name, keyed by (process, function id). */
+struct usdtprof_name_key {
+	__u64 func;
+	__u32 tgid;
+	__u32 pad;
+};
+
+struct usdtprof_name {
+	__u32 spec; /* the probe spec that captured it: which parts mean what */
+	__u32 pad;
+	__s64 num[USDTPROF_NAME_PARTS];                    /* PART_INT values */
+	char text[USDTPROF_NAME_PARTS][USDTPROF_NAME_LEN]; /* strings, NUL-terminated */
 };
 
 struct usdtprof_frame {

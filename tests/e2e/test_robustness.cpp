@@ -469,7 +469,7 @@ TEST_CASE("bad record input: one line, documented status, nothing written, targe
 		require_failure({usdtprof(), "report", "--format", "xml", out}, 2, "xml");
 		require_failure({usdtprof(), "export", "--format", "nope", out}, 2, "nope");
 		require_failure({usdtprof(), "record", "-p", t.pid_text(), "-o", out, "--", target("nested"), "1"}, 2,
-				"exactly one of -p PID or -- CMD");
+				"exactly one of -p PID, --binary PATH or -- CMD");
 	}
 	SECTION("output in a missing directory")
 	{

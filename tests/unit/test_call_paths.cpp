@@ -35,9 +35,9 @@ TEST_CASE("call paths: the tree is rebuilt from parent ids, parents first, whate
 	std::map<uint64_t, std::string> names = {{0x10, "main"}, {0x20, "parse"}, {0x30, "lex"}, {0x40, "eval"}};
 	std::map<uint64_t, int> lookups;
 	Profile p;
-	add_call_paths(p, records, [&](uint32_t, uint64_t func) -> Result<std::string> {
+	add_call_paths(p, records, [&](uint32_t, uint64_t func) -> Result<FunctionName> {
 		lookups[func]++;
-		return names.at(func);
+		return FunctionName{names.at(func), ""};
 	});
 	REQUIRE(p.nodes.size() == 4);
 	for (uint32_t i = 0; i < p.nodes.size(); i++) {
@@ -63,20 +63,32 @@ TEST_CASE("call paths: each function id is resolved once per process, equal name
 					   record(4, 0, 0x99, 100)};
 	int lookups = 0;
 	Profile p;
-	add_call_paths(p, records, [&](uint32_t, uint64_t) -> Result<std::string> {
+	add_call_paths(p, records, [&](uint32_t, uint64_t) -> Result<FunctionName> {
 		lookups++;
-		return std::string("f");
+		return FunctionName{"f", ""};
 	});
 	REQUIRE(lookups == 3); // (100,0x10), (200,0x10), (100,0x99)
 	REQUIRE(p.functions == std::vector<std::string>{"f"});
+	REQUIRE(p.locations.empty());
 	REQUIRE(p.nodes.size() == 4);
+}
+
+TEST_CASE("call paths: functions with one name and different locations stay apart, locations kept")
+{
+	std::vector<PathRecord> records = {record(1, 0, 0x10), record(2, 0, 0x20), record(3, 0, 0x30)};
+	std::map<uint64_t, FunctionName> names = {
+		{0x10, {"run", "a.py:3"}}, {0x20, {"run", "b.py:9"}}, {0x30, {"main", ""}}};
+	Profile p;
+	add_call_paths(p, records, [&](uint32_t, uint64_t func) -> Result<FunctionName> { return names.at(func); });
+	REQUIRE(p.functions == std::vector<std::string>{"run", "run", "main"});
+	REQUIRE(p.locations == std::vector<std::string>{"a.py:3", "b.py:9", ""});
 }
 
 TEST_CASE("call paths: an unresolvable id is named, a missing parent goes under [parent dropped]")
 {
 	std::vector<PathRecord> records = {record(5, 77, 0xabc), record(6, 78, 0xabc), record(7, 0, 0xabc)};
 	Profile p;
-	add_call_paths(p, records, [](uint32_t, uint64_t) -> Result<std::string> { return Error{"gone"}; });
+	add_call_paths(p, records, [](uint32_t, uint64_t) -> Result<FunctionName> { return Error{"gone"}; });
 	REQUIRE(p.nodes.size() == 4);
 	REQUIRE(p.functions.size() == 2);
 	uint32_t dropped = 0;

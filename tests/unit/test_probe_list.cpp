@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <usdtprof/usdtprof.h>
 
+#include "presets.h"
 #include "probe_list.h"
 #include "probe_roles.h"
 

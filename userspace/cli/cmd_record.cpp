@@ -31,12 +31,16 @@ Command add_record_command(CLI::App &parent)
 	app->add_option("--max-paths", o->max_paths, "Distinct call paths the kernel map holds")
 		->capture_default_str()
 		->check(CLI::Range(1u, 1u << 24));
-	app->add_option("--pair", o->pairs, "Also a custom probe pair: PROVIDER:ENTRY/EXIT[:argN], argN points to the name");
+	app->add_option("--binary", o->binary, "Attach to every process running this file, new ones too");
+	app->add_option("--runtime", o->runtime, "Use this preset only (native, php, ruby, java, python, postgres); default: detected");
+	app->add_option("--pair", o->pairs,
+			"Also a custom probe pair: PROVIDER:ENTRY/EXIT[:NAME], NAME: argN (points to a static name), "
+			"argN:str, argN:int or =CONSTANT");
 	app->add_option("--task", o->tasks, "Custom task probes: PROVIDER:CREATE/BEGIN/END[:argN], argN is the task id");
 	app->add_option("command", o->command, "Command to launch, after --");
 	return {app, [o] {
-			if ((o->pid != 0) == !o->command.empty())
-				throw UserError("record needs exactly one of -p PID or -- CMD", 2);
+			if ((o->pid != 0) + !o->command.empty() + !o->binary.empty() != 1)
+				throw UserError("record needs exactly one of -p PID, --binary PATH or -- CMD", 2);
 			return record(*o);
 		}};
 }

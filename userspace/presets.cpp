@@ -1,0 +1,243 @@
+#include "presets.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "sql.h"
+#include "usdt.h"
+
+namespace usdtprof {
+
+namespace {
+
+// A NUL-separated /proc file (environ, cmdline) of pid, "" if unreadable.
+std::string proc_file(int pid, const char *name)
+{
+	std::ifstream in("/proc/" + std::to_string(pid) + "/" + name, std::ios::binary);
+	return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string text(const usdtprof_name &n, int part)
+{
+	return std::string(n.text[part], strnlen(n.text[part], USDTPROF_NAME_LEN));
+}
+
+std::string base_name(const std::string &path)
+{
+	size_t slash = path.rfind('/');
+	return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string location(const std::string &file, int64_t line)
+{
+	return file.empty() ? "" : line > 0 ? file + ":" + std::to_string(line) : file;
+}
+
+ProbeRole runtime(const char *provider, const char *name, usdtprof_role role, std::vector<unsigned> ident_args,
+		  std::vector<NamePart> parts, NameFormat format)
+{
+	ProbeRole r{provider, name, role};
+	r.ident = USDTPROF_IDENT_PTRS;
+	r.ident_args = std::move(ident_args);
+	r.parts = std::move(parts);
+	r.format = format;
+	return r;
+}
+
+ProbeRole constant(const char *provider, const char *name, usdtprof_role role, const char *frame)
+{
+	ProbeRole r{provider, name, role};
+	r.ident = USDTPROF_IDENT_CONST;
+	r.const_name = frame;
+	return r;
+}
+
+// php:function__entry/return(function, file, line, class, scope).
+std::vector<ProbeRole> php_roles()
+{
+	const std::vector<NamePart> parts = {
+		{USDTPROF_PART_STR, 0}, {USDTPROF_PART_STR, 1}, {USDTPROF_PART_INT, 2}, {USDTPROF_PART_STR, 3}};
+	auto name = [](const usdtprof_name &n, const ProbeRole &) -> FunctionName {
+		std::string cls = text(n, 3), fn = text(n, 0);
+		return {cls.empty() ? fn : cls + "::" + fn, location(text(n, 1), n.num[2])};
+	};
+	return {runtime("php", "function__entry", USDTPROF_ROLE_ENTRY, {0, 3}, parts, name),
+		runtime("php", "function__return", USDTPROF_ROLE_EXIT, {0, 3}, parts, name)};
+}
+
+std::string php_check(int pid)
+{
+	std::string env = proc_file(pid, "environ");
+	if (env.empty() || ("\0" + env).find(std::string("\0USE_ZEND_DTRACE=1\0", 19)) != std::string::npos)
+		return "";
+	return "PHP fires its function probes only when started with USE_ZEND_DTRACE=1 in its environment: "
+	       "restart it with USE_ZEND_DTRACE=1 (record -- php ... sets it)";
+}
+
+// ruby:[c]method__entry/return(class, method, file, line).
+std::vector<ProbeRole> ruby_roles()
+{
+	const std::vector<NamePart> parts = {
+		{USDTPROF_PART_STR, 0}, {USDTPROF_PART_STR, 1}, {USDTPROF_PART_STR, 2}, {USDTPROF_PART_INT, 3}};
+	auto name = [](const usdtprof_name &n, const ProbeRole &) -> FunctionName {
+		return {text(n, 0) + "#" + text(n, 1), location(text(n, 2), n.num[3])};
+	};
+	return {runtime("ruby", "method__entry", USDTPROF_ROLE_ENTRY, {0, 1}, parts, name),
+		runtime("ruby", "method__return", USDTPROF_ROLE_EXIT, {0, 1}, parts, name),
+		runtime("ruby", "cmethod__entry", USDTPROF_ROLE_ENTRY, {0, 1}, parts, name),
+		runtime("ruby", "cmethod__return", USDTPROF_ROLE_EXIT, {0, 1}, parts, name)};
+}
+
+// hotspot:method__entry/return(thread, class, class length, method, method
+// length, signature, signature length): strings not NUL-terminated.
+std::vector<ProbeRole> java_roles()
+{
+	const std::vector<NamePart> parts = {
+		{USDTPROF_PART_STR_LEN, 1, 2}, {USDTPROF_PART_STR_LEN, 3, 4}, {USDTPROF_PART_STR_LEN, 5, 6}};
+	auto name = [](const usdtprof_name &n, const ProbeRole &) -> FunctionName {
+		std::string cls = text(n, 0);
+		std::replace(cls.begin(), cls.end(), '/', '.');
+		return {cls + "." + text(n, 1), ""};
+	};
+	return {runtime("hotspot", "method__entry", USDTPROF_ROLE_ENTRY, {1, 3, 5}, parts, name),
+		runtime("hotspot", "method__return", USDTPROF_ROLE_EXIT, {1, 3, 5}, parts, name)};
+}
+
+std::string java_check(int pid)
+{
+	std::string where = proc_file(pid, "cmdline") + proc_file(pid, "environ");
+	if (where.empty() || where.find("+ExtendedDTraceProbes") != std::string::npos ||
+	    where.find("+DTraceMethodProbes") != std::string::npos)
+		return "";
+	return "HotSpot fires its method probes only with -XX:+ExtendedDTraceProbes (JDK 17) or "
+	       "-XX:+DTraceMethodProbes (newer JDKs): restart the JVM with it (record -- java ... sets it)";
+}
+
+std::string java_library(const std::string &executable)
+{
+	std::error_code ec;
+	auto exe = std::filesystem::canonical(executable, ec);
+	if (ec || exe.filename() != "java")
+		return "";
+	auto jvm = exe.parent_path().parent_path() / "lib" / "server" / "libjvm.so";
+	return std::filesystem::exists(jvm, ec) ? jvm.string() : "";
+}
+
+// python:function__entry/return(file, function, line). CPython 3.11 skips
+// the entry probe of Python-to-Python calls (gh-98894) unless its line probe
+// is enabled: holding the python:line semaphore up makes them fire.
+std::vector<ProbeRole> python_roles()
+{
+	const std::vector<NamePart> parts = {{USDTPROF_PART_STR, 0}, {USDTPROF_PART_STR, 1}, {USDTPROF_PART_INT, 2}};
+	auto name = [](const usdtprof_name &n, const ProbeRole &) -> FunctionName {
+		return {base_name(text(n, 0)) + ":" + text(n, 1), location(text(n, 0), n.num[2])};
+	};
+	ProbeRole line{"python", "line", USDTPROF_ROLE_ENTRY};
+	line.semaphore_only = true;
+	return {runtime("python", "function__entry", USDTPROF_ROLE_ENTRY, {0, 1}, parts, name),
+		runtime("python", "function__return", USDTPROF_ROLE_EXIT, {0, 1}, parts, name), line};
+}
+
+// PostgreSQL: a query is the outer frame, named by its statement shape (the
+// text hashed in the kernel with literals replaced); its phases and waits
+// nest inside as constant frames.
+std::vector<ProbeRole> postgres_roles()
+{
+	auto statement = [](const usdtprof_name &n, const ProbeRole &) -> FunctionName {
+		return {normalize_sql(text(n, 0)), ""};
+	};
+	std::vector<ProbeRole> roles;
+	for (usdtprof_role role : {USDTPROF_ROLE_ENTRY, USDTPROF_ROLE_EXIT}) {
+		ProbeRole q{"postgresql", role == USDTPROF_ROLE_ENTRY ? "query__start" : "query__done", role};
+		q.ident = USDTPROF_IDENT_SQL;
+		q.ident_args = {0};
+		q.parts = {{USDTPROF_PART_STR, 0}};
+		q.format = statement;
+		roles.push_back(q);
+	}
+	const std::pair<const char *, const char *> frames[] = {
+		{"query__parse", "parse"}, {"query__rewrite", "rewrite"}, {"query__plan", "plan"},
+		{"query__execute", "execute"}, {"buffer__read", "buffer read"}, {"lock__wait", "lock wait"},
+		{"lwlock__wait", "lwlock wait"}, {"sort", "sort"}};
+	for (const auto &[probe, frame] : frames) {
+		roles.push_back(constant("postgresql", (std::string(probe) + "__start").c_str(), USDTPROF_ROLE_ENTRY, frame));
+		roles.push_back(constant("postgresql", (std::string(probe) + "__done").c_str(), USDTPROF_ROLE_EXIT, frame));
+	}
+	return roles;
+}
+
+std::string no_check(int)
+{
+	return "";
+}
+
+std::string no_library(const std::string &)
+{
+	return "";
+}
+
+} // namespace
+
+const std::vector<Preset> &presets()
+{
+	static const std::vector<Preset> table = {
+		{"native", "usdtprof's own header (include/usdtprof/usdtprof.h)", native_probe_roles, no_check, {},
+		 no_library},
+		{"php", "PHP: php:function__entry/return, named Class::function", php_roles, php_check,
+		 {{"USE_ZEND_DTRACE", "1"}}, no_library},
+		{"ruby", "Ruby: ruby:method__entry/return and cmethod__entry/return, named Class#method", ruby_roles,
+		 no_check, {}, no_library},
+		{"java", "Java (HotSpot): hotspot:method__entry/return, named pkg.Class.method", java_roles, java_check,
+		 {{"JDK_JAVA_OPTIONS", "-XX:+ExtendedDTraceProbes"}}, java_library},
+		{"python", "CPython: python:function__entry/return, named file.py:function", python_roles, no_check, {},
+		 no_library},
+		{"postgres", "PostgreSQL: one frame per statement shape, its phases and waits inside", postgres_roles,
+		 no_check, {}, no_library},
+	};
+	return table;
+}
+
+const Preset *find_preset(std::string_view name)
+{
+	for (const Preset &p : presets())
+		if (name == p.name)
+			return &p;
+	return nullptr;
+}
+
+std::vector<const Preset *> detect_presets(const std::vector<std::string> &files)
+{
+	std::vector<const Preset *> found;
+	for (const std::string &file : files) {
+		auto sites = read_usdt_sites(file);
+		if (!sites)
+			continue;
+		for (const Preset &p : presets()) {
+			ProbeRole first = p.roles().front();
+			bool has = std::any_of(sites->begin(), sites->end(), [&](const UsdtSite &s) {
+				return s.provider == first.provider && s.name == first.name;
+			});
+			if (has && std::find(found.begin(), found.end(), &p) == found.end())
+				found.push_back(&p);
+		}
+	}
+	std::sort(found.begin(), found.end());
+	return found;
+}
+
+std::vector<std::string> probe_presets(std::string_view provider, std::string_view name)
+{
+	std::vector<std::string> out;
+	for (const Preset &preset : presets()) {
+		const auto roles = preset.roles();
+		if (std::any_of(roles.begin(), roles.end(),
+				[&](const ProbeRole &r) { return r.provider == provider && r.name == name; }))
+			out.push_back(preset.name);
+	}
+	return out;
+}
+
+} // namespace usdtprof

@@ -1,0 +1,36 @@
+// Runtime presets: which probes of a runtime are function entries and exits,
+// which arguments identify a function and how to name it. Data, not BPF code.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "probe_roles.h"
+
+namespace usdtprof {
+
+struct Preset {
+	const char *name;
+	const char *summary;                  // one line, for `list` and errors
+	std::vector<ProbeRole> (*roles)();
+	// Why the probes of a running process will not fire, and how to fix
+	// that; empty when they will (or usdtprof cannot tell).
+	std::string (*check)(int pid);
+	// Environment a launched command needs for the probes to fire:
+	// variable, value, whether the value is appended to an existing one.
+	std::vector<std::pair<const char *, const char *>> launch_env;
+	// Files holding the probes that a launched executable loads later with
+	// dlopen (HotSpot's libjvm.so): "" when none.
+	std::string (*late_library)(const std::string &executable);
+};
+
+const std::vector<Preset> &presets();
+const Preset *find_preset(std::string_view name);
+// The presets whose probes (entries) some file of files has, in table order.
+std::vector<const Preset *> detect_presets(const std::vector<std::string> &files);
+// The presets that use provider:name.
+std::vector<std::string> probe_presets(std::string_view provider, std::string_view name);
+
+} // namespace usdtprof
