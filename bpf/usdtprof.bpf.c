@@ -279,6 +279,45 @@ static __noinline __u64 sql_hash(struct pt_regs *ctx, const struct usdtprof_arg_
 	return c.hash;
 }
 
+struct content_ctx {
+	const char *text;
+	__u64 hash;
+};
+
+static long content_step(__u32 i, void *data)
+{
+	struct content_ctx *c = data;
+
+	c->hash = (c->hash ^ (__u8)c->text[i & (USDTPROF_SQL_MAX - 1)]) * FNV_PRIME;
+	return 0;
+}
+
+/* FNV-1a of the NUL-terminated string at addr (its first USDTPROF_CONTENT_MAX bytes). */
+static __noinline __u64 content_hash(__u64 addr)
+{
+	__u32 zero = 0;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	struct content_ctx c = { .hash = FNV_OFFSET };
+	long n;
+
+	if (!s)
+		return 0;
+	n = bpf_probe_read_user_str(s->sql, USDTPROF_CONTENT_MAX, (void *)addr);
+	if (n <= 1)
+		return FNV_OFFSET;
+	c.text = s->sql;
+	bpf_loop(n - 1, content_step, &c, 0);
+	return c.hash;
+}
+
+/* An identity argument: its value, or the hash of the string it points to. */
+static __always_inline __u64 ident_arg(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec, int i)
+{
+	__u64 v = read_arg_slow(ctx, &spec->args[i]);
+
+	return spec->content_mask & (1u << i) ? content_hash(v) : v;
+}
+
 static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtprof_name_part *part,
 					 struct usdtprof_name *n, int i)
 {
@@ -340,11 +379,11 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 	if (spec->ident == USDTPROF_IDENT_SQL) {
 		h = sql_hash(ctx, &spec->args[0]);
 	} else {
-		h = read_arg_slow(ctx, &spec->args[0]);
+		h = ident_arg(ctx, spec, 0);
 		if (spec->nargs > 1)
-			h = path_hash(h, read_arg_slow(ctx, &spec->args[1]));
+			h = path_hash(h, ident_arg(ctx, spec, 1));
 		if (spec->nargs > 2)
-			h = path_hash(h, read_arg_slow(ctx, &spec->args[2]));
+			h = path_hash(h, ident_arg(ctx, spec, 2));
 	}
 	/* Ids below 16 are the synthetic frames'. */
 	if (h < 16)

@@ -37,11 +37,12 @@ std::string location(const std::string &file, int64_t line)
 }
 
 ProbeRole runtime(const char *provider, const char *name, usdtprof_role role, std::vector<unsigned> ident_args,
-		  std::vector<NamePart> parts, NameFormat format)
+		  uint32_t content_mask, std::vector<NamePart> parts, NameFormat format)
 {
 	ProbeRole r{provider, name, role};
 	r.ident = USDTPROF_IDENT_PTRS;
 	r.ident_args = std::move(ident_args);
+	r.content_mask = content_mask;
 	r.parts = std::move(parts);
 	r.format = format;
 	return r;
@@ -55,7 +56,8 @@ ProbeRole constant(const char *provider, const char *name, usdtprof_role role, c
 	return r;
 }
 
-// php:function__entry/return(function, file, line, class, scope).
+// php:function__entry/return(function, file, line, class, scope). Names are
+// keyed by content: PHP-FPM frees them at the end of each request.
 std::vector<ProbeRole> php_roles()
 {
 	const std::vector<NamePart> parts = {
@@ -64,8 +66,8 @@ std::vector<ProbeRole> php_roles()
 		std::string cls = text(n, 3), fn = text(n, 0);
 		return {cls.empty() ? fn : cls + "::" + fn, location(text(n, 1), n.num[2])};
 	};
-	return {runtime("php", "function__entry", USDTPROF_ROLE_ENTRY, {0, 3}, parts, name),
-		runtime("php", "function__return", USDTPROF_ROLE_EXIT, {0, 3}, parts, name)};
+	return {runtime("php", "function__entry", USDTPROF_ROLE_ENTRY, {0, 3}, 0b11, parts, name),
+		runtime("php", "function__return", USDTPROF_ROLE_EXIT, {0, 3}, 0b11, parts, name)};
 }
 
 std::string php_check(int pid)
@@ -77,7 +79,9 @@ std::string php_check(int pid)
 	       "restart it with USE_ZEND_DTRACE=1 (record -- php ... sets it)";
 }
 
-// ruby:[c]method__entry/return(class, method, file, line).
+// ruby:[c]method__entry/return(class, method, file, line). The class name
+// is a fresh copy at each call, so it is keyed by content; method names are
+// interned symbols.
 std::vector<ProbeRole> ruby_roles()
 {
 	const std::vector<NamePart> parts = {
@@ -85,14 +89,15 @@ std::vector<ProbeRole> ruby_roles()
 	auto name = [](const usdtprof_name &n, const ProbeRole &) -> FunctionName {
 		return {text(n, 0) + "#" + text(n, 1), location(text(n, 2), n.num[3])};
 	};
-	return {runtime("ruby", "method__entry", USDTPROF_ROLE_ENTRY, {0, 1}, parts, name),
-		runtime("ruby", "method__return", USDTPROF_ROLE_EXIT, {0, 1}, parts, name),
-		runtime("ruby", "cmethod__entry", USDTPROF_ROLE_ENTRY, {0, 1}, parts, name),
-		runtime("ruby", "cmethod__return", USDTPROF_ROLE_EXIT, {0, 1}, parts, name)};
+	return {runtime("ruby", "method__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0b01, parts, name),
+		runtime("ruby", "method__return", USDTPROF_ROLE_EXIT, {0, 1}, 0b01, parts, name),
+		runtime("ruby", "cmethod__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0b01, parts, name),
+		runtime("ruby", "cmethod__return", USDTPROF_ROLE_EXIT, {0, 1}, 0b01, parts, name)};
 }
 
 // hotspot:method__entry/return(thread, class, class length, method, method
-// length, signature, signature length): strings not NUL-terminated.
+// length, signature, signature length): strings not NUL-terminated, interned
+// Symbols, so the pointers identify a method.
 std::vector<ProbeRole> java_roles()
 {
 	const std::vector<NamePart> parts = {
@@ -102,8 +107,8 @@ std::vector<ProbeRole> java_roles()
 		std::replace(cls.begin(), cls.end(), '/', '.');
 		return {cls + "." + text(n, 1), ""};
 	};
-	return {runtime("hotspot", "method__entry", USDTPROF_ROLE_ENTRY, {1, 3, 5}, parts, name),
-		runtime("hotspot", "method__return", USDTPROF_ROLE_EXIT, {1, 3, 5}, parts, name)};
+	return {runtime("hotspot", "method__entry", USDTPROF_ROLE_ENTRY, {1, 3, 5}, 0, parts, name),
+		runtime("hotspot", "method__return", USDTPROF_ROLE_EXIT, {1, 3, 5}, 0, parts, name)};
 }
 
 std::string java_check(int pid)
@@ -126,7 +131,9 @@ std::string java_library(const std::string &executable)
 	return std::filesystem::exists(jvm, ec) ? jvm.string() : "";
 }
 
-// python:function__entry/return(file, function, line). CPython 3.11 skips
+// python:function__entry/return(file, function, line): the code object's
+// strings, alive while it is; names are interned, so two functions of one
+// name in one file are one. CPython 3.11 skips
 // the entry probe of Python-to-Python calls (gh-98894) unless its line probe
 // is enabled: holding the python:line semaphore up makes them fire.
 std::vector<ProbeRole> python_roles()
@@ -137,8 +144,8 @@ std::vector<ProbeRole> python_roles()
 	};
 	ProbeRole line{"python", "line", USDTPROF_ROLE_ENTRY};
 	line.semaphore_only = true;
-	return {runtime("python", "function__entry", USDTPROF_ROLE_ENTRY, {0, 1}, parts, name),
-		runtime("python", "function__return", USDTPROF_ROLE_EXIT, {0, 1}, parts, name), line};
+	return {runtime("python", "function__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0, parts, name),
+		runtime("python", "function__return", USDTPROF_ROLE_EXIT, {0, 1}, 0, parts, name), line};
 }
 
 // PostgreSQL: a query is the outer frame, named by its statement shape (the
@@ -169,6 +176,16 @@ std::vector<ProbeRole> postgres_roles()
 	return roles;
 }
 
+// Ruby 3.1 fires method__entry/return only while a global call/return
+// event hook is on. A C hook (libc's labs, a pure function: arguments
+// ignored, nothing done) costs less than a TracePoint, whose block would run
+// at every call. 0x8 | 0x10: RUBY_EVENT_CALL | RUBY_EVENT_RETURN.
+const char kRubyHooks[] = R"(require "fiddle"
+Fiddle::Function.new(Fiddle::Handle::DEFAULT["rb_add_event_hook"],
+                     [Fiddle::TYPE_VOIDP, Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP],
+                     Fiddle::TYPE_VOID).call(Fiddle::Handle::DEFAULT["labs"], 0x8 | 0x10, 0)
+)";
+
 std::string no_check(int)
 {
 	return "";
@@ -185,17 +202,17 @@ const std::vector<Preset> &presets()
 {
 	static const std::vector<Preset> table = {
 		{"native", "usdtprof's own header (include/usdtprof/usdtprof.h)", native_probe_roles, no_check, {},
-		 no_library},
+		 nullptr, no_library},
 		{"php", "PHP: php:function__entry/return, named Class::function", php_roles, php_check,
-		 {{"USE_ZEND_DTRACE", "1"}}, no_library},
+		 {{"USE_ZEND_DTRACE", "1"}}, nullptr, no_library},
 		{"ruby", "Ruby: ruby:method__entry/return and cmethod__entry/return, named Class#method", ruby_roles,
-		 no_check, {}, no_library},
+		 no_check, {{"RUBYOPT", "-r{script}"}}, kRubyHooks, no_library},
 		{"java", "Java (HotSpot): hotspot:method__entry/return, named pkg.Class.method", java_roles, java_check,
-		 {{"JDK_JAVA_OPTIONS", "-XX:+ExtendedDTraceProbes"}}, java_library},
+		 {{"JDK_JAVA_OPTIONS", "-XX:+DTraceMethodProbes"}}, nullptr, java_library},
 		{"python", "CPython: python:function__entry/return, named file.py:function", python_roles, no_check, {},
-		 no_library},
+		 nullptr, no_library},
 		{"postgres", "PostgreSQL: one frame per statement shape, its phases and waits inside", postgres_roles,
-		 no_check, {}, no_library},
+		 no_check, {}, nullptr, no_library},
 	};
 	return table;
 }

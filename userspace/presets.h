@@ -18,9 +18,11 @@ struct Preset {
 	// Why the probes of a running process will not fire, and how to fix
 	// that; empty when they will (or usdtprof cannot tell).
 	std::string (*check)(int pid);
-	// Environment a launched command needs for the probes to fire:
-	// variable, value, whether the value is appended to an existing one.
+	// Environment a launched command needs for the probes to fire: each
+	// value is added to the variable's, "{script}" standing for a file
+	// holding launch_script.
 	std::vector<std::pair<const char *, const char *>> launch_env;
+	const char *launch_script;
 	// Files holding the probes that a launched executable loads later with
 	// dlopen (HotSpot's libjvm.so): "" when none.
 	std::string (*late_library)(const std::string &executable);

@@ -35,6 +35,7 @@ struct ProbeRole {
 	unsigned arg = 0; // IDENT_NATIVE: the argument that identifies the function (a pointer to its name) or the task
 	usdtprof_ident ident = USDTPROF_IDENT_NATIVE;
 	std::vector<unsigned> ident_args;         // IDENT_PTRS: hashed together; IDENT_SQL: the query text
+	uint32_t content_mask = 0;                // IDENT_PTRS: bit i: ident_args[i] is hashed by content
 	std::vector<NamePart> parts;              // IDENT_PTRS, IDENT_SQL: captured, at most USDTPROF_NAME_PARTS
 	NameFormat format = nullptr;              // IDENT_PTRS, IDENT_SQL
 	std::string const_name;                   // IDENT_CONST

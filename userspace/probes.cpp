@@ -3,6 +3,7 @@
 #include <tuple>
 
 #include "process.h"
+#include "report.h"
 
 namespace usdtprof {
 
@@ -55,6 +56,7 @@ usdtprof_probe_spec probe_spec(const FoundSite &f)
 	case USDTPROF_IDENT_PTRS:
 	case USDTPROF_IDENT_SQL:
 		spec.nargs = uint32_t(std::min<size_t>(p.ident_args.size(), USDTPROF_MAX_IDENT_ARGS));
+		spec.content_mask = p.content_mask;
 		for (uint32_t i = 0; i < spec.nargs; i++)
 			spec.args[i] = site_arg(f, p.ident_args[i]);
 		for (size_t i = 0; i < p.parts.size() && i < USDTPROF_NAME_PARTS; i++) {
@@ -135,7 +137,8 @@ Result<FunctionName> FunctionNamer::operator()(uint32_t tgid, uint64_t func) con
 	auto s = read_target_string(int(tgid), maps == maps_.end() ? none : maps->second, func);
 	if (!s)
 		return s.error();
-	return FunctionName{*s, ""};
+	// Our C++ header names functions by __PRETTY_FUNCTION__.
+	return FunctionName{simplify_function_name(*s), ""};
 }
 
 } // namespace usdtprof

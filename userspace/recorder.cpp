@@ -8,6 +8,7 @@
 #include <ctime>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <set>
 #include <map>
 #include <optional>
@@ -264,17 +265,45 @@ std::string resolve_command(const std::string &name)
 	return name;
 }
 
+// A preset's launch script, in a temporary file removed when recording ends.
+class LaunchScript {
+public:
+	explicit LaunchScript(const char *content)
+	{
+		char name[] = "/tmp/usdtprof-launch-XXXXXX.rb";
+		int fd = mkstemps(name, 3);
+		if (fd < 0)
+			throw UserError(std::string("cannot create a launch script: ") + strerror(errno));
+		bool ok = write(fd, content, strlen(content)) == ssize_t(strlen(content));
+		close(fd);
+		path_ = name;
+		if (!ok)
+			throw UserError("cannot write " + path_);
+	}
+	~LaunchScript() { unlink(path_.c_str()); }
+	const std::string &path() const { return path_; }
+
+private:
+	std::string path_;
+};
+
 // Sets what the presets need in a launched command's environment; says so.
-bool apply_launch_env(const std::vector<const Preset *> &chosen)
+bool apply_launch_env(const std::vector<const Preset *> &chosen, std::vector<std::unique_ptr<LaunchScript>> &scripts)
 {
 	bool changed = false;
 	for (const Preset *p : chosen)
-		for (const auto &[var, value] : p->launch_env) {
+		for (const auto &[var, templ] : p->launch_env) {
 			const char *old = getenv(var);
-			std::string now = old && *old ? std::string(old) : "";
-			if (now.find(value) != std::string::npos)
+			std::string now = old && *old ? std::string(old) : "", value = templ;
+			if (size_t at = value.find("{script}"); at != std::string::npos) {
+				if (now.find("usdtprof-launch-") != std::string::npos)
+					continue;
+				scripts.push_back(std::make_unique<LaunchScript>(p->launch_script));
+				value.replace(at, 8, scripts.back()->path());
+			} else if (now.find(value) != std::string::npos) {
 				continue;
-			now += (now.empty() ? "" : " ") + std::string(value);
+			}
+			now += (now.empty() ? "" : " ") + value;
 			setenv(var, now.c_str(), 1);
 			fprintf(stderr, "usdtprof: %s: launching with %s=%s\n", p->name, var, now.c_str());
 			changed = true;
@@ -326,6 +355,7 @@ int record(const RecordOptions &o)
 	if (!engine)
 		throw UserError(engine.error().message);
 
+	std::vector<std::unique_ptr<LaunchScript>> scripts;
 	std::optional<HeldChild> child;
 	std::optional<BinaryProcesses> binary_processes;
 	int pid = o.pid;
@@ -343,7 +373,7 @@ int record(const RecordOptions &o)
 			chosen = choose_presets(o, files);
 			// The held command has run none of its code: when its runtime
 			// needs an environment variable, it starts again with it.
-			if (!apply_launch_env(chosen))
+			if (!apply_launch_env(chosen, scripts))
 				break;
 		}
 		pid = child->pid();

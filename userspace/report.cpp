@@ -287,19 +287,16 @@ CallTree build_call_tree(const Profile &profile)
 	CallTree tree;
 	std::vector<uint32_t> tree_index(profile.nodes.size(), kNoParent);
 	std::map<std::pair<uint32_t, std::string>, uint32_t> by_name; // (tree parent, name) -> tree node
-	std::unordered_map<uint32_t, std::string> simplified;         // profile function -> name
+	const std::string unknown = "<unknown>";
 	for (size_t i = 0; i < profile.nodes.size(); i++) {
 		const PathNode &pn = profile.nodes[i];
 		// Parents come first in a valid profile; anything else is treated as a root.
 		uint32_t parent = pn.parent < i ? tree_index[pn.parent] : kNoParent;
-		auto [it, fresh] = simplified.try_emplace(pn.function);
-		if (fresh)
-			it->second = simplify_function_name(
-				pn.function < profile.functions.size() ? profile.functions[pn.function] : "<unknown>");
-		auto [slot, added] = by_name.try_emplace({parent, it->second}, static_cast<uint32_t>(tree.nodes.size()));
+		const std::string &name = pn.function < profile.functions.size() ? profile.functions[pn.function] : unknown;
+		auto [slot, added] = by_name.try_emplace({parent, name}, static_cast<uint32_t>(tree.nodes.size()));
 		if (added) {
 			TreeNode n;
-			n.name = it->second;
+			n.name = name;
 			n.parent = parent;
 			tree.nodes.push_back(n);
 			(parent == kNoParent ? tree.roots : tree.nodes[parent].children).push_back(slot->second);

@@ -94,6 +94,9 @@ std::string normalize_sql(std::string_view text)
 		placeholder();
 	if (minus_pending)
 		emit('-');
+	// pg_stat_statements shows a statement without its terminating semicolon.
+	while (!out.empty() && (out.back() == ';' || out.back() == ' '))
+		out.pop_back();
 	return out;
 }
 

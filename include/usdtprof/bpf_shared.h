@@ -64,8 +64,9 @@ enum usdtprof_ident {
 				  reads names from the process */
 	USDTPROF_IDENT_CONST,  /* func = const_func: a probe pair that is one frame
 				  (e.g. PostgreSQL's query__plan__start/done) */
-	USDTPROF_IDENT_PTRS,   /* func = hash(args[0..nargs)): strings the runtime
-				  keeps alive and unique (interned names) */
+	USDTPROF_IDENT_PTRS,   /* func = hash(args[0..nargs)): pointers to strings the
+				  runtime keeps alive and unique (interned names), or,
+				  for the args in content_mask, the strings' contents */
 	USDTPROF_IDENT_SQL,    /* func = hash of the text at args[0] with literals
 				  replaced by placeholders: one frame per statement shape */
 };
@@ -74,6 +75,8 @@ enum usdtprof_ident {
 #define USDTPROF_MAX_IDENT_ARGS 3
 #define USDTPROF_NAME_PARTS 4
 #define USDTPROF_NAME_LEN 192 /* per captured string, with its NUL */
+/* Bytes of a string a content identity covers. */
+#define USDTPROF_CONTENT_MAX 256
 /* Bytes of a query text the SQL identity covers. */
 #define USDTPROF_SQL_MAX 1024
 
@@ -101,7 +104,7 @@ struct usdtprof_probe_spec {
 	__u32 role;  /* enum usdtprof_role */
 	__u32 ident; /* enum usdtprof_ident */
 	__u32 nargs; /* identity arguments used (IDENT_PTRS) */
-	__u32 pad;
+	__u32 content_mask; /* IDENT_PTRS: bit i set: args[i] is hashed by content */
 };
 
 /* A function's captured name, keyed by (process, function id). */
