@@ -282,6 +282,41 @@ size_t find_operator(const std::string &s)
 
 } // namespace
 
+Profile split_by_process(const Profile &profile)
+{
+	Profile out = profile;
+	out.nodes.clear();
+	std::map<int32_t, std::string> comm;
+	for (const ProfileProcess &p : profile.processes)
+		comm[p.pid] = p.comm;
+	std::map<int32_t, uint32_t> root_of;
+	std::vector<uint32_t> moved(profile.nodes.size());
+	for (size_t i = 0; i < profile.nodes.size(); i++) {
+		PathNode n = profile.nodes[i];
+		if (n.parent == kNoParent || n.parent >= i) {
+			auto [it, added] = root_of.try_emplace(n.pid, uint32_t(out.nodes.size()));
+			if (added) {
+				PathNode root;
+				root.pid = n.pid;
+				root.function = uint32_t(out.functions.size());
+				std::string name = comm[n.pid];
+				out.functions.push_back((name.empty() ? "" : name + " ") + "(pid " + std::to_string(n.pid) + ")");
+				if (!out.locations.empty())
+					out.locations.push_back("");
+				out.nodes.push_back(root);
+			}
+			PathNode &root = out.nodes[it->second];
+			root.total_ns += n.total_ns;
+			n.parent = it->second;
+		} else {
+			n.parent = moved[n.parent];
+		}
+		moved[i] = uint32_t(out.nodes.size());
+		out.nodes.push_back(n);
+	}
+	return out;
+}
+
 CallTree build_call_tree(const Profile &profile)
 {
 	CallTree tree;

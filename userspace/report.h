@@ -29,6 +29,9 @@ struct CallTree {
 };
 
 CallTree build_call_tree(const Profile &profile);
+// The profile with one root per process, "comm (pid N)", above its paths:
+// reports and exports then keep processes apart (--per-process).
+Profile split_by_process(const Profile &profile);
 // Names from root to node.
 std::vector<std::string> stack_of(const CallTree &tree, uint32_t node);
 

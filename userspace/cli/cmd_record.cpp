@@ -19,28 +19,41 @@ const CLI::Validator kPositive(
 
 } // namespace
 
+void add_target_options(CLI::App *app, RecordOptions &o)
+{
+	app->add_option("-p,--pid", o.pid, "Process to attach to")->check(kPositive);
+	app->add_option("--binary", o.binary, "Attach to every process running this file, new ones too");
+	app->add_option("--runtime", o.runtime, "Use this preset only (native, php, ruby, java, python, postgres); default: detected");
+	// One value per flag, repeated: a vector option would also take the command's own dashed arguments.
+	app->add_option("--pair", o.pairs,
+			"Also a custom probe pair: PROVIDER:ENTRY/EXIT[:NAME], NAME: argN (points to a static name), "
+			"argN:str, argN:int or =CONSTANT")
+		->allow_extra_args(false);
+	app->add_option("--task", o.tasks, "Custom task probes: PROVIDER:CREATE/BEGIN/END[:argN], argN is the task id")
+		->allow_extra_args(false);
+	app->add_option("command", o.command, "Command to launch, after --");
+}
+
+void require_one_target(const RecordOptions &o, const char *command)
+{
+	if ((o.pid != 0) + !o.command.empty() + !o.binary.empty() != 1)
+		throw UserError(std::string(command) + " needs exactly one of -p PID, --binary PATH or -- CMD", 2);
+}
+
 Command add_record_command(CLI::App &parent)
 {
 	auto o = std::make_shared<RecordOptions>();
 	CLI::App *app = parent.add_subcommand(
 		"record", "Profile a running process (-p PID) or a command (-- CMD ARGS...)");
-	app->add_option("-p,--pid", o->pid, "Process to attach to")->check(kPositive);
 	app->add_option("-d,--duration", o->duration_s, "Stop after SECONDS (default: Ctrl-C or exit)")
 		->check(kPositive);
 	app->add_option("-o,--output", o->output, "Profile file to write")->capture_default_str();
 	app->add_option("--max-paths", o->max_paths, "Distinct call paths the kernel map holds")
 		->capture_default_str()
 		->check(CLI::Range(1u, 1u << 24));
-	app->add_option("--binary", o->binary, "Attach to every process running this file, new ones too");
-	app->add_option("--runtime", o->runtime, "Use this preset only (native, php, ruby, java, python, postgres); default: detected");
-	app->add_option("--pair", o->pairs,
-			"Also a custom probe pair: PROVIDER:ENTRY/EXIT[:NAME], NAME: argN (points to a static name), "
-			"argN:str, argN:int or =CONSTANT");
-	app->add_option("--task", o->tasks, "Custom task probes: PROVIDER:CREATE/BEGIN/END[:argN], argN is the task id");
-	app->add_option("command", o->command, "Command to launch, after --");
+	add_target_options(app, *o);
 	return {app, [o] {
-			if ((o->pid != 0) + !o->command.empty() + !o->binary.empty() != 1)
-				throw UserError("record needs exactly one of -p PID, --binary PATH or -- CMD", 2);
+			require_one_target(*o, "record");
 			return record(*o);
 		}};
 }

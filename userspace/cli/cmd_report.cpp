@@ -16,11 +16,13 @@ Command add_report_command(CLI::App &parent)
 		std::string format = "text";
 		std::string time = "wall";
 		ReportOptions options;
+		bool per_process = false;
 	};
 	auto a = std::make_shared<Args>();
 	CLI::App *app = parent.add_subcommand("report", "Print a recorded profile");
 	app->add_option("file", a->file, "Profile file")->capture_default_str();
 	app->add_flag("--tree", a->options.tree, "Show the call tree");
+	app->add_flag("--per-process", a->per_process, "Keep processes apart: one root per process");
 	app->add_option("--sort", a->sort, "self, total, calls, avg or name")->capture_default_str();
 	app->add_option("--limit", a->options.limit, "Show at most N functions (0: all)");
 	app->add_option("--min-percent", a->options.min_percent,
@@ -43,7 +45,7 @@ Command add_report_command(CLI::App &parent)
 			auto profile = load_profile(a->file);
 			if (!profile)
 				throw UserError(profile.error().message);
-			std::string out = render_report(*profile, a->options);
+			std::string out = render_report(a->per_process ? split_by_process(*profile) : *profile, a->options);
 			fwrite(out.data(), 1, out.size(), stdout);
 			return 0;
 		}};

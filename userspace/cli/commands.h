@@ -4,12 +4,22 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
+namespace usdtprof {
+struct RecordOptions;
+}
+
 namespace usdtprof::cli {
 
 struct Command {
 	CLI::App *app;
 	std::function<int()> run; // returns the exit status; throws UserError
 };
+
+// The target and probe options record, trace and monitor share: -p, --binary,
+// --runtime, --pair, --task and the command after --.
+void add_target_options(CLI::App *app, usdtprof::RecordOptions &o);
+// Throws the usage error unless exactly one target was given.
+void require_one_target(const usdtprof::RecordOptions &o, const char *command);
 
 Command add_record_command(CLI::App &parent);
 Command add_report_command(CLI::App &parent);
