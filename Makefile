@@ -24,7 +24,7 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iin
 
 CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=gnu++20 -Wall -Wextra -MMD -MP -I$(OUTPUT) -Iinclude -Iuserspace
-LDLIBS := -lbpf -lelf -lz
+LDLIBS := -lbpf -lelf -lz -lprotobuf -lcpp-httplib
 # make test SANITIZE=address,undefined: any report fails the test (no recovery);
 # GCC's uninitialized-use analysis gives false positives under ASan.
 ifneq ($(SANITIZE),)
@@ -47,6 +47,9 @@ E2E_OBJS := $(E2E_SRCS:%.cpp=$(OUTPUT)/%.o)
 TARGETS := $(TARGET_C:tests/targets/%.c=$(OUTPUT)/targets/%) \
 	$(TARGET_CXX:tests/targets/%.cpp=$(OUTPUT)/targets/%)
 SKELS := $(OUTPUT)/usdtprof.skel.h $(OUTPUT)/bench_empty.skel.h
+# pprof's schema (userspace/proto/profile.proto), compiled by protoc into the library.
+PROTO_HDR := $(OUTPUT)/proto/profile.pb.h
+PROTO_OBJ := $(OUTPUT)/proto/profile.pb.o
 
 USDTPROF := $(OUTPUT)/usdtprof
 
@@ -70,12 +73,22 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
-$(OUTPUT)/%.o: %.cpp $(SKELS) | deps
+# One protoc run writes both files (grouped pattern targets).
+$(OUTPUT)/proto/%.pb.cc $(OUTPUT)/proto/%.pb.h: userspace/proto/%.proto | deps
+	$(call msg,PROTOC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)protoc --proto_path=userspace/proto --cpp_out=$(@D) $<
+
+$(PROTO_OBJ): $(OUTPUT)/proto/%.pb.o: $(OUTPUT)/proto/%.pb.cc $(PROTO_HDR)
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
+
+$(OUTPUT)/%.o: %.cpp $(SKELS) $(PROTO_HDR) | deps
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
 
-$(OUTPUT)/libusdtprof.a: $(LIB_OBJS)
+$(OUTPUT)/libusdtprof.a: $(LIB_OBJS) $(PROTO_OBJ)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 

@@ -85,6 +85,16 @@ __u64 anomalies[USDTPROF_ANOM_COUNT];
 __u64 stop_ns;
 /* Set by userspace before the first probe is attached (monotonic ns). */
 __u64 start_ns;
+/* `usdtprof monitor`: bumped at each interval; a thread whose cache was
+ * flushed in an older epoch adds it to the paths map at its next exit, so
+ * periodic reads of the map miss nothing for long. */
+__u64 flush_epoch;
+/* `usdtprof monitor` between sampling windows: probes do nothing (while
+ * their detachment waits for a grace period). */
+__u64 paused;
+/* Set once a sampling window has closed: frames open at its end were
+ * counted then, so exits found without a frame are not counted again. */
+__u64 windowed;
 
 #define FRAME_MASK (USDTPROF_MAX_DEPTH - 1)
 
@@ -599,7 +609,7 @@ int usdt_entry(struct pt_regs *ctx)
 	__u32 d, spec_index;
 	const struct usdtprof_probe_spec *spec = probe_spec(ctx, &spec_index);
 
-	if (!spec || stop_ns)
+	if (!spec || stop_ns || paused)
 		return 0;
 	/* The clock is read after the stack exists and the function is known:
 	 * creating a thread's stack, capturing a name or hashing a query text
@@ -697,13 +707,19 @@ int usdt_exit(struct pt_regs *ctx)
 	__u32 d, i, spec_index;
 	const struct usdtprof_probe_spec *spec = probe_spec(ctx, &spec_index);
 
-	if (!spec || stop_ns)
+	if (!spec || stop_ns || paused)
 		return 0;
 	st = thread_stack();
 	if (!st)
 		return 0;
 	func = hit_function(ctx, spec, spec_index, st);
 	now = bpf_ktime_get_ns();
+	if (st->epoch != flush_epoch) {
+		struct pop_ctx c = { .st = st };
+
+		st->epoch = flush_epoch;
+		bpf_loop(USDTPROF_PATH_CACHE, flush_slot, &c, 0);
+	}
 	if (spec->role == USDTPROF_ROLE_TASK_END) {
 		__u64 key = path_hash(st->tgid, func);
 
@@ -721,7 +737,10 @@ int usdt_exit(struct pt_regs *ctx)
 	}
 	d = st->depth;
 	if (d == 0) {
-		exit_running_at_attach(st, func, now);
+		if (windowed)
+			count_anomaly(USDTPROF_ANOM_WINDOW_EXITS, 1);
+		else
+			exit_running_at_attach(st, func, now);
 		return 0;
 	}
 	if (d > USDTPROF_MAX_DEPTH)
@@ -835,6 +854,23 @@ int BPF_PROG(flush_exiting_thread, struct task_struct *task)
 SEC("uprobe")
 int usdt_semaphore(struct pt_regs *ctx)
 {
+	return 0;
+}
+
+/* `usdtprof monitor`, when a sampling window closes (probes paused and
+ * detached, so no probe runs on any stack): open frames are charged up to
+ * now as open activations and every stack starts empty, path caches flushed. */
+SEC("iter/task")
+int close_window(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct usdtprof_thread_stack *st;
+
+	if (!task)
+		return 0;
+	st = bpf_task_storage_get(&stacks, task, 0, 0);
+	if (st && !st->flushed)
+		drain_stack(st);
 	return 0;
 }
 

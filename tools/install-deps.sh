@@ -4,7 +4,8 @@
 set -eu
 # libclang-rt-dev: libFuzzer for `make fuzz`.
 packages="make g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcli11-dev
-catch2 systemtap-sdt-dev nlohmann-json3-dev pkg-config libclang-rt-dev"
+catch2 systemtap-sdt-dev nlohmann-json3-dev pkg-config libclang-rt-dev libprotobuf-dev
+protobuf-compiler libcpp-httplib-dev"
 missing=""
 for p in $packages; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -200,14 +200,17 @@ void Engine::detach_probes()
 		probe_links_.pop_back();
 }
 
-Result<void> Engine::flush_open_frames()
+namespace {
+
+// Runs a task iterator program once over every thread.
+Result<void> run_task_iterator(bpf_program *prog)
 {
-	LinkPtr link(bpf_program__attach_iter(skel_->progs.flush_open_frames, nullptr));
+	LinkPtr link(bpf_program__attach_iter(prog, nullptr));
 	if (!link)
-		return Error{"cannot attach the flush iterator: " + errno_text(errno)};
+		return Error{std::string("cannot attach the ") + bpf_program__name(prog) + " iterator: " + errno_text(errno)};
 	int fd = bpf_iter_create(bpf_link__fd(link.get()));
 	if (fd < 0)
-		return Error{"cannot run the flush iterator: " + errno_text(errno)};
+		return Error{std::string("cannot run the ") + bpf_program__name(prog) + " iterator: " + errno_text(errno)};
 	char buf[256];
 	ssize_t n;
 	while ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
@@ -215,8 +218,71 @@ Result<void> Engine::flush_open_frames()
 	int err = errno;
 	close(fd);
 	if (n < 0)
-		return Error{"flush iterator failed: " + errno_text(err)};
+		return Error{std::string(bpf_program__name(prog)) + " iterator failed: " + errno_text(err)};
 	return {};
+}
+
+} // namespace
+
+Result<void> Engine::flush_open_frames()
+{
+	return run_task_iterator(skel_->progs.flush_open_frames);
+}
+
+Result<void> Engine::close_window()
+{
+	__atomic_store_n(&skel_->bss->paused, 1, __ATOMIC_RELEASE);
+	// Detaching waits for the probes in flight: then no probe touches a stack.
+	detach_probes();
+	skel_->bss->windowed = 1;
+	return run_task_iterator(skel_->progs.close_window);
+}
+
+void Engine::open_window()
+{
+	__atomic_store_n(&skel_->bss->paused, 0, __ATOMIC_RELEASE);
+}
+
+void Engine::bump_flush_epoch()
+{
+	__atomic_fetch_add(&skel_->bss->flush_epoch, 1, __ATOMIC_RELEASE);
+}
+
+void Engine::delete_paths(const std::vector<uint64_t> &paths)
+{
+	int fd = bpf_map__fd(skel_->maps.paths);
+	for (uint64_t p : paths)
+		bpf_map_delete_elem(fd, &p);
+}
+
+void Engine::delete_names(uint32_t tgid)
+{
+	int fd = bpf_map__fd(skel_->maps.names);
+	std::vector<usdtprof_name_key> gone;
+	usdtprof_name_key key{}, next{};
+	usdtprof_name_key *prev = nullptr;
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		if (next.tgid == tgid)
+			gone.push_back(next);
+		key = next;
+		prev = &key;
+	}
+	for (const usdtprof_name_key &k : gone)
+		bpf_map_delete_elem(fd, &k);
+}
+
+const char *anomaly_name(int a)
+{
+	switch (a) {
+	case USDTPROF_ANOM_EXIT_MISMATCH: return "exit_mismatch";
+	case USDTPROF_ANOM_EXIT_NO_FRAME: return "exit_no_frame";
+	case USDTPROF_ANOM_DEPTH_OVERFLOW: return "depth_overflow";
+	case USDTPROF_ANOM_AGG_FULL: return "agg_full";
+	case USDTPROF_ANOM_DROPPED_NS: return "dropped_ns";
+	case USDTPROF_ANOM_NO_STORAGE: return "no_storage";
+	case USDTPROF_ANOM_LOST_EVENTS: return "lost_events";
+	default: return "window_exits";
+	}
 }
 
 void Engine::RingBufferDeleter::operator()(ring_buffer *rb) const

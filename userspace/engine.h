@@ -42,6 +42,9 @@ Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &bi
 // Marks a program for attach_uprobe_multi(); call before loading.
 void use_uprobe_multi(bpf_program *prog);
 
+// The profile's name of an anomaly counter (docs/profile-format.md).
+const char *anomaly_name(int anomaly);
+
 class Engine {
 public:
 	// Opens and loads the programs, sizing the aggregation map, and attaches
@@ -68,6 +71,17 @@ public:
 	// Charges frames still open on every thread up to the stop, as open activations.
 	Result<void> flush_open_frames();
 
+	// `usdtprof monitor`'s sampling windows. close_window() pauses the
+	// probes, detaches them, charges open frames up to now as open
+	// activations and empties every stack; attach again, then open_window().
+	Result<void> close_window();
+	void open_window();
+	// Makes each thread add its path cache to the paths map at its next exit.
+	void bump_flush_epoch();
+	// Forgets paths (already reported) and the names of a process that is gone.
+	void delete_paths(const std::vector<uint64_t> &paths);
+	void delete_names(uint32_t tgid);
+
 	// Trace mode: hands each event waiting in the ring buffer to sink.
 	void drain_events(const std::function<void(const usdtprof_event &)> &sink);
 
@@ -80,9 +94,11 @@ public:
 	std::map<std::pair<uint32_t, uint64_t>, usdtprof_name> read_names() const;
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> anomalies() const;
 
+	// Detaches every probe, the last attached first.
+	void detach_probes();
+
 private:
 	Engine() = default;
-	void detach_probes();
 
 	usdtprof_bpf *skel_ = nullptr;
 	std::vector<LinkPtr> scheduler_hooks_; // thread exit, exec, context switch

@@ -89,18 +89,6 @@ int64_t unix_now_ns()
 	return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-const char *anomaly_name(int a)
-{
-	switch (a) {
-	case USDTPROF_ANOM_EXIT_MISMATCH: return "exit_mismatch";
-	case USDTPROF_ANOM_EXIT_NO_FRAME: return "exit_no_frame";
-	case USDTPROF_ANOM_DEPTH_OVERFLOW: return "depth_overflow";
-	case USDTPROF_ANOM_AGG_FULL: return "agg_full";
-	case USDTPROF_ANOM_DROPPED_NS: return "dropped_ns";
-	case USDTPROF_ANOM_NO_STORAGE: return "no_storage";
-	default: return "lost_events";
-	}
-}
 
 // A process that exited (a zombie too) maps nothing: that is not a lack of probes.
 bool has_exited(int pid)

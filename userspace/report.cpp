@@ -29,6 +29,7 @@ const std::pair<const char *, const char *> kAnomalies[] = {
 	{"dropped_ns", "nanoseconds carried by dropped paths"},
 	{"no_storage", "per-thread stack could not be allocated"},
 	{"lost_events", "trace events lost: the ring buffer was full"},
+	{"window_exits", "exits of frames counted open when a sampling window closed, not counted again"},
 };
 
 // About three significant digits, in the largest unit that keeps the value >= 1.

@@ -153,6 +153,7 @@ struct usdtprof_thread_stack {
 	__u64 unknown_self;
 	__u64 unknown_offcpu;
 	__u64 switched_out; /* when the thread last left its CPU, 0 while running */
+	__u64 epoch;        /* the flush_epoch its path cache was last flushed in */
 	struct usdtprof_frame frames[USDTPROF_MAX_DEPTH];
 	struct usdtprof_path_slot cache[USDTPROF_PATH_CACHE];
 };
@@ -196,6 +197,8 @@ enum usdtprof_anomaly {
 	USDTPROF_ANOM_DROPPED_NS,    /* time carried by dropped paths */
 	USDTPROF_ANOM_NO_STORAGE,    /* per-thread stack could not be allocated */
 	USDTPROF_ANOM_LOST_EVENTS,   /* trace: ring buffer full, events lost */
+	USDTPROF_ANOM_WINDOW_EXITS,  /* monitor: exits of frames entered before a
+					sampling window opened (not counted again) */
 	USDTPROF_ANOM_COUNT,
 };
 

@@ -239,7 +239,7 @@ TEST_CASE("report: json", "[report]")
 		CHECK(j["anomalies"][k].is_number_unsigned());
 	CHECK(j["anomalies"]["depth_overflow"] == 4);
 	CHECK(j["anomalies"]["future_counter"] == 2);
-	CHECK(j["anomalies"].size() == 8);
+	CHECK(j["anomalies"].size() == 9);
 	CHECK(j["total_self_ns"] == 12'500'999);
 	CHECK(j["duration_ns"] == 20'000'000);
 	CHECK(j["processes"] == json::parse(R"([{"pid":100,"comm":"app"},{"pid":200,"comm":"app"}])"));

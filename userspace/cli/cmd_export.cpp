@@ -2,9 +2,11 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <unistd.h>
 
 #include "commands.h"
 #include "output_file.h"
+#include "pprof.h"
 #include "profile.h"
 #include "report.h"
 #include "result.h"
@@ -22,19 +24,26 @@ Command add_export_command(CLI::App &parent)
 	auto a = std::make_shared<Args>();
 	CLI::App *app = parent.add_subcommand("export", "Convert a profile for other tools");
 	app->add_option("file", a->file, "Profile file")->capture_default_str();
-	app->add_option("--format", a->format, "folded (flamegraph.pl, speedscope)")
+	app->add_option("--format", a->format,
+			"folded (flamegraph.pl, speedscope) or pprof (gzipped protobuf for go tool pprof; "
+			"binary: use -o or a pipe)")
 		->required()
-		->check(CLI::IsMember({"folded"}));
+		->check(CLI::IsMember({"folded", "pprof"}));
 	app->add_option("-o,--output", a->output, "Write here instead of stdout");
-	app->add_option("--time", a->time, "Weight by self time: wall, cpu (on-CPU part) or offcpu")
+	app->add_option("--time", a->time, "folded: weight by self time: wall, cpu (on-CPU part) or offcpu; "
+			"ignored by pprof, which has each part as a sample type")
 		->capture_default_str()
 		->check(CLI::IsMember({"wall", "cpu", "offcpu"}));
 	return {app, [a] {
+			bool binary = a->format == "pprof";
+			if (binary && a->output.empty() && isatty(STDOUT_FILENO))
+				throw UserError("pprof output is binary: not writing it to a terminal (use -o FILE or a pipe)");
 			auto profile = load_profile(a->file);
 			if (!profile)
 				throw UserError(profile.error().message);
 			std::string out =
-				render_folded(with_self_time(build_call_tree(*profile), *parse_time_mode(a->time)));
+				binary ? render_pprof(*profile)
+				       : render_folded(with_self_time(build_call_tree(*profile), *parse_time_mode(a->time)));
 			if (a->output.empty()) {
 				fwrite(out.data(), 1, out.size(), stdout);
 				return 0;

@@ -1,0 +1,16 @@
+// pprof export: the profile as a gzip-compressed perftools.profiles.Profile
+// (google/pprof's proto/profile.proto), for `go tool pprof` and other tools.
+#pragma once
+
+#include <string>
+
+#include "profile.h"
+
+namespace usdtprof {
+
+// One sample per call path with calls or self time, leaf first; sample types
+// calls/count and self_time/nanoseconds, plus self_oncpu_time and
+// self_offcpu_time when the profile has off-CPU time. See docs/pprof.md.
+std::string render_pprof(const Profile &profile);
+
+} // namespace usdtprof
