@@ -22,6 +22,7 @@
 #include "engine.h"
 #include "output_file.h"
 #include "presets.h"
+#include "targets.h"
 #include "probes.h"
 #include "process.h"
 #include "profile.h"
@@ -30,12 +31,6 @@
 namespace usdtprof {
 
 namespace {
-
-std::string pid_text(int pid)
-{
-	ProfileProcess p = describe_process(pid);
-	return "pid " + std::to_string(pid) + (p.comm.empty() ? "" : " (" + p.comm + ")");
-}
 
 enum class StopReason { Duration, Signal, TargetExited };
 
@@ -80,26 +75,6 @@ StopReason wait_for_stop(int pid, double duration_s, const std::function<void()>
 	if (pfd >= 0)
 		close(pfd);
 	return reason;
-}
-
-int64_t unix_now_ns()
-{
-	timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-
-// A process that exited (a zombie too) maps nothing: that is not a lack of probes.
-bool has_exited(int pid)
-{
-	int fd = open_pidfd(pid);
-	if (fd < 0)
-		return true;
-	pollfd p = {fd, POLLIN, 0};
-	bool exited = poll(&p, 1, 0) == 1;
-	close(fd);
-	return exited;
 }
 
 // The trace buffer: at ~40 bytes an event, room for ~400,000 between drains.
@@ -165,72 +140,6 @@ void check_output_dir(const std::string &output)
 	std::string dir = output.find('/') == std::string::npos ? "." : output.substr(0, output.rfind('/') + 1);
 	if (access(dir.c_str(), W_OK) != 0)
 		throw UserError("cannot write " + output + ": " + strerror(errno));
-}
-
-// Processes running binary, by pid, each described and its maps read once.
-class BinaryProcesses {
-public:
-	explicit BinaryProcesses(std::string binary) : binary_(std::move(binary)) {}
-	void scan()
-	{
-		std::error_code ec;
-		for (const auto &entry : std::filesystem::directory_iterator("/proc", ec)) {
-			int pid = atoi(entry.path().filename().c_str());
-			if (pid <= 0 || seen_.count(pid))
-				continue;
-			auto exe = std::filesystem::read_symlink(entry.path() / "exe", ec);
-			if (ec || exe != binary_)
-				continue;
-			seen_[pid] = describe_process(pid);
-			if (auto maps = read_proc_maps(pid))
-				maps_[pid] = std::move(*maps);
-		}
-	}
-	const std::map<int, ProfileProcess> &seen() const { return seen_; }
-	const std::map<int, std::vector<Mapping>> &maps() const { return maps_; }
-
-private:
-	std::filesystem::path binary_;
-	std::map<int, ProfileProcess> seen_;
-	std::map<int, std::vector<Mapping>> maps_;
-};
-
-std::vector<ProbeRole> custom_roles(const RecordOptions &o)
-{
-	std::vector<ProbeRole> roles;
-	using Parser = Result<std::vector<ProbeRole>> (*)(std::string_view);
-	for (const auto &[specs, parse] : {std::pair<const std::vector<std::string> *, Parser>{&o.pairs, parse_pair_spec},
-					   std::pair<const std::vector<std::string> *, Parser>{&o.tasks, parse_task_spec}})
-		for (const std::string &spec : *specs) {
-			auto parsed = parse(spec);
-			if (!parsed)
-				throw UserError(parsed.error().message, 2);
-			roles.insert(roles.end(), parsed->begin(), parsed->end());
-		}
-	return roles;
-}
-
-// The probes to attach: the presets' and the custom ones; a probe named
-// again replaces its earlier role, so no site is attached twice.
-std::vector<ProbeRole> merge_roles(const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom)
-{
-	std::vector<ProbeRole> roles;
-	for (const Preset *p : chosen)
-		for (const ProbeRole &r : p->roles())
-			roles.push_back(r);
-	for (const ProbeRole &r : custom) {
-		std::erase_if(roles, [&](const ProbeRole &e) { return e.provider == r.provider && e.name == r.name; });
-		roles.push_back(r);
-	}
-	return roles;
-}
-
-std::string preset_names()
-{
-	std::string out;
-	for (const Preset &p : presets())
-		out += (out.empty() ? "" : ", ") + std::string(p.name);
-	return out;
 }
 
 // The command's executable, as execvp finds it.
@@ -299,17 +208,6 @@ bool apply_launch_env(const std::vector<const Preset *> &chosen, std::vector<std
 	return changed;
 }
 
-// The presets that apply: --runtime's, or those whose probes the files have.
-std::vector<const Preset *> choose_presets(const RecordOptions &o, const std::vector<std::string> &files)
-{
-	if (o.runtime.empty())
-		return detect_presets(files);
-	const Preset *p = find_preset(o.runtime);
-	if (!p)
-		throw UserError("unknown runtime '" + o.runtime + "' (known: " + preset_names() + ")", 2);
-	return {p};
-}
-
 // The files a launched command maps at its entry point, and those its presets load later.
 std::vector<std::string> launch_files(const HeldChild &child, const std::string &executable)
 {
@@ -366,13 +264,8 @@ int record(const RecordOptions &o)
 		}
 		pid = child->pid();
 	} else if (!o.binary.empty()) {
-		binary_processes.emplace(std::filesystem::canonical(o.binary).string());
-		binary_processes->scan();
-		files = {o.binary};
-		for (const auto &[p, maps] : binary_processes->maps())
-			for (const std::string &f : executable_files(maps))
-				if (std::find(files.begin(), files.end(), f) == files.end())
-					files.push_back(f);
+		binary_processes.emplace(o.binary);
+		files = binary_processes->files();
 		chosen = choose_presets(o, files);
 	} else {
 		auto maps = read_proc_maps(pid);
@@ -385,25 +278,7 @@ int record(const RecordOptions &o)
 	if (pid)
 		if (auto maps = read_proc_maps(pid))
 			attach_maps[pid] = std::move(*maps);
-	// Probes that will not fire: explained, not recorded as an empty profile.
-	if (pid && !child)
-		for (const Preset *p : chosen)
-			if (std::string why = p->check(pid); !why.empty())
-				throw UserError(pid_text(pid) + ": " + why);
-	auto sites = find_sites(files, merge_roles(chosen, custom));
-	// CPython 3.11's defect (gh-98894): only its python:line semaphore, held up, makes entries fire.
-	std::erase_if(sites, [](const FoundSite &f) {
-		return f.probe.semaphore_only && f.binary.find("python3.11") == std::string::npos;
-	});
-	if (std::any_of(sites.begin(), sites.end(), [](const FoundSite &f) { return f.probe.semaphore_only; }))
-		fprintf(stderr, "usdtprof: python 3.11 skips function entries (CPython gh-98894): holding its python:line "
-				"semaphore up so they fire, which slows the target down\n");
-	std::string target = pid ? pid_text(pid) : o.binary;
-	if (std::none_of(sites.begin(), sites.end(), [](const FoundSite &f) { return !f.probe.semaphore_only; }))
-		throw UserError(pid && has_exited(pid) ? target + " exited before its probes could be attached"
-				: !o.runtime.empty() ? target + ": no probes of the " + o.runtime + " preset"
-				: o.pairs.empty() && o.tasks.empty() ? target + ": no probes of any preset (" + preset_names() + ")"
-								     : target + ": none of the given probes in its binaries");
+	std::vector<FoundSite> sites = plan_sites(o, pid, child.has_value(), files, chosen, custom);
 
 	Profile profile;
 	profile.command = o.command;
