@@ -1,5 +1,6 @@
 #include "engine.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "proc_maps.h"
 #include "usdt.h"
 #include "usdtprof.skel.h"
 
@@ -269,6 +271,50 @@ void Engine::delete_names(uint32_t tgid)
 	}
 	for (const usdtprof_name_key &k : gone)
 		bpf_map_delete_elem(fd, &k);
+}
+
+} // namespace usdtprof
+
+// For measure_trap_ns(): a nop to probe, like a USDT site (an instruction
+// the kernel emulates instead of single-stepping), then a return.
+extern "C" void usdtprof_calibration_site();
+asm(".pushsection .text\n"
+    ".globl usdtprof_calibration_site\n"
+    ".type usdtprof_calibration_site, @function\n"
+    "usdtprof_calibration_site:\n"
+    "\tnop\n"
+    "\tret\n"
+    ".size usdtprof_calibration_site, .-usdtprof_calibration_site\n"
+    ".popsection\n");
+
+namespace usdtprof {
+
+Result<double> Engine::measure_trap_ns()
+{
+	auto maps = read_proc_maps(getpid());
+	if (!maps)
+		return maps.error();
+	uint64_t addr = reinterpret_cast<uintptr_t>(&usdtprof_calibration_site);
+	auto m = mapping_for(*maps, addr);
+	if (!m || m->path.empty())
+		return Error{"cannot find usdtprof's own code to calibrate the probe cost"};
+	constexpr int kCalls = 20000;
+	auto time_calls = [] {
+		timespec a, b;
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		for (int i = 0; i < kCalls; i++)
+			usdtprof_calibration_site();
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		return double(b.tv_sec - a.tv_sec) * 1e9 + double(b.tv_nsec - a.tv_nsec);
+	};
+	double plain = time_calls();
+	auto link = attach_uprobe_multi(bpf_program__fd(skel_->progs.usdt_semaphore), getpid(), m->path,
+					{{addr - m->start + m->offset, 0, 0}});
+	if (!link)
+		return link.error();
+	// The best of three: other load only ever adds.
+	double probed = std::min({time_calls(), time_calls(), time_calls()});
+	return std::max(0.0, (probed - plain) / kCalls);
 }
 
 const char *anomaly_name(int a)

@@ -82,6 +82,10 @@ public:
 	void delete_paths(const std::vector<uint64_t> &paths);
 	void delete_names(uint32_t tgid);
 
+	// Measures what one uprobe hit costs this process with an empty program
+	// (the trap, in and out of the kernel), in ns: the floor of a probe's cost.
+	Result<double> measure_trap_ns();
+
 	// Trace mode: hands each event waiting in the ring buffer to sink.
 	void drain_events(const std::function<void(const usdtprof_event &)> &sink);
 

@@ -13,7 +13,7 @@ int main(int argc, char **argv)
 	app.require_subcommand(1, 1);
 	std::vector<cli::Command> commands = {cli::add_record_command(app), cli::add_report_command(app),
 					      cli::add_export_command(app), cli::add_trace_command(app),
-					      cli::add_list_command(app)};
+					      cli::add_list_command(app), cli::add_monitor_command(app)};
 	try {
 		app.parse(argc, argv);
 	} catch (const CLI::CallForHelp &e) {

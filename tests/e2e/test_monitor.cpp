@@ -1,0 +1,162 @@
+// usdtprof monitor: interval profiles that add up exactly, sampling windows
+// within the overhead budget, signals, Prometheus metrics.
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include "http.h"
+#include <sstream>
+#include <thread>
+
+#include "harness.h"
+#include "profile.h"
+
+using namespace e2e;
+using nlohmann::json;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<usdtprof::Profile> interval_profiles(const std::string &dir)
+{
+	std::vector<std::string> files;
+	for (const auto &e : fs::directory_iterator(dir))
+		if (e.path().extension() == ".data")
+			files.push_back(e.path());
+	std::sort(files.begin(), files.end());
+	std::vector<usdtprof::Profile> out;
+	for (const std::string &f : files) {
+		auto p = usdtprof::load_profile(f);
+		REQUIRE(p);
+		out.push_back(*p);
+	}
+	return out;
+}
+
+// Calls of a function over all intervals.
+uint64_t calls_of(const std::vector<usdtprof::Profile> &profiles, const std::string &name)
+{
+	uint64_t calls = 0;
+	for (const usdtprof::Profile &p : profiles)
+		for (const usdtprof::PathNode &n : p.nodes)
+			if (p.functions[n.function] == name)
+				calls += n.calls;
+	return calls;
+}
+
+void sleep_s(double s)
+{
+	std::this_thread::sleep_for(std::chrono::duration<double>(s));
+}
+
+} // namespace
+
+TEST_CASE("monitor: interval profiles add up to the exact calls, none lost or counted twice", "[monitor]")
+{
+	std::string dir = temp_dir() + "/intervals";
+	Background t({target("nested"), "--wait", "150"});
+	std::string pid = std::to_string(t.pid());
+	t.wait_for_line("ready");
+	Background mon({e2e::usdtprof(), "monitor", "-p", pid, "-i", "0.1", "-o", dir});
+	mon.wait_for_line("monitoring", true);
+	REQUIRE(kill(t.pid(), SIGUSR1) == 0);
+	REQUIRE(t.wait() == 7);
+	// The monitor ends with its target.
+	REQUIRE(mon.wait() == 0);
+	auto profiles = interval_profiles(dir);
+	INFO(profiles.size() << " intervals");
+	REQUIRE(profiles.size() >= 10);
+	// 150 outer calls of 10 ms each, over 1.5 s: many intervals, exact sums.
+	REQUIRE(calls_of(profiles, "outer") == 150);
+	REQUIRE(calls_of(profiles, "inner") == 450);
+	REQUIRE(calls_of(profiles, "main") == 1);
+	for (const auto &p : profiles) {
+		REQUIRE(p.sampled_fraction == 1.0); // cheap: never sampled
+		REQUIRE(p.anomalies.at("exit_no_frame") == 0);
+		REQUIRE(p.anomalies.at("exit_mismatch") == 0);
+	}
+	// Each has its pprof twin.
+	for (const auto &e : fs::directory_iterator(dir))
+		if (e.path().extension() == ".data") {
+			fs::path pb = e.path();
+			REQUIRE(fs::exists(pb.replace_extension(".pb.gz")));
+		}
+}
+
+TEST_CASE("monitor: a hot target is sampled in windows within the budget, counts never extrapolated", "[monitor]")
+{
+	std::string dir = temp_dir() + "/hot";
+	Background t({target("hot"), "--wait", "4"});
+	t.wait_for_line("ready");
+	Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(t.pid()), "-i", "0.5", "--budget", "0.01", "-o",
+			dir, "--listen", "127.0.0.1:0"});
+	mon.wait_for_line("monitoring", true);
+	REQUIRE(kill(t.pid(), SIGUSR1) == 0);
+	REQUIRE(t.wait() == 0); // never harmed
+	REQUIRE(mon.wait() == 0);
+	uint64_t made = 0;
+	std::istringstream(t.all_stdout().substr(t.all_stdout().find("calls ") + 6)) >> made;
+	auto profiles = interval_profiles(dir);
+	REQUIRE(profiles.size() >= 4);
+	// The first interval measures the cost with probes attached all along;
+	// later ones attach them for a share of the interval.
+	double smallest = 1;
+	for (const auto &p : profiles)
+		smallest = std::min(smallest, p.sampled_fraction);
+	INFO("target made " << made << " calls; smallest sampled fraction " << smallest);
+	REQUIRE(smallest < 0.5);
+	uint64_t counted = calls_of(profiles, "work");
+	REQUIRE(counted > 0);
+	REQUIRE(counted < made); // what was measured, not scaled up
+	// Frames open when a window closed are counted then, not again after.
+	uint64_t window_exits = 0;
+	for (const auto &p : profiles)
+		window_exits = std::max(window_exits, p.anomalies.at("window_exits"));
+	REQUIRE(window_exits <= profiles.size());
+}
+
+TEST_CASE("monitor: SIGHUP reopens the output directory, SIGTERM stops cleanly; metrics are served", "[monitor]")
+{
+	std::string dir = temp_dir() + "/signals";
+	Background t({target("nested"), "--wait", "1000"});
+	t.wait_for_line("ready");
+	REQUIRE(kill(t.pid(), SIGUSR1) == 0);
+	Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(t.pid()), "-i", "0.2", "-o", dir, "--listen",
+			"127.0.0.1:19464"});
+	mon.wait_for_line("monitoring", true);
+	sleep_s(0.5);
+	fs::remove_all(dir);
+	REQUIRE(kill(mon.pid(), SIGHUP) == 0);
+	mon.wait_for_line("reopened", true);
+	sleep_s(0.5);
+	REQUIRE(fs::exists(dir));
+	REQUIRE(!interval_profiles(dir).empty());
+
+	httplib::Client http("127.0.0.1", 19464);
+	auto res = http.Get("/metrics");
+	REQUIRE(res);
+	REQUIRE(res->status == 200);
+	INFO(res->body);
+	REQUIRE(res->body.find("usdtprof_function_calls_total{process=\"nested\",function=\"outer\"}") != std::string::npos);
+	REQUIRE(res->body.find("usdtprof_duty_cycle 1") != std::string::npos);
+	REQUIRE(res->body.find("usdtprof_intervals_total") != std::string::npos);
+
+	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
+	REQUIRE(mon.wait() == 0);
+	REQUIRE_THAT(mon.rest_of_stderr(), Catch::Matchers::Contains("stopped after"));
+	// The target goes on, unharmed.
+	REQUIRE(kill(t.pid(), 0) == 0);
+	kill(t.pid(), SIGKILL);
+}
+
+TEST_CASE("monitor: bad input is one line with exit status 2", "[monitor]")
+{
+	Output none = run({e2e::usdtprof(), "monitor"});
+	REQUIRE(none.status == 2);
+	REQUIRE_THAT(none.err, Catch::Matchers::Contains("exactly one of -p PID or --binary PATH"));
+	Output bad_listen = run({e2e::usdtprof(), "monitor", "--binary", target("nested"), "--listen", "nonsense", "-o",
+				 temp_dir() + "/x"});
+	REQUIRE(bad_listen.status != 0);
+	REQUIRE(std::count(bad_listen.err.begin(), bad_listen.err.end(), '\n') == 1);
+}

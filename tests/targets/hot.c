@@ -1,0 +1,37 @@
+/* A hot loop of probed calls: `hot [--wait] SECONDS` calls work() for
+ * SECONDS, then prints how many calls it made. Far beyond any overhead
+ * budget when every call is probed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <usdtprof/usdtprof.h>
+#include "spin.h"
+
+static volatile unsigned long sink;
+
+__attribute__((noinline)) static void work(unsigned long i)
+{
+	USDTPROF_ENTER("work");
+	sink += i;
+	USDTPROF_EXIT("work");
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	int arg = hold_if_asked(argc, argv);
+	double seconds = argc > arg ? atof(argv[arg]) : 1, end = now_s() + seconds;
+	unsigned long calls = 0;
+
+	while (now_s() < end)
+		for (int i = 0; i < 1000; i++)
+			work(calls++);
+	printf("calls %lu\n", calls);
+	return 0;
+}

@@ -1,0 +1,395 @@
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <netinet/in.h>
+#include <string>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "http.h"
+
+#include "pusher.h"
+
+using namespace usdtprof;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Received {
+	std::string path;
+	std::multimap<std::string, std::string> params;
+	std::string content_type;
+	std::string body;
+	int status = 0; // what the receiver answered
+};
+
+// A local ingest endpoint that records every request; respond(n) gives the
+// status for the n-th request (0-based).
+class Receiver {
+public:
+	explicit Receiver(std::function<int(size_t)> respond = [](size_t) { return 200; })
+		: respond_(std::move(respond))
+	{
+		server_.Post("/.*", [this](const httplib::Request &req, httplib::Response &res) {
+			Received r;
+			r.path = req.path;
+			r.params = req.params;
+			r.content_type = req.get_header_value("Content-Type");
+			r.body = req.body;
+			std::function<int(size_t)> respond;
+			size_t n;
+			{
+				std::lock_guard<std::mutex> lock(mutex_);
+				respond = respond_;
+				n = requests_.size();
+			}
+			r.status = respond(n);
+			res.status = r.status;
+			{
+				std::lock_guard<std::mutex> lock(mutex_);
+				requests_.push_back(r);
+			}
+			if (r.status != 200)
+				res.set_content("try later\nsecond line", "text/plain");
+		});
+		port_ = server_.bind_to_any_port("127.0.0.1");
+		REQUIRE(port_ > 0);
+		thread_ = std::thread([this] { server_.listen_after_bind(); });
+		while (!server_.is_running())
+			std::this_thread::sleep_for(1ms);
+	}
+	~Receiver()
+	{
+		server_.stop();
+		thread_.join();
+	}
+
+	std::string url(const std::string &path = "") const
+	{
+		return "http://127.0.0.1:" + std::to_string(port_) + path;
+	}
+	void set_respond(std::function<int(size_t)> respond)
+	{
+		std::lock_guard<std::mutex> lock(mutex_);
+		respond_ = std::move(respond);
+	}
+	std::vector<Received> requests() const
+	{
+		std::lock_guard<std::mutex> lock(mutex_);
+		return requests_;
+	}
+	size_t count() const
+	{
+		std::lock_guard<std::mutex> lock(mutex_);
+		return requests_.size();
+	}
+
+private:
+	httplib::Server server_;
+	std::thread thread_;
+	int port_ = 0;
+	mutable std::mutex mutex_;
+	std::function<int(size_t)> respond_;
+	std::vector<Received> requests_;
+};
+
+// A port with nothing listening: bound (never listened on), then released.
+// (Not with httplib::Server: its bind also listens and it never closes the socket.)
+int closed_port()
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	REQUIRE(fd >= 0);
+	sockaddr_in addr{};
+	addr.sin_family = AF_INET;
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t len = sizeof addr;
+	REQUIRE(bind(fd, reinterpret_cast<sockaddr *>(&addr), len) == 0);
+	REQUIRE(getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len) == 0);
+	close(fd);
+	return ntohs(addr.sin_port);
+}
+
+template <class F> bool eventually(F done, std::chrono::milliseconds limit = 3000ms)
+{
+	auto deadline = std::chrono::steady_clock::now() + limit;
+	while (!done()) {
+		if (std::chrono::steady_clock::now() > deadline)
+			return false;
+		std::this_thread::sleep_for(1ms);
+	}
+	return true;
+}
+
+PusherOptions fast_options(const std::string &url)
+{
+	PusherOptions o;
+	o.url = url;
+	o.app_name = "myapp";
+	o.hostname = "testhost";
+	o.initial_backoff = 5ms;
+	o.max_backoff = 20ms;
+	o.connect_timeout = 1000ms;
+	o.timeout = 2000ms;
+	return o;
+}
+
+std::string binary_payload()
+{
+	std::string bytes = "\x1f\x8b\x08";
+	bytes += std::string("\0\r\n&=?%{}", 9);
+	for (int i = 0; i < 70000; i++)
+		bytes += static_cast<char>((i * 131 + 7) & 0xff);
+	return bytes;
+}
+
+std::string param(const Received &r, const std::string &key)
+{
+	auto it = r.params.find(key);
+	return it == r.params.end() ? "<missing>" : it->second;
+}
+
+} // namespace
+
+TEST_CASE("pusher: URL parsing")
+{
+	auto u = parse_push_url("http://pyroscope:4040");
+	REQUIRE(u.ok());
+	CHECK(u.value().host == "pyroscope");
+	CHECK(u.value().port == 4040);
+	CHECK(u.value().base_path == "");
+	u = parse_push_url("http://example.com/");
+	REQUIRE(u.ok());
+	CHECK(u.value().port == 80);
+	CHECK(u.value().base_path == "");
+	u = parse_push_url("http://10.0.0.1:8080/a/b/");
+	REQUIRE(u.ok());
+	CHECK(u.value().host == "10.0.0.1");
+	CHECK(u.value().base_path == "/a/b");
+	u = parse_push_url("http://[::1]:4040/p");
+	REQUIRE(u.ok());
+	CHECK(u.value().host == "::1");
+	CHECK(u.value().port == 4040);
+	CHECK(u.value().base_path == "/p");
+
+	auto https = parse_push_url("https://pyroscope:4040");
+	REQUIRE(!https.ok());
+	CHECK(https.error().message.find("https is not supported") != std::string::npos);
+	CHECK(https.error().message.find("OpenSSL") != std::string::npos);
+	for (const char *bad : {"pyroscope:4040", "ftp://h", "http://", "http://:80", "http://h:", "http://h:0",
+				"http://h:65536", "http://h:x", "http://h/p?x=1", "http://u@h", "http://[::1"}) {
+		INFO(bad);
+		auto r = parse_push_url(bad);
+		REQUIRE(!r.ok());
+		CHECK(r.error().message.rfind(std::string("invalid push URL '") + bad + "': ", 0) == 0);
+		CHECK(r.error().message.find('\n') == std::string::npos);
+	}
+}
+
+TEST_CASE("pusher: create() rejects bad options with one line")
+{
+	auto o = fast_options("https://h");
+	auto r = ProfilePusher::create(o);
+	REQUIRE(!r.ok());
+	CHECK(r.error().message.find("https") != std::string::npos);
+	o = fast_options("http://h");
+	o.app_name = "my app{x}";
+	r = ProfilePusher::create(o);
+	REQUIRE(!r.ok());
+	CHECK(r.error().message.rfind("invalid application name", 0) == 0);
+	o = fast_options("http://h");
+	o.queue_capacity = 0;
+	CHECK(!ProfilePusher::create(o).ok());
+	o = fast_options("http://h");
+	o.max_attempts = 0;
+	CHECK(!ProfilePusher::create(o).ok());
+}
+
+TEST_CASE("pusher: POSTs the profile to /ingest with Pyroscope's query parameters")
+{
+	Receiver receiver;
+	auto o = fast_options(receiver.url("/base/"));
+	o.hostname = "web,1{x}";
+	auto pusher = ProfilePusher::create(o);
+	REQUIRE(pusher.ok());
+	ProfilePusher &p = *pusher.value();
+
+	PushItem item{binary_payload(), 1700000000, 1700000010, 4242};
+	CHECK(p.request_target(item) ==
+	      "/base/ingest?name=myapp%7Bhostname%3Dweb_1_x_%2Cpid%3D4242%7D&from=1700000000&until=1700000010"
+	      "&format=pprof&spyName=usdtprof");
+	p.push(item);
+	REQUIRE(eventually([&] { return p.sent() == 1; }));
+	auto reqs = receiver.requests();
+	REQUIRE(reqs.size() == 1);
+	const Received &r = reqs[0];
+	CHECK(r.path == "/base/ingest");
+	CHECK(param(r, "name") == "myapp{hostname=web_1_x_,pid=4242}");
+	CHECK(param(r, "from") == "1700000000");
+	CHECK(param(r, "until") == "1700000010");
+	CHECK(param(r, "format") == "pprof");
+	CHECK(param(r, "spyName") == "usdtprof");
+	CHECK(r.content_type == "application/octet-stream");
+	CHECK(r.body.size() == item.bytes.size());
+	CHECK(r.body == item.bytes);
+	CHECK(p.dropped() == 0);
+	CHECK(p.failed() == 0);
+	CHECK(p.retries() == 0);
+	CHECK(p.last_error() == "");
+
+	// pid 0: no pid label.
+	p.push(PushItem{"x", 1, 2, 0});
+	REQUIRE(eventually([&] { return p.sent() == 2; }));
+	CHECK(param(receiver.requests().at(1), "name") == "myapp{hostname=web_1_x_}");
+}
+
+TEST_CASE("pusher: retries after 503 and sends the same bytes")
+{
+	Receiver receiver([](size_t n) { return n < 2 ? 503 : 200; });
+	auto pusher = ProfilePusher::create(fast_options(receiver.url()));
+	REQUIRE(pusher.ok());
+	ProfilePusher &p = *pusher.value();
+	std::string bytes = binary_payload();
+	p.push(PushItem{bytes, 10, 20, 1});
+	REQUIRE(eventually([&] { return p.sent() == 1; }));
+	auto reqs = receiver.requests();
+	REQUIRE(reqs.size() == 3);
+	for (const Received &r : reqs) {
+		CHECK(r.path == "/ingest");
+		CHECK(r.body == bytes);
+		CHECK(param(r, "from") == "10");
+	}
+	CHECK(p.retries() == 2);
+	CHECK(p.failed() == 0);
+	// The last failed attempt is kept for the user, on one line.
+	CHECK(p.last_error() == "push to " + receiver.url() + ": HTTP 503: try later");
+}
+
+TEST_CASE("pusher: gives up after max_attempts, and at once on a 4xx")
+{
+	Receiver receiver([](size_t) { return 503; });
+	auto o = fast_options(receiver.url());
+	o.max_attempts = 3;
+	auto pusher = ProfilePusher::create(o);
+	REQUIRE(pusher.ok());
+	ProfilePusher &p = *pusher.value();
+	p.push(PushItem{"a", 1, 2, 3});
+	REQUIRE(eventually([&] { return p.failed() == 1; }));
+	CHECK(receiver.count() == 3);
+	CHECK(p.retries() == 2);
+	CHECK(p.sent() == 0);
+
+	receiver.set_respond([](size_t) { return 400; });
+	p.push(PushItem{"b", 1, 2, 3});
+	REQUIRE(eventually([&] { return p.failed() == 2; }));
+	CHECK(receiver.count() == 4);
+	CHECK(p.retries() == 2);
+	CHECK(p.last_error().find("HTTP 400") != std::string::npos);
+	CHECK(p.flush(1000ms));
+}
+
+TEST_CASE("pusher: a full queue drops the oldest while the receiver is down")
+{
+	std::atomic<bool> up{false};
+	Receiver receiver([&](size_t) { return up ? 200 : 503; });
+	auto o = fast_options(receiver.url());
+	o.queue_capacity = 3;
+	o.max_attempts = 100000;
+	auto pusher = ProfilePusher::create(o);
+	REQUIRE(pusher.ok());
+	ProfilePusher &p = *pusher.value();
+
+	p.push(PushItem{"item0", 0, 1, 1});
+	// Item 0 is being retried: everything else waits in the queue.
+	REQUIRE(eventually([&] { return receiver.count() >= 1; }));
+	for (int i = 1; i <= 10; i++) {
+		p.push(PushItem{"item" + std::to_string(i), i, i + 1, 1});
+		CHECK(p.queued() <= 3);
+	}
+	CHECK(p.queued() == 3);
+	CHECK(p.dropped() == 7);
+
+	up = true;
+	REQUIRE(eventually([&] { return p.sent() == 4; }));
+	std::vector<std::string> accepted;
+	for (const Received &r : receiver.requests())
+		if (r.status == 200)
+			accepted.push_back(r.body);
+	CHECK(accepted == std::vector<std::string>{"item0", "item8", "item9", "item10"});
+	CHECK(p.failed() == 0);
+	CHECK(p.flush(1000ms));
+	CHECK(p.queued() == 0);
+}
+
+TEST_CASE("pusher: unreachable endpoint: bounded memory, prompt destructor while backing off")
+{
+	auto o = fast_options("http://127.0.0.1:" + std::to_string(closed_port()));
+	o.queue_capacity = 4;
+	o.initial_backoff = 10000ms; // the sender sleeps in its first backoff
+	o.max_backoff = 30000ms;
+	auto pusher = ProfilePusher::create(o);
+	REQUIRE(pusher.ok());
+	ProfilePusher &p = *pusher.value();
+
+	p.push(PushItem{std::string(1000, 'x'), 0, 1, 1});
+	REQUIRE(eventually([&] { return p.retries() == 1; }));
+	CHECK(p.last_error().rfind("push to " + o.url + ": ", 0) == 0);
+	for (int i = 1; i <= 50; i++) {
+		auto t0 = std::chrono::steady_clock::now();
+		p.push(PushItem{std::string(1000, 'y'), i, i + 1, 1});
+		CHECK(std::chrono::steady_clock::now() - t0 < 100ms); // never blocks
+		REQUIRE(p.queued() <= 4);
+	}
+	CHECK(p.dropped() == 46);
+	CHECK(p.sent() == 0);
+	CHECK(!p.flush(10ms));
+
+	auto t0 = std::chrono::steady_clock::now();
+	pusher.value().reset();
+	CHECK(std::chrono::steady_clock::now() - t0 < 500ms);
+}
+
+TEST_CASE("pusher: the destructor aborts a request in progress")
+{
+	std::atomic<bool> release{false};
+	std::atomic<int> started{0};
+	Receiver receiver([&](size_t) {
+		started++;
+		for (int i = 0; i < 100 && !release; i++) // at most 1 s
+			std::this_thread::sleep_for(10ms);
+		return 200;
+	});
+	auto o = fast_options(receiver.url());
+	o.timeout = 5000ms;
+	auto pusher = ProfilePusher::create(o);
+	REQUIRE(pusher.ok());
+	pusher.value()->push(PushItem{"slow", 1, 2, 3});
+	REQUIRE(eventually([&] { return started == 1; }));
+	// push() does not wait for the request in progress either.
+	auto t0 = std::chrono::steady_clock::now();
+	pusher.value()->push(PushItem{"next", 2, 3, 3});
+	CHECK(std::chrono::steady_clock::now() - t0 < 100ms);
+
+	t0 = std::chrono::steady_clock::now();
+	pusher.value().reset();
+	CHECK(std::chrono::steady_clock::now() - t0 < 500ms);
+	release = true;
+}
+
+TEST_CASE("pusher: flush waits for the queue to drain")
+{
+	Receiver receiver;
+	auto pusher = ProfilePusher::create(fast_options(receiver.url()));
+	REQUIRE(pusher.ok());
+	ProfilePusher &p = *pusher.value();
+	for (int i = 0; i < 5; i++)
+		p.push(PushItem{"p" + std::to_string(i), i, i + 1, 7});
+	REQUIRE(p.flush(3000ms));
+	CHECK(p.sent() == 5);
+	CHECK(receiver.count() == 5);
+	CHECK(p.queued() == 0);
+}

@@ -1,0 +1,42 @@
+#include <memory>
+
+#include "commands.h"
+#include "monitor.h"
+#include "result.h"
+
+namespace usdtprof::cli {
+
+Command add_monitor_command(CLI::App &parent)
+{
+	auto o = std::make_shared<MonitorOptions>();
+	CLI::App *app = parent.add_subcommand(
+		"monitor", "Profile continuously (-p PID or --binary PATH): one profile per interval, within a CPU budget");
+	add_target_options(app, o->target);
+	app->add_option("-o,--output-dir", o->dir, "Directory for the interval profiles (.data and .pb.gz)")
+		->capture_default_str();
+	app->add_option("-i,--interval", o->interval_s, "Seconds per interval (each jittered by +-20%)")
+		->capture_default_str()
+		->check(CLI::Range(0.05, 86400.0));
+	app->add_option("--budget", o->budget, "Estimated probe cost allowed, a share of the target's CPU time")
+		->capture_default_str()
+		->check(CLI::Range(0.0001, 1.0));
+	app->add_option("--keep", o->keep, "Intervals kept in the directory (0: all)")->capture_default_str();
+	app->add_option("--max-bytes", o->max_bytes, "Bytes kept in the directory (0: no limit)");
+	app->add_option("--max-age", o->max_age_s, "Seconds an interval is kept (0: no limit)");
+	app->add_option("--listen", o->listen, "Serve Prometheus metrics at http://HOST:PORT/metrics");
+	app->add_option("--top", o->top_n, "Function series in /metrics; the rest are summed")->capture_default_str();
+	app->add_option("--push", o->push_url, "Send each interval's pprof to a Pyroscope-compatible URL");
+	app->add_option("--service", o->service, "Application name of pushed profiles")->capture_default_str();
+	app->add_option("-d,--duration", o->duration_s, "Stop after SECONDS (default: SIGINT or SIGTERM)")
+		->check(CLI::PositiveNumber);
+	app->add_option("--max-paths", o->target.max_paths, "Distinct call paths the kernel map holds")
+		->capture_default_str()
+		->check(CLI::Range(1u, 1u << 24));
+	return {app, [o] {
+			if (!o->target.command.empty() || (o->target.pid != 0) == !o->target.binary.empty())
+				throw UserError("monitor needs exactly one of -p PID or --binary PATH", 2);
+			return monitor(*o);
+		}};
+}
+
+} // namespace usdtprof::cli

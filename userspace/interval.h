@@ -1,0 +1,57 @@
+// `usdtprof monitor`'s pure logic: per-interval deltas of the kernel's
+// cumulative path totals, the overhead budget, and file retention.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "call_paths.h"
+
+namespace usdtprof {
+
+struct IntervalDelta {
+	// What each path gained since the last interval, with its ancestors
+	// (zero where they gained nothing) so the tree can be rebuilt.
+	std::vector<PathRecord> records;
+	// Paths of processes that are gone, reported in full: to delete.
+	std::vector<uint64_t> forget;
+};
+
+// The kernel's totals only grow: a path's gain is its total now minus its
+// total at the last read. Nothing is counted twice, and what the kernel adds
+// while the map is read is in the next delta.
+class PathDeltas {
+public:
+	IntervalDelta next(const std::vector<PathRecord> &totals, const std::function<bool(uint32_t tgid)> &alive);
+	size_t tracked() const { return last_.size(); }
+
+private:
+	std::unordered_map<uint64_t, usdtprof_path_stats> last_;
+};
+
+// The share of the time probes may stay attached so that their estimated
+// cost stays within budget (a fraction of the target's own CPU time).
+struct BudgetInput {
+	uint64_t hits = 0;           // probe hits in the interval
+	double hit_cost_ns = 0;      // measured cost of one hit: trap and our program
+	uint64_t target_cpu_ns = 0;  // the target's CPU time in the interval, probe cost included
+	double attached = 1;         // the share of the interval probes were attached
+};
+
+struct BudgetEstimate {
+	double overhead = 0;  // estimated probe cost over the target's own CPU time, this interval
+	double next_duty = 1; // attached share for the next interval, in [min_duty, 1]
+};
+
+BudgetEstimate estimate_budget(const BudgetInput &in, double budget, double min_duty);
+
+// Interval files in dir named PREFIX<stamp>.* : the oldest intervals are
+// removed while there are more than keep, their bytes exceed max_bytes or
+// they are older than max_age_s (0: no limit). Returns the files removed.
+std::vector<std::string> apply_retention(const std::string &dir, const std::string &prefix, size_t keep,
+					 uint64_t max_bytes, double max_age_s);
+
+} // namespace usdtprof

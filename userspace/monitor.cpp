@@ -1,0 +1,345 @@
+#include "monitor.h"
+
+#include <bpf/bpf.h>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <poll.h>
+#include <random>
+#include <set>
+#include <sstream>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "call_paths.h"
+#include "engine.h"
+#include "interval.h"
+#include "metrics.h"
+#include "metrics_server.h"
+#include "output_file.h"
+#include "pprof.h"
+#include "process.h"
+#include "pusher.h"
+#include "targets.h"
+#include "unique_fd.h"
+
+namespace usdtprof {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+enum class Wake { Deadline, Stop, Reopen };
+
+// Waits for the deadline or a signal: SIGINT/SIGTERM stop, SIGHUP reopens.
+class Signals {
+public:
+	Signals()
+	{
+		sigset_t set;
+		sigemptyset(&set);
+		for (int s : {SIGINT, SIGTERM, SIGHUP})
+			sigaddset(&set, s);
+		sigprocmask(SIG_BLOCK, &set, nullptr);
+		fd_ = UniqueFd(signalfd(-1, &set, SFD_CLOEXEC));
+	}
+	Wake wait_until(Clock::time_point deadline, int pid)
+	{
+		for (;;) {
+			auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+			if (left <= 0)
+				return Wake::Deadline;
+			pollfd p = {fd_.get(), POLLIN, 0};
+			if (poll(&p, 1, int(std::min<int64_t>(left, 200))) == 1) {
+				signalfd_siginfo info;
+				if (read(fd_.get(), &info, sizeof(info)) == sizeof(info))
+					return info.ssi_signo == SIGHUP ? Wake::Reopen : Wake::Stop;
+			}
+			if (pid && !process_exists(pid))
+				return Wake::Stop;
+		}
+	}
+
+private:
+	UniqueFd fd_;
+};
+
+uint64_t process_cpu_ns(int pid)
+{
+	std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+	std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+	size_t close = stat.rfind(')');
+	if (close == std::string::npos)
+		return 0;
+	// Fields after "(comm)": state is field 3; utime and stime are 14 and 15.
+	std::istringstream rest(stat.substr(close + 2));
+	std::string field;
+	uint64_t utime = 0, stime = 0;
+	for (int i = 3; i <= 15 && rest >> field; i++) {
+		if (i == 14)
+			utime = std::stoull(field);
+		if (i == 15)
+			stime = std::stoull(field);
+	}
+	return (utime + stime) * (1000000000ull / uint64_t(sysconf(_SC_CLK_TCK)));
+}
+
+std::string stamp(int64_t unix_ns)
+{
+	time_t secs = unix_ns / 1000000000;
+	tm t;
+	gmtime_r(&secs, &t);
+	char buf[48];
+	size_t n = strftime(buf, sizeof buf, "%Y%m%dT%H%M%S", &t);
+	snprintf(buf + n, sizeof buf - n, ".%03dZ", int(unix_ns / 1000000 % 1000));
+	return buf;
+}
+
+void make_dir(const std::string &dir)
+{
+	if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+		throw UserError("cannot create " + dir + ": " + strerror(errno));
+	if (access(dir.c_str(), W_OK) != 0)
+		throw UserError("cannot write " + dir + ": " + strerror(errno));
+}
+
+constexpr const char *kPrefix = "usdtprof-";
+
+} // namespace
+
+int monitor(const MonitorOptions &o)
+{
+	const RecordOptions &t = o.target;
+	std::vector<ProbeRole> custom = custom_roles(t);
+	if (t.pid && !process_exists(t.pid))
+		throw UserError("no process with pid " + std::to_string(t.pid));
+	if (!t.binary.empty() && access(t.binary.c_str(), R_OK) != 0)
+		throw UserError("cannot read " + t.binary + ": " + strerror(errno));
+	make_dir(o.dir);
+	Signals signals;
+	MetricsRegistry metrics(o.top_n);
+	std::unique_ptr<MetricsServer> server;
+	if (!o.listen.empty()) {
+		auto s = MetricsServer::start(o.listen, metrics);
+		if (!s)
+			throw UserError(s.error().message);
+		server = std::move(*s);
+	}
+	std::unique_ptr<ProfilePusher> pusher;
+	if (!o.push_url.empty()) {
+		PusherOptions po;
+		po.url = o.push_url;
+		po.app_name = o.service;
+		auto p = ProfilePusher::create(po);
+		if (!p)
+			throw UserError(p.error().message);
+		pusher = std::move(*p);
+	}
+
+	auto engine = Engine::load(t.max_paths);
+	if (!engine)
+		throw UserError(engine.error().message);
+	// The kernel's run time of our programs, for the cost of a hit.
+	UniqueFd stats(bpf_enable_stats(BPF_STATS_RUN_TIME));
+	auto trap_ns = (*engine)->measure_trap_ns();
+	if (!trap_ns)
+		throw UserError("cannot measure the probe cost: " + trap_ns.error().message);
+
+	std::optional<BinaryProcesses> binary_processes;
+	std::vector<std::string> files;
+	if (!t.binary.empty()) {
+		binary_processes.emplace(t.binary);
+		files = binary_processes->files();
+	} else {
+		auto maps = read_proc_maps(t.pid);
+		if (!maps)
+			throw UserError(maps.error().message);
+		files = executable_files(*maps);
+	}
+	std::vector<const Preset *> chosen = choose_presets(t, files);
+	std::vector<FoundSite> sites = plan_sites(t, t.pid, false, files, chosen, custom);
+	AttachedProbes attached = attach_sites(**engine, t.pid, sites);
+	std::map<int, std::vector<Mapping>> maps;
+	std::map<int, ProfileProcess> processes;
+	auto target_pids = [&] {
+		std::vector<int> pids;
+		if (t.pid) {
+			pids.push_back(t.pid);
+		} else {
+			binary_processes->scan();
+			for (const auto &[p, m] : binary_processes->seen())
+				if (process_exists(p))
+					pids.push_back(p);
+		}
+		for (int p : pids)
+			if (!processes.count(p)) {
+				processes[p] = describe_process(p);
+				if (auto m = read_proc_maps(p))
+					maps[p] = std::move(*m);
+			}
+		return pids;
+	};
+	fprintf(stderr,
+		"usdtprof: monitoring %s: %zu probe sites, a hit costs %.0f ns (trap) plus the program; budget %.2g%%, "
+		"every %.3g s into %s; Ctrl-C to stop\n",
+		t.pid ? pid_text(t.pid).c_str() : ("every process of " + t.binary).c_str(), (*engine)->attached_sites(),
+		*trap_ns, o.budget * 100, o.interval_s, o.dir.c_str());
+
+	std::mt19937_64 rng(std::random_device{}());
+	std::uniform_real_distribution<double> jitter(-o.jitter, o.jitter);
+	PathDeltas deltas;
+	MonitorHealth health;
+	auto run_totals = [&] {
+		auto [entry_ns, entry_runs] = (*engine)->run_stats("usdt_entry");
+		auto [exit_ns, exit_runs] = (*engine)->run_stats("usdt_exit");
+		return std::pair<uint64_t, uint64_t>{entry_ns + exit_ns, entry_runs + exit_runs};
+	};
+	auto [last_prog_ns, last_hits] = run_totals();
+	std::map<int, uint64_t> last_cpu;
+	for (int p : target_pids())
+		last_cpu[p] = process_cpu_ns(p);
+	double duty = 1;
+	bool attached_now = true, stopping = false;
+	auto deadline = o.duration_s > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
+							       std::chrono::duration<double>(o.duration_s))
+					 : Clock::time_point::max();
+	int exit_status = 0;
+	while (!stopping) {
+		auto interval = std::chrono::duration<double>(o.interval_s * (1 + jitter(rng)));
+		auto begin = Clock::now();
+		int64_t begin_unix = unix_now_ns();
+		auto end = begin + std::chrono::duration_cast<Clock::duration>(interval);
+		if (deadline - end < std::chrono::duration_cast<Clock::duration>(interval / 2))
+			end = deadline; // no sliver of an interval at the end
+		auto window_end = duty < 1 ? begin + std::chrono::duration_cast<Clock::duration>(interval * duty) : end;
+		if (!attached_now) {
+			attach_sites(**engine, t.pid, sites);
+			(*engine)->open_window();
+			attached_now = true;
+		}
+		Clock::time_point attached_until = end;
+		bool window_closed = false;
+		for (Clock::time_point until = std::min(window_end, end);;) {
+			Wake w = signals.wait_until(until, t.pid);
+			if (w == Wake::Reopen) {
+				make_dir(o.dir);
+				fprintf(stderr, "usdtprof: SIGHUP: outputs reopened\n");
+				continue;
+			}
+			if (w == Wake::Stop) {
+				stopping = true;
+				break;
+			}
+			if (until == end)
+				break;
+			// The sampling window closes: frames open now are counted now.
+			attached_until = Clock::now();
+			window_closed = true;
+			if (auto r = (*engine)->close_window(); !r)
+				throw UserError(r.error().message);
+			attached_now = false;
+			until = end;
+		}
+		if (Clock::now() >= deadline)
+			stopping = true;
+		auto finished = Clock::now();
+		double attached_share = !window_closed ? 1.0 : std::clamp(std::chrono::duration<double>(attached_until - begin).count() /
+					   std::max(1e-9, std::chrono::duration<double>(finished - begin).count()),
+				   0.0, 1.0);
+		if (stopping) {
+			(*engine)->stop(uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+							 finished.time_since_epoch()).count()));
+			if (auto r = (*engine)->flush_open_frames(); !r)
+				throw UserError(r.error().message);
+		}
+		// Threads add their path caches to the map at their next exit: a
+		// moment for busy ones; idle ones are in a later interval.
+		(*engine)->bump_flush_epoch();
+		if (!stopping)
+			usleep(20000);
+
+		// Deltas of this interval.
+		std::vector<int> pids = target_pids();
+		IntervalDelta delta = deltas.next((*engine)->read_paths(), [](uint32_t tgid) { return process_exists(int(tgid)); });
+		Profile profile;
+		profile.start_unix_ns = begin_unix;
+		profile.stop_unix_ns = unix_now_ns();
+		profile.duration_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(finished - begin).count());
+		profile.probes = attached.probes;
+		profile.sampled_fraction = std::max(attached_share, 1e-6);
+		std::set<uint32_t> tgids;
+		for (const PathRecord &r : delta.records)
+			tgids.insert(r.stats.tgid);
+		for (uint32_t tgid : tgids)
+			profile.processes.push_back(processes.count(int(tgid)) ? processes[int(tgid)] : describe_process(int(tgid)));
+		FunctionNamer namer(attached, (*engine)->read_names(), maps);
+		add_call_paths(profile, delta.records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); });
+		auto anomalies = (*engine)->anomalies();
+		for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
+			profile.anomalies[anomaly_name(a)] = anomalies[a];
+
+		// The cost of this interval's hits against the target's CPU time.
+		auto [prog_ns, hits] = run_totals();
+		uint64_t cpu = 0;
+		for (int p : pids) {
+			uint64_t now_cpu = process_cpu_ns(p);
+			cpu += now_cpu - std::min(now_cpu, last_cpu[p]);
+			last_cpu[p] = now_cpu;
+		}
+		uint64_t interval_hits = hits - last_hits;
+		double hit_cost = *trap_ns + (interval_hits ? double(prog_ns - last_prog_ns) / interval_hits : 0);
+		BudgetEstimate budget = estimate_budget({interval_hits, hit_cost, cpu, attached_share}, o.budget, o.min_duty);
+		last_hits = hits;
+		last_prog_ns = prog_ns;
+		duty = budget.next_duty;
+
+		std::string base = o.dir + "/" + kPrefix + stamp(begin_unix);
+		std::string pprof = render_pprof(profile);
+		if (auto r = save_profile(profile, base + ".data"); !r)
+			fprintf(stderr, "usdtprof: %s\n", r.error().message.c_str());
+		if (auto r = write_file_atomically(base + ".pb.gz", pprof); !r)
+			fprintf(stderr, "usdtprof: %s\n", r.error().message.c_str());
+		apply_retention(o.dir, kPrefix, o.keep, o.max_bytes, o.max_age_s);
+		metrics.add_interval(profile);
+		health.probe_hits += interval_hits;
+		health.anomalies = 0;
+		for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
+			if (a != USDTPROF_ANOM_DROPPED_NS && a != USDTPROF_ANOM_LOST_EVENTS)
+				health.anomalies += anomalies[a];
+		health.dropped_paths = anomalies[USDTPROF_ANOM_AGG_FULL];
+		health.intervals++;
+		health.duty_cycle = attached_share;
+		health.estimated_overhead_ratio = budget.overhead;
+		metrics.set_health(health);
+		if (pusher)
+			pusher->push({pprof, begin_unix / 1000000000, profile.stop_unix_ns / 1000000000,
+				      t.pid ? int32_t(t.pid) : 0});
+		// What is reported of processes that are gone is forgotten: the maps stay bounded.
+		(*engine)->delete_paths(delta.forget);
+		for (auto it = processes.begin(); it != processes.end();)
+			if (!process_exists(it->first)) {
+				(*engine)->delete_names(uint32_t(it->first));
+				maps.erase(it->first);
+				last_cpu.erase(it->first);
+				it = processes.erase(it);
+			} else {
+				++it;
+			}
+		if (t.pid && !process_exists(t.pid)) {
+			fprintf(stderr, "usdtprof: %s exited\n", pid_text(t.pid).c_str());
+			stopping = true;
+		}
+	}
+	fprintf(stderr, "usdtprof: stopped after %llu intervals, %llu probe hits\n",
+		(unsigned long long)health.intervals, (unsigned long long)health.probe_hits);
+	if (pusher)
+		pusher->flush(std::chrono::milliseconds(2000));
+	return exit_status;
+}
+
+} // namespace usdtprof

@@ -1,0 +1,313 @@
+#include "pusher.h"
+
+#include "http.h"
+
+#include <algorithm>
+#include <cctype>
+#include <random>
+#include <unistd.h>
+
+namespace usdtprof {
+
+namespace {
+
+constexpr const char *kContentType = "application/octet-stream";
+constexpr const char *kSpyName = "usdtprof";
+
+// RFC 3986: everything but the unreserved characters is percent-encoded.
+std::string percent_encode(const std::string &s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	std::string out;
+	for (unsigned char c : s) {
+		if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+			out += static_cast<char>(c);
+		} else {
+			out += '%';
+			out += hex[c >> 4];
+			out += hex[c & 15];
+		}
+	}
+	return out;
+}
+
+// Pyroscope's name{k=v,...} syntax has no escaping: a value ends at ',' or '}'.
+std::string label_value(const std::string &s)
+{
+	std::string out;
+	for (unsigned char c : s)
+		out += c <= ' ' || c == 0x7f || c == ',' || c == '{' || c == '}' || c == '=' || c == '"'
+			       ? '_'
+			       : static_cast<char>(c);
+	return out;
+}
+
+bool valid_app_name(const std::string &name)
+{
+	return !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+		return isalnum(c) || c == '_' || c == '.' || c == '-';
+	});
+}
+
+bool retryable_status(int status)
+{
+	return status == 408 || status == 429 || status >= 500;
+}
+
+} // namespace
+
+Result<PushUrl> parse_push_url(const std::string &url)
+{
+	auto bad = [&](const std::string &why) {
+		return Error{"invalid push URL '" + url + "': " + why};
+	};
+	const std::string scheme = "http://";
+	if (url.compare(0, 8, "https://") == 0)
+		return bad("https is not supported (it would need OpenSSL); use http://, e.g. through a local TLS proxy");
+	if (url.compare(0, scheme.size(), scheme) != 0)
+		return bad("expected http://HOST[:PORT][/PATH]");
+	std::string rest = url.substr(scheme.size());
+	if (rest.find_first_of("?#") != std::string::npos)
+		return bad("query strings and fragments are not supported");
+	size_t slash = rest.find('/');
+	std::string authority = rest.substr(0, slash);
+	PushUrl u;
+	if (slash != std::string::npos) {
+		u.base_path = rest.substr(slash);
+		while (!u.base_path.empty() && u.base_path.back() == '/')
+			u.base_path.pop_back();
+	}
+	if (authority.find('@') != std::string::npos)
+		return bad("user information is not supported");
+	std::string port;
+	if (!authority.empty() && authority[0] == '[') {
+		size_t close = authority.find(']');
+		if (close == std::string::npos)
+			return bad("unterminated IPv6 address");
+		u.host = authority.substr(1, close - 1);
+		std::string after = authority.substr(close + 1);
+		if (!after.empty()) {
+			if (after[0] != ':')
+				return bad("unexpected text after the IPv6 address");
+			port = after.substr(1);
+			if (port.empty())
+				return bad("empty port");
+		}
+	} else {
+		size_t colon = authority.find(':');
+		u.host = authority.substr(0, colon);
+		if (colon != std::string::npos) {
+			port = authority.substr(colon + 1);
+			if (port.empty())
+				return bad("empty port");
+		}
+	}
+	if (u.host.empty())
+		return bad("missing host");
+	if (!port.empty()) {
+		if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos)
+			return bad("port must be a number from 1 to 65535");
+		u.port = std::stoi(port);
+		if (u.port < 1 || u.port > 65535)
+			return bad("port must be a number from 1 to 65535");
+	}
+	return u;
+}
+
+struct ProfilePusher::Client {
+	explicit Client(const PushUrl &url) : http(url.host, url.port) {}
+	httplib::Client http;
+	std::mt19937_64 rng{std::random_device{}()};
+};
+
+Result<std::unique_ptr<ProfilePusher>> ProfilePusher::create(PusherOptions options)
+{
+	auto url = parse_push_url(options.url);
+	if (!url)
+		return url.error();
+	if (!valid_app_name(options.app_name))
+		return Error{"invalid application name '" + options.app_name +
+			     "': use letters, digits, '_', '.' and '-'"};
+	if (options.queue_capacity == 0)
+		return Error{"the push queue capacity must be at least 1"};
+	if (options.max_attempts == 0)
+		return Error{"the push attempts must be at least 1"};
+	if (options.initial_backoff.count() < 0 || options.max_backoff < options.initial_backoff)
+		return Error{"the push backoff must satisfy 0 <= initial <= maximum"};
+	return std::unique_ptr<ProfilePusher>(new ProfilePusher(std::move(options), std::move(url.value())));
+}
+
+ProfilePusher::ProfilePusher(PusherOptions options, PushUrl url)
+	: options_(std::move(options)), url_(std::move(url))
+{
+	std::string host = options_.hostname;
+	if (host.empty()) {
+		char buf[256] = {};
+		if (gethostname(buf, sizeof buf - 1) == 0)
+			host = buf;
+	}
+	hostname_label_ = label_value(host);
+
+	client_ = std::make_unique<Client>(url_);
+	httplib::Client &http = client_->http;
+	http.set_connection_timeout(options_.connect_timeout);
+	http.set_read_timeout(options_.timeout);
+	http.set_write_timeout(options_.timeout);
+	http.set_url_encode(false); // request_target() encodes
+	http.set_keep_alive(false);
+	http.set_compress(false); // the body is gzip'd pprof already
+	thread_ = std::thread([this] { run(); });
+}
+
+ProfilePusher::~ProfilePusher()
+{
+	std::unique_lock<std::mutex> lock(mutex_);
+	stop_ = true;
+	wake_.notify_all();
+	// Abort a request in progress; repeated, as the sender may start one
+	// between the flag and the abort. stop() is httplib's cross-thread abort.
+	while (!exited_) {
+		lock.unlock();
+		client_->http.stop();
+		lock.lock();
+		drained_.wait_for(lock, std::chrono::milliseconds(10), [&] { return exited_; });
+	}
+	lock.unlock();
+	thread_.join();
+}
+
+std::string ProfilePusher::request_target(const PushItem &item) const
+{
+	std::string labels;
+	if (!hostname_label_.empty())
+		labels += "hostname=" + hostname_label_;
+	if (item.pid != 0)
+		labels += std::string(labels.empty() ? "" : ",") + "pid=" + std::to_string(item.pid);
+	std::string name = options_.app_name + "{" + labels + "}";
+	return url_.base_path + "/ingest?name=" + percent_encode(name) + "&from=" + std::to_string(item.from) +
+	       "&until=" + std::to_string(item.until) + "&format=pprof&spyName=" + kSpyName;
+}
+
+void ProfilePusher::push(PushItem item)
+{
+	PushItem evicted; // freed outside the lock
+	{
+		std::lock_guard<std::mutex> lock(mutex_);
+		if (stop_) {
+			dropped_++;
+			return;
+		}
+		if (queue_.size() >= options_.queue_capacity) {
+			evicted = std::move(queue_.front());
+			queue_.pop_front();
+			dropped_++;
+		}
+		queue_.push_back(std::move(item));
+	}
+	wake_.notify_all();
+}
+
+bool ProfilePusher::flush(std::chrono::milliseconds timeout)
+{
+	std::unique_lock<std::mutex> lock(mutex_);
+	return drained_.wait_for(lock, timeout, [&] { return queue_.empty() && !in_flight_; });
+}
+
+size_t ProfilePusher::queued() const
+{
+	std::lock_guard<std::mutex> lock(mutex_);
+	return queue_.size();
+}
+
+std::string ProfilePusher::last_error() const
+{
+	std::lock_guard<std::mutex> lock(mutex_);
+	return last_error_;
+}
+
+// Equal jitter: uniform in [d/2, d], d = initial * 2^(failures-1) capped at the maximum.
+std::chrono::milliseconds ProfilePusher::backoff(unsigned failures)
+{
+	int64_t d = options_.initial_backoff.count();
+	for (unsigned i = 1; i < failures && d < options_.max_backoff.count(); i++)
+		d *= 2;
+	d = std::min<int64_t>(d, options_.max_backoff.count());
+	if (d <= 1)
+		return std::chrono::milliseconds(d);
+	std::uniform_int_distribution<int64_t> jitter(d / 2, d);
+	return std::chrono::milliseconds(jitter(client_->rng));
+}
+
+ProfilePusher::Outcome ProfilePusher::attempt(const PushItem &item, std::chrono::milliseconds &retry_after)
+{
+	auto res = client_->http.Post(request_target(item), item.bytes, kContentType);
+	auto fail = [&](Outcome outcome, std::string why) {
+		std::lock_guard<std::mutex> lock(mutex_);
+		last_error_ = "push to " + options_.url + ": " + std::move(why);
+		return outcome;
+	};
+	if (!res)
+		return fail(Outcome::retry, httplib::to_string(res.error()));
+	int status = res->status;
+	if (status >= 200 && status < 300)
+		return Outcome::sent;
+	std::string why = "HTTP " + std::to_string(status);
+	std::string body = res->body.substr(0, 200);
+	body.erase(std::find(body.begin(), body.end(), '\n'), body.end());
+	if (!body.empty())
+		why += ": " + body;
+	if (!retryable_status(status))
+		return fail(Outcome::give_up, why);
+	// Retry-After in seconds (the HTTP-date form is ignored).
+	std::string after = res->get_header_value("Retry-After");
+	if (!after.empty() && after.size() <= 6 && after.find_first_not_of("0123456789") == std::string::npos)
+		retry_after = std::chrono::seconds(std::stoi(after));
+	return fail(Outcome::retry, why);
+}
+
+// Sends one item with retries; false when stopped meanwhile.
+bool ProfilePusher::deliver(const PushItem &item)
+{
+	for (unsigned failures = 0;;) {
+		std::chrono::milliseconds retry_after{0};
+		Outcome outcome = attempt(item, retry_after);
+		if (outcome == Outcome::sent) {
+			sent_++;
+			return true;
+		}
+		if (outcome == Outcome::give_up || ++failures >= options_.max_attempts) {
+			failed_++;
+			return true;
+		}
+		auto delay = std::max(backoff(failures), std::min(retry_after, options_.max_backoff));
+		retries_++;
+		std::unique_lock<std::mutex> lock(mutex_);
+		if (wake_.wait_for(lock, delay, [&] { return stop_; }))
+			return false;
+	}
+}
+
+void ProfilePusher::run()
+{
+	for (;;) {
+		PushItem item;
+		{
+			std::unique_lock<std::mutex> lock(mutex_);
+			in_flight_ = false;
+			drained_.notify_all();
+			wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+			if (stop_)
+				break;
+			item = std::move(queue_.front());
+			queue_.pop_front();
+			in_flight_ = true;
+		}
+		if (!deliver(item))
+			break;
+	}
+	std::lock_guard<std::mutex> lock(mutex_);
+	exited_ = true;
+	drained_.notify_all();
+}
+
+} // namespace usdtprof
