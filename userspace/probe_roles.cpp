@@ -62,6 +62,8 @@ Result<std::vector<ProbeRole>> parse_spec(std::string_view spec, const std::vect
 			if (kind == "str" || kind == "int") {
 				naming.ident = USDTPROF_IDENT_PTRS;
 				naming.ident_args = {arg};
+				// A program's strings may be freed or reused: keyed by content.
+				naming.content_mask = kind == "str" ? 1 : 0;
 				naming.parts = {{kind == "str" ? USDTPROF_PART_STR : USDTPROF_PART_INT, arg, 0}};
 				naming.format = kind == "str" ? string_name : integer_name;
 			} else if (!kind.empty()) {

@@ -50,8 +50,8 @@ std::vector<ProbeRole> native_probe_roles();
 
 // "PROVIDER:ENTRY/EXIT[:NAME]": a probe pair named by NAME: "argN" (default
 // arg0), a pointer to a name string the program keeps (read once); "argN:str",
-// a string read at each new pointer; "argN:int", an integer (named
-// "ENTRY(N)"); or "=TEXT", a constant. E.g. "myapp:request__start/request__done:arg1".
+// a string, keyed by its content; "argN:int", an integer (named "ENTRY(N)");
+// or "=TEXT", a constant. E.g. "myapp:request__start/request__done:arg1".
 Result<std::vector<ProbeRole>> parse_pair_spec(std::string_view spec);
 // "PROVIDER:CREATE/BEGIN/END[:argN]": task probes whose argument N is the task id.
 Result<std::vector<ProbeRole>> parse_task_spec(std::string_view spec);

@@ -4,6 +4,10 @@
 //   empty     an empty BPF program on the same sites: the uprobe floor
 //   usdtprof  usdtprof's entry/exit programs on the same sites
 //   trace     the same in trace mode: every hit also a ring-buffer event
+//   pointer   usdtprof keying the function by an argument's value, its name
+//             captured in the kernel (runtime presets: interned names)
+//   content   usdtprof keying it by the content of the string an argument
+//             points to (Ruby class names, PHP names, --pair ...:argN:str)
 // Each round runs all five; the medians are reported. Then the context-switch
 // program's own cost per switch, from the kernel's run-time statistics.
 #include <algorithm>
@@ -27,12 +31,23 @@ using namespace usdtprof;
 
 namespace {
 
-enum class Mode { Plain, Untraced, Empty, Usdtprof, Trace };
+enum class Mode { Plain, Untraced, Empty, Usdtprof, Trace, Pointer, Content };
+
 
 [[noreturn]] void die(const std::string &msg)
 {
 	fprintf(stderr, "probe_bench: %s\n", msg.c_str());
 	exit(1);
+}
+
+std::vector<ProbeRole> roles_for(Mode mode)
+{
+	if (mode != Mode::Pointer && mode != Mode::Content)
+		return native_probe_roles();
+	auto pair = parse_pair_spec(mode == Mode::Pointer ? "usdtprof:enter/exit:arg0:int" : "usdtprof:enter/exit:arg0:str");
+	if (!pair)
+		die(pair.error().message);
+	return *pair;
 }
 
 double run_loop(const std::string &binary, unsigned long calls, Mode mode)
@@ -48,7 +63,7 @@ double run_loop(const std::string &binary, unsigned long calls, Mode mode)
 		auto maps = read_proc_maps(child->pid());
 		if (!maps)
 			die(maps.error().message);
-		auto sites = find_sites(*maps, native_probe_roles());
+		auto sites = find_sites(*maps, roles_for(mode));
 		if (mode != Mode::Empty) {
 			auto loaded = Engine::load(1024, mode == Mode::Trace ? 64 << 20 : 0);
 			if (!loaded)
@@ -143,15 +158,20 @@ int main(int argc, char **argv)
 		die("usage: probe_bench LOOP_PLAIN LOOP_PROBED PINGPONG");
 	const unsigned long calls = 1000000, traced_calls = 500000;
 	const int rounds = 7;
-	std::vector<double> plain, untraced, empty, ours, trace;
+	std::vector<double> plain, untraced, empty, ours, trace, pointer, content;
 	for (int r = 0; r < rounds; r++) {
 		plain.push_back(run_loop(argv[1], calls, Mode::Plain));
 		untraced.push_back(run_loop(argv[2], calls, Mode::Untraced));
 		empty.push_back(run_loop(argv[2], traced_calls, Mode::Empty));
 		ours.push_back(run_loop(argv[2], traced_calls, Mode::Usdtprof));
 		trace.push_back(run_loop(argv[2], traced_calls, Mode::Trace));
-		fprintf(stderr, "round %d: plain %.2f untraced %.2f empty %.1f usdtprof %.1f trace %.1f ns/call\n",
-			r + 1, plain.back(), untraced.back(), empty.back(), ours.back(), trace.back());
+		pointer.push_back(run_loop(argv[2], traced_calls, Mode::Pointer));
+		content.push_back(run_loop(argv[2], traced_calls, Mode::Content));
+		fprintf(stderr,
+			"round %d: plain %.2f untraced %.2f empty %.1f usdtprof %.1f trace %.1f pointer %.1f content %.1f "
+			"ns/call\n",
+			r + 1, plain.back(), untraced.back(), empty.back(), ours.back(), trace.back(), pointer.back(),
+			content.back());
 	}
 	// Two probe hits per call (entry and exit).
 	double p = median(plain), u = median(untraced), e = median(empty), o = median(ours), t = median(trace);
@@ -162,9 +182,15 @@ int main(int argc, char **argv)
 	printf("| empty BPF program (floor) | %.1f | %.1f added |\n", e, empty_hit);
 	printf("| usdtprof | %.1f | %.1f added |\n", o, ours_hit);
 	printf("| usdtprof trace | %.1f | %.1f added |\n", t, (t - u) / 2);
+	double pt = median(pointer), ct = median(content);
+	printf("| usdtprof, keyed by value + captured name | %.1f | %.1f added |\n", pt, (pt - u) / 2);
+	printf("| usdtprof, keyed by string content (4 bytes) + captured name | %.1f | %.1f added |\n", ct, (ct - u) / 2);
 	printf("\nusdtprof / floor, added cost per hit: %.3fx (goal <= 1.15x); usdtprof's own BPF work: %.1f ns per hit\n",
 	       ours_hit / empty_hit, ours_hit - empty_hit);
 	printf("trace mode: %.1f ns more per event than aggregation alone\n", (t - o) / 2);
+	printf("identity: keyed by value + captured name %.1f ns more per hit than by a static name's address; by "
+	       "content %.1f ns more\n",
+	       (pt - o) / 2, (ct - o) / 2);
 	auto [idle, profiled] = switch_cost(argv[3]);
 	printf("sched_switch program: %.1f ns per switch between unprofiled threads, %.1f ns per switch of a "
 	       "profiled thread (kernel run-time statistics, which add their own ~30 ns)\n",
