@@ -55,6 +55,17 @@ struct {
 	__type(value, struct usdtprof_name);
 } names SEC(".maps");
 
+/* The command name of each process with a probed thread, taken at its
+ * first thread's first event: processes that are gone by the time
+ * userspace reads the profile keep their name. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, char[16]);
+} process_comms SEC(".maps");
+
 /* Per-CPU room for a name being captured and a query text being hashed:
  * both are beyond the 512-byte BPF stack. */
 struct scratch {
@@ -576,8 +587,14 @@ static __always_inline struct usdtprof_thread_stack *thread_stack(void)
 		return 0;
 	}
 	if (!st->tgid) {
+		struct task_struct *task = bpf_get_current_task_btf();
+		char comm[16];
+
 		st->tgid = bpf_get_current_pid_tgid() >> 32;
 		st->idle_since = start_ns;
+		if (!bpf_map_lookup_elem(&process_comms, &st->tgid) &&
+		    !bpf_probe_read_kernel_str(comm, sizeof(comm), task->group_leader->comm))
+			bpf_map_update_elem(&process_comms, &st->tgid, comm, BPF_NOEXIST);
 	}
 	return st;
 }

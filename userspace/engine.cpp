@@ -271,6 +271,7 @@ void Engine::delete_names(uint32_t tgid)
 	}
 	for (const usdtprof_name_key &k : gone)
 		bpf_map_delete_elem(fd, &k);
+	bpf_map_delete_elem(bpf_map__fd(skel_->maps.process_comms), &tgid);
 }
 
 } // namespace usdtprof
@@ -366,6 +367,22 @@ std::vector<PathRecord> Engine::read_paths() const
 		rec.path = next;
 		if (bpf_map_lookup_elem(fd, &next, &rec.stats) == 0)
 			out.push_back(rec);
+		key = next;
+		prev = &key;
+	}
+	return out;
+}
+
+std::map<uint32_t, std::string> Engine::read_process_comms() const
+{
+	std::map<uint32_t, std::string> out;
+	int fd = bpf_map__fd(skel_->maps.process_comms);
+	uint32_t key = 0, next = 0;
+	uint32_t *prev = nullptr;
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		char comm[16];
+		if (bpf_map_lookup_elem(fd, &next, comm) == 0)
+			out[next] = std::string(comm, strnlen(comm, sizeof(comm)));
 		key = next;
 		prev = &key;
 	}

@@ -78,7 +78,7 @@ public:
 	void open_window();
 	// Makes each thread add its path cache to the paths map at its next exit.
 	void bump_flush_epoch();
-	// Forgets paths (already reported) and the names of a process that is gone.
+	// Forgets paths (already reported) and the names (and command name) of a process that is gone.
 	void delete_paths(const std::vector<uint64_t> &paths);
 	void delete_names(uint32_t tgid);
 
@@ -94,6 +94,8 @@ public:
 	std::pair<uint64_t, uint64_t> run_stats(const char *program) const;
 
 	std::vector<PathRecord> read_paths() const;
+	// The command name of each process a probe fired in, by tgid.
+	std::map<uint32_t, std::string> read_process_comms() const;
 	// Names the kernel captured for runtime probes, by (tgid, function id).
 	std::map<std::pair<uint32_t, uint64_t>, usdtprof_name> read_names() const;
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> anomalies() const;

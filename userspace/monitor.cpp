@@ -275,8 +275,10 @@ int monitor(const MonitorOptions &o)
 		std::set<uint32_t> tgids;
 		for (const PathRecord &r : delta.records)
 			tgids.insert(r.stats.tgid);
+		auto comms = (*engine)->read_process_comms();
 		for (uint32_t tgid : tgids)
-			profile.processes.push_back(processes.count(int(tgid)) ? processes[int(tgid)] : describe_process(int(tgid)));
+			profile.processes.push_back(processes.count(int(tgid)) ? processes[int(tgid)]
+									       : describe_process(int(tgid), comms));
 		FunctionNamer namer(attached, (*engine)->read_names(), maps);
 		add_call_paths(profile, delta.records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); });
 		auto anomalies = (*engine)->anomalies();

@@ -333,10 +333,11 @@ int record(const RecordOptions &o)
 		std::set<uint32_t> tgids;
 		for (const PathRecord &r : records)
 			tgids.insert(r.stats.tgid);
+		auto comms = (*engine)->read_process_comms();
 		for (uint32_t tgid : tgids) {
 			auto seen = binary_processes->seen().find(int(tgid));
 			profile.processes.push_back(seen != binary_processes->seen().end() ? seen->second
-											: describe_process(int(tgid)));
+											    : describe_process(int(tgid), comms));
 		}
 	}
 	FunctionNamer namer(attached, (*engine)->read_names(), attach_maps);

@@ -36,6 +36,14 @@ int64_t unix_now_ns()
 }
 
 
+ProfileProcess describe_process(int pid, const std::map<uint32_t, std::string> &comms)
+{
+	ProfileProcess p = describe_process(pid);
+	if (auto c = comms.find(uint32_t(pid)); p.comm.empty() && c != comms.end())
+		p.comm = c->second;
+	return p;
+}
+
 void BinaryProcesses::scan()
 {
 	std::error_code ec;

@@ -21,6 +21,9 @@ std::string pid_text(int pid);
 // A process that exited (a zombie too) maps nothing: that is not a lack of probes.
 bool has_exited(int pid);
 int64_t unix_now_ns();
+// describe_process(), with the command name the kernel kept (comms) for a
+// process that is gone.
+ProfileProcess describe_process(int pid, const std::map<uint32_t, std::string> &comms);
 
 // Processes running binary, by pid, each described and its maps read once.
 class BinaryProcesses {

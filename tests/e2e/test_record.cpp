@@ -200,7 +200,7 @@ TEST_CASE("errors: one clear line and a documented exit status")
 	{
 		Output o = run({usdtprof(), "record", "-o", dir + "/x.data", "--", "/bin/true"});
 		REQUIRE(o.status == 1);
-		REQUIRE_THAT(o.err, Contains("no usdtprof probes"));
+		REQUIRE_THAT(o.err, Contains("no probes of any preset"));
 		REQUIRE(std::count(o.err.begin(), o.err.end(), '\n') == 1);
 	}
 	SECTION("usage errors exit 2")

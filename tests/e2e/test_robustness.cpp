@@ -446,7 +446,7 @@ TEST_CASE("bad record input: one line, documented status, nothing written, targe
 	{
 		Background sleeper({"sleep", "30"});
 		require_failure({usdtprof(), "record", "-p", std::to_string(sleeper.pid()), "-o", out}, 1,
-				"no usdtprof probes");
+				"no probes of any preset");
 		REQUIRE(running(sleeper.pid()));
 	}
 	SECTION("not root: no libbpf noise, one line naming the cause")
