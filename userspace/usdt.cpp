@@ -152,53 +152,65 @@ Result<usdtprof_arg_spec> parse_usdt_arg(std::string_view spec) {
 	return arg;
 }
 
-Result<uint64_t> entry_point_offset(const std::string &path)
+// An open ELF file with its header and loadable segments.
+struct ElfFile {
+	UniqueFd fd;
+	ElfPtr elf;
+	GElf_Ehdr ehdr;
+	std::vector<GElf_Phdr> loads;
+};
+
+Result<ElfFile> open_elf(const std::string &path)
 {
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return Error{std::string("libelf: ") + elf_errmsg(-1)};
-	UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-	if (fd.get() < 0)
+	ElfFile f;
+	f.fd = UniqueFd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+	if (f.fd.get() < 0)
 		return Error{path + ": " + std::strerror(errno)};
-	ElfPtr elf(elf_begin(fd.get(), ELF_C_READ, nullptr));
-	GElf_Ehdr ehdr;
-	size_t phnum = 0;
-	if (!elf || elf_kind(elf.get()) != ELF_K_ELF || !gelf_getehdr(elf.get(), &ehdr) ||
-	    elf_getphdrnum(elf.get(), &phnum) != 0)
+	f.elf = ElfPtr(elf_begin(f.fd.get(), ELF_C_READ, nullptr));
+	if (!f.elf || elf_kind(f.elf.get()) != ELF_K_ELF)
 		return Error{path + ": not an ELF file"};
-	std::vector<GElf_Phdr> loads;
+	size_t phnum = 0;
+	if (!gelf_getehdr(f.elf.get(), &f.ehdr) || elf_getphdrnum(f.elf.get(), &phnum) != 0)
+		return Error{path + ": " + elf_errmsg(-1)};
 	for (size_t i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
-		if (gelf_getphdr(elf.get(), static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
-			loads.push_back(ph);
+		if (gelf_getphdr(f.elf.get(), static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
+			f.loads.push_back(ph);
 	}
-	std::optional<uint64_t> offset = file_offset(loads, ehdr.e_entry, PF_X);
-	if (!ehdr.e_entry || !offset)
+	return f;
+}
+
+Result<uint64_t> entry_point_offset(const std::string &path)
+{
+	auto f = open_elf(path);
+	if (!f)
+		return f.error();
+	std::optional<uint64_t> offset = file_offset(f->loads, f->ehdr.e_entry, PF_X);
+	if (!f->ehdr.e_entry || !offset)
 		return Error{path + ": no entry point"};
 	return *offset;
 }
 
 Result<std::vector<UsdtSite>> read_usdt_sites(const std::string &path) {
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return Error{std::string("libelf: ") + elf_errmsg(-1)};
-	UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-	if (fd.get() < 0)
-		return Error{path + ": " + std::strerror(errno)};
-	ElfPtr elf(elf_begin(fd.get(), ELF_C_READ, nullptr));
-	if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
-		return Error{path + ": not an ELF file"};
-	GElf_Ehdr ehdr;
-	size_t shstrndx = 0, phnum = 0;
-	if (!gelf_getehdr(elf.get(), &ehdr) || elf_getshdrstrndx(elf.get(), &shstrndx) != 0 ||
-	    elf_getphdrnum(elf.get(), &phnum) != 0)
+	auto file = open_elf(path);
+	if (!file)
+		return file.error();
+	Elf *elf = file->elf.get();
+	const GElf_Ehdr &ehdr = file->ehdr;
+	const std::vector<GElf_Phdr> &loads = file->loads;
+	size_t shstrndx = 0;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
 		return Error{path + ": " + elf_errmsg(-1)};
 
 	Elf_Scn *notes = nullptr;
 	std::optional<uint64_t> stapsdt_base;
-	for (Elf_Scn *scn = elf_nextscn(elf.get(), nullptr); scn; scn = elf_nextscn(elf.get(), scn)) {
+	for (Elf_Scn *scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
 		GElf_Shdr shdr;
 		if (!gelf_getshdr(scn, &shdr))
 			continue;
-		const char *name = elf_strptr(elf.get(), shstrndx, shdr.sh_name);
+		const char *name = elf_strptr(elf, shstrndx, shdr.sh_name);
 		if (!name)
 			continue;
 		if (shdr.sh_type == SHT_NOTE && std::strcmp(name, ".note.stapsdt") == 0)
@@ -211,13 +223,6 @@ Result<std::vector<UsdtSite>> read_usdt_sites(const std::string &path) {
 	Elf_Data *data = elf_getdata(notes, nullptr);
 	if (!data)
 		return Error{path + ": " + elf_errmsg(-1)};
-
-	std::vector<GElf_Phdr> loads;
-	for (size_t i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-		if (gelf_getphdr(elf.get(), static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
-			loads.push_back(ph);
-	}
 
 	const size_t addr_size = ehdr.e_ident[EI_CLASS] == ELFCLASS64 ? 8 : 4;
 	const bool big_endian = ehdr.e_ident[EI_DATA] == ELFDATA2MSB;
