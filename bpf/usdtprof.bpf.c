@@ -593,7 +593,7 @@ static __always_inline struct usdtprof_thread_stack *thread_stack(void)
 		st->tgid = bpf_get_current_pid_tgid() >> 32;
 		st->idle_since = start_ns;
 		if (!bpf_map_lookup_elem(&process_comms, &st->tgid) &&
-		    !bpf_probe_read_kernel_str(comm, sizeof(comm), task->group_leader->comm))
+		    bpf_probe_read_kernel_str(comm, sizeof(comm), task->group_leader->comm) > 0)
 			bpf_map_update_elem(&process_comms, &st->tgid, comm, BPF_NOEXIST);
 	}
 	return st;

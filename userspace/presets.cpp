@@ -202,17 +202,21 @@ const std::vector<Preset> &presets()
 {
 	static const std::vector<Preset> table = {
 		{"native", "usdtprof's own header (include/usdtprof/usdtprof.h)", native_probe_roles, no_check, {},
-		 nullptr, no_library},
+		 nullptr, nullptr, no_library},
 		{"php", "PHP: php:function__entry/return, named Class::function", php_roles, php_check,
-		 {{"USE_ZEND_DTRACE", "1"}}, nullptr, no_library},
+		 {{"USE_ZEND_DTRACE", "1"}}, nullptr, nullptr, no_library},
 		{"ruby", "Ruby: ruby:method__entry/return and cmethod__entry/return, named Class#method", ruby_roles,
-		 no_check, {{"RUBYOPT", "-r{script}"}}, kRubyHooks, no_library},
+		 no_check, {{"RUBYOPT", "-r{script}"}}, kRubyHooks,
+		 "Ruby fires method__entry/return only while a call/return hook is on: recording C methods only; "
+		 "--ruby-call-hook installs one (Ruby calls ~3x slower; Ruby 3.1 can crash in rb_dtrace_setup with "
+		 "any such hook, seen in 1 launch of 20 with rubygems)",
+		 no_library},
 		{"java", "Java (HotSpot): hotspot:method__entry/return, named pkg.Class.method", java_roles, java_check,
-		 {{"JDK_JAVA_OPTIONS", "-XX:+DTraceMethodProbes"}}, nullptr, java_library},
+		 {{"JDK_JAVA_OPTIONS", "-XX:+DTraceMethodProbes"}}, nullptr, nullptr, java_library},
 		{"python", "CPython: python:function__entry/return, named file.py:function", python_roles, no_check, {},
-		 nullptr, no_library},
+		 nullptr, nullptr, no_library},
 		{"postgres", "PostgreSQL: one frame per statement shape, its phases and waits inside", postgres_roles,
-		 no_check, {}, nullptr, no_library},
+		 no_check, {}, nullptr, nullptr, no_library},
 	};
 	return table;
 }

@@ -20,9 +20,12 @@ struct Preset {
 	std::string (*check)(int pid);
 	// Environment a launched command needs for the probes to fire: each
 	// value is added to the variable's, "{script}" standing for a file
-	// holding launch_script.
+	// holding launch_script, which is only used when asked for
+	// (--ruby-call-hook: it can crash the target, see docs/design.md).
 	std::vector<std::pair<const char *, const char *>> launch_env;
 	const char *launch_script;
+	// Said when a command is launched without the launch script.
+	const char *without_script;
 	// Files holding the probes that a launched executable loads later with
 	// dlopen (HotSpot's libjvm.so): "" when none.
 	std::string (*late_library)(const std::string &executable);

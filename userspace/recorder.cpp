@@ -185,7 +185,8 @@ private:
 };
 
 // Sets what the presets need in a launched command's environment; says so.
-bool apply_launch_env(const std::vector<const Preset *> &chosen, std::vector<std::unique_ptr<LaunchScript>> &scripts)
+bool apply_launch_env(const std::vector<const Preset *> &chosen, bool use_scripts,
+		      std::vector<std::unique_ptr<LaunchScript>> &scripts)
 {
 	bool changed = false;
 	for (const Preset *p : chosen)
@@ -195,6 +196,10 @@ bool apply_launch_env(const std::vector<const Preset *> &chosen, std::vector<std
 			if (size_t at = value.find("{script}"); at != std::string::npos) {
 				if (now.find("usdtprof-launch-") != std::string::npos)
 					continue;
+				if (!use_scripts) {
+					fprintf(stderr, "usdtprof: %s: %s\n", p->name, p->without_script);
+					continue;
+				}
 				scripts.push_back(std::make_unique<LaunchScript>(p->launch_script));
 				value.replace(at, 8, scripts.back()->path());
 			} else if (now.find(value) != std::string::npos) {
@@ -259,7 +264,7 @@ int record(const RecordOptions &o)
 			chosen = choose_presets(o, files);
 			// The held command has run none of its code: when its runtime
 			// needs an environment variable, it starts again with it.
-			if (!apply_launch_env(chosen, scripts))
+			if (!apply_launch_env(chosen, o.ruby_call_hook, scripts))
 				break;
 		}
 		pid = child->pid();

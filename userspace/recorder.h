@@ -21,6 +21,7 @@ struct RecordOptions {
 	std::vector<std::string> command; // launch this command, or
 	std::string binary;               // attach to every process running this file, new ones too
 	std::string runtime;              // a preset's name; "": detected
+	bool ruby_call_hook = false;      // a launched Ruby gets a call/return hook (the ruby preset)
 	double duration_s = 0;            // 0: until Ctrl-C/SIGTERM or the target exits
 	std::string output = "usdtprof.data";
 	uint32_t max_paths = 65536;       // aggregation map size

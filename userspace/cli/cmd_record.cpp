@@ -32,6 +32,8 @@ void add_target_options(CLI::App *app, RecordOptions &o)
 	app->add_option("--task", o.tasks, "Custom task probes: PROVIDER:CREATE/BEGIN/END[:argN], argN is the task id")
 		->allow_extra_args(false);
 	app->add_option("command", o.command, "Command to launch, after --");
+	app->add_flag("--ruby-call-hook", o.ruby_call_hook,
+		      "A launched Ruby gets a call/return hook so its Ruby methods fire probes (see README)");
 }
 
 void require_one_target(const RecordOptions &o, const char *command)
