@@ -39,7 +39,7 @@ std::string location(const std::string &file, int64_t line)
 ProbeRole runtime(const char *provider, const char *name, usdtprof_role role, std::vector<unsigned> ident_args,
 		  uint32_t content_mask, std::vector<NamePart> parts, NameFormat format)
 {
-	ProbeRole r{provider, name, role};
+	ProbeRole r = probe_role(provider, name, role);
 	r.ident = USDTPROF_IDENT_PTRS;
 	r.ident_args = std::move(ident_args);
 	r.content_mask = content_mask;
@@ -50,7 +50,7 @@ ProbeRole runtime(const char *provider, const char *name, usdtprof_role role, st
 
 ProbeRole constant(const char *provider, const char *name, usdtprof_role role, const char *frame)
 {
-	ProbeRole r{provider, name, role};
+	ProbeRole r = probe_role(provider, name, role);
 	r.ident = USDTPROF_IDENT_CONST;
 	r.const_name = frame;
 	return r;
@@ -117,8 +117,8 @@ std::string java_check(int pid)
 	if (where.empty() || where.find("+ExtendedDTraceProbes") != std::string::npos ||
 	    where.find("+DTraceMethodProbes") != std::string::npos)
 		return "";
-	return "HotSpot fires its method probes only with -XX:+ExtendedDTraceProbes (JDK 17) or "
-	       "-XX:+DTraceMethodProbes (newer JDKs): restart the JVM with it (record -- java ... sets it)";
+	return "HotSpot fires its method probes only with -XX:+DTraceMethodProbes (or -XX:+ExtendedDTraceProbes): "
+	       "restart the JVM with it (record -- java ... sets it)";
 }
 
 std::string java_library(const std::string &executable)
@@ -142,7 +142,7 @@ std::vector<ProbeRole> python_roles()
 	auto name = [](const usdtprof_name &n, const ProbeRole &) -> FunctionName {
 		return {base_name(text(n, 0)) + ":" + text(n, 1), location(text(n, 0), n.num[2])};
 	};
-	ProbeRole line{"python", "line", USDTPROF_ROLE_ENTRY};
+	ProbeRole line = probe_role("python", "line", USDTPROF_ROLE_ENTRY);
 	line.semaphore_only = true;
 	return {runtime("python", "function__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0, parts, name),
 		runtime("python", "function__return", USDTPROF_ROLE_EXIT, {0, 1}, 0, parts, name), line};
@@ -158,7 +158,7 @@ std::vector<ProbeRole> postgres_roles()
 	};
 	std::vector<ProbeRole> roles;
 	for (usdtprof_role role : {USDTPROF_ROLE_ENTRY, USDTPROF_ROLE_EXIT}) {
-		ProbeRole q{"postgresql", role == USDTPROF_ROLE_ENTRY ? "query__start" : "query__done", role};
+		ProbeRole q = probe_role("postgresql", role == USDTPROF_ROLE_ENTRY ? "query__start" : "query__done", role);
 		q.ident = USDTPROF_IDENT_SQL;
 		q.ident_args = {0};
 		q.parts = {{USDTPROF_PART_STR, 0}};

@@ -95,14 +95,23 @@ Result<std::vector<ProbeRole>> parse_spec(std::string_view spec, const std::vect
 
 } // namespace
 
+ProbeRole probe_role(std::string_view provider, std::string_view name, usdtprof_role role)
+{
+	ProbeRole r;
+	r.provider = provider;
+	r.name = name;
+	r.role = role;
+	return r;
+}
+
 std::vector<ProbeRole> native_probe_roles()
 {
 	return {
-		{"usdtprof", "enter", USDTPROF_ROLE_ENTRY},
-		{"usdtprof", "exit", USDTPROF_ROLE_EXIT},
-		{"usdtprof", "task_create", USDTPROF_ROLE_TASK_CREATE},
-		{"usdtprof", "task_begin", USDTPROF_ROLE_TASK_BEGIN},
-		{"usdtprof", "task_end", USDTPROF_ROLE_TASK_END},
+		probe_role("usdtprof", "enter", USDTPROF_ROLE_ENTRY),
+		probe_role("usdtprof", "exit", USDTPROF_ROLE_EXIT),
+		probe_role("usdtprof", "task_create", USDTPROF_ROLE_TASK_CREATE),
+		probe_role("usdtprof", "task_begin", USDTPROF_ROLE_TASK_BEGIN),
+		probe_role("usdtprof", "task_end", USDTPROF_ROLE_TASK_END),
 	};
 }
 

@@ -45,6 +45,9 @@ struct ProbeRole {
 // The function id of a constant name (IDENT_CONST): far from any address.
 uint64_t const_function_id(std::string_view name);
 
+// A probe in a role, named by its argument 0 (IDENT_NATIVE).
+ProbeRole probe_role(std::string_view provider, std::string_view name, usdtprof_role role);
+
 // The probes of include/usdtprof/usdtprof.h.
 std::vector<ProbeRole> native_probe_roles();
 

@@ -1,0 +1,589 @@
+// The runtime presets on real interpreters and servers: PHP, Ruby, Java (HotSpot), CPython 3.11
+// and PostgreSQL 15, with the scripts of tests/runtimes/ whose call counts are known (see the
+// comment at the top of each). Needs the Debian packages of tools/install-deps.sh.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+#include "harness.h"
+#include "profile.h"
+
+using namespace e2e;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const char kPostgres[] = "/usr/lib/postgresql/15/bin/postgres";
+const char kPython311[] = "/usr/bin/python3.11";
+const char kRuby31[] = "/usr/bin/ruby3.1";
+const char kLibruby[] = "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1";
+
+// A file of tests/runtimes/, by absolute path (tests run from the repository's root).
+std::string runtime_file(const std::string &name)
+{
+	auto p = std::filesystem::absolute(std::filesystem::path(__FILE__).parent_path().parent_path() / "runtimes" / name);
+	INFO(p);
+	REQUIRE(std::filesystem::exists(p));
+	return p.string();
+}
+
+// name's path as execvp finds it, "" if not on PATH.
+std::string find_in_path(const std::string &name)
+{
+	const char *path = getenv("PATH");
+	std::istringstream dirs(path ? path : "/usr/bin:/bin");
+	for (std::string dir; std::getline(dirs, dir, ':');)
+		if (std::string p = (dir.empty() ? "." : dir) + "/" + name; access(p.c_str(), X_OK) == 0)
+			return p;
+	return "";
+}
+
+void require_no_anomalies(const nlohmann::json &report)
+{
+	for (const auto &[name, count] : report.at("anomalies").items()) {
+		INFO(name);
+		REQUIRE(count == 0);
+	}
+}
+
+void require_one_line(const std::string &err)
+{
+	INFO(err);
+	REQUIRE(std::count(err.begin(), err.end(), '\n') == 1);
+	REQUIRE(err.back() == '\n');
+}
+
+// `usdtprof record -o DIR/profile.data -- command...`, which must exit 0; its output and the profile.
+struct Launched {
+	Output output;
+	std::string data;
+};
+
+Launched record_launch(const std::vector<std::string> &command, const std::vector<std::string> &env_prefix = {},
+			const std::vector<std::string> &options = {})
+{
+	Launched l;
+	l.data = temp_dir() + "/profile.data";
+	std::vector<std::string> argv = env_prefix;
+	for (const std::string &a : {e2e::usdtprof(), std::string("record"), std::string("-o"), l.data})
+		argv.push_back(a);
+	argv.insert(argv.end(), options.begin(), options.end());
+	argv.push_back("--");
+	argv.insert(argv.end(), command.begin(), command.end());
+	l.output = run(argv);
+	INFO(l.output.err);
+	REQUIRE(l.output.status == 0);
+	return l;
+}
+
+nlohmann::json list_json(int pid)
+{
+	Output o = run({e2e::usdtprof(), "list", "-p", std::to_string(pid), "--format", "json"});
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	return nlohmann::json::parse(o.out);
+}
+
+// The binary of a `list --format json` whose path contains part (fails if none).
+nlohmann::json listed_binary(const nlohmann::json &list, const std::string &part)
+{
+	for (const auto &b : list.at("binaries"))
+		if (b.at("path").get<std::string>().find(part) != std::string::npos)
+			return b;
+	FAIL("no binary with '" << part << "' in " << list.dump());
+	return {};
+}
+
+nlohmann::json listed_probe(const nlohmann::json &binary, const std::string &provider, const std::string &name)
+{
+	for (const auto &p : binary.at("probes"))
+		if (p.at("provider") == provider && p.at("name") == name)
+			return p;
+	FAIL("no probe " << provider << ":" << name << " in " << binary.at("path"));
+	return {};
+}
+
+// Runs record -p against a process whose runtime has its probes switched off:
+// it must refuse with one line naming the switch, and write nothing.
+void require_refused(int pid, const std::string &switch_name)
+{
+	std::string dir = temp_dir(), data = dir + "/refused.data";
+	// -d bounds the run should usdtprof wrongly start recording.
+	Output o = run({e2e::usdtprof(), "record", "-p", std::to_string(pid), "-d", "2", "-o", data});
+	INFO(o.err);
+	REQUIRE(o.status == 1);
+	require_one_line(o.err);
+	REQUIRE_THAT(o.err, Contains("pid " + std::to_string(pid)));
+	REQUIRE_THAT(o.err, Contains(switch_name));
+	REQUIRE(!std::filesystem::exists(data));
+	REQUIRE(std::filesystem::is_empty(dir)); // no temporary file left either
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+// PHP
+
+TEST_CASE("php: record -- php sets USE_ZEND_DTRACE itself, exact calls per Class::function", "[runtimes]")
+{
+	auto [o, data] = record_launch({"php", runtime_file("calls.php")}, {"env", "-u", "USE_ZEND_DTRACE"});
+	INFO(o.err);
+	REQUIRE(o.out == "fib=610 inc=1000 twice=42 hello=3 closure=5 caught=2\n");
+	REQUIRE_THAT(o.err, Contains("USE_ZEND_DTRACE=1"));
+
+	auto report = report_json(data);
+	require_no_anomalies(report);
+	const std::pair<const char *, int> expected[] = {{"fib", 1973}, {"Counter::inc", 1000}, {"Counter::get", 1},
+		{"Util::twice", 7}, {"Base::hello", 3}, {"{closure}", 5}, {"thrower", 2}, {"main", 1}};
+	for (const auto &[name, calls] : expected) {
+		INFO(name);
+		auto f = function(report, name);
+		REQUIRE(f["calls"] == calls);
+		REQUIRE(f["open"] == 0);
+	}
+	// Internal functions (count, printf ...) have no probes: nothing else is there.
+	REQUIRE(report["functions"].size() == std::size(expected));
+	REQUIRE(function(report, "fib")["recursive"] == true);
+	REQUIRE(path(report, "main")["calls"] == 1);
+	REQUIRE(path(report, "main;fib")["calls"] == 1);
+	REQUIRE(path(report, "main;Counter::inc")["calls"] == 1000);
+	REQUIRE(path(report, "main;Base::hello")["calls"] == 3);
+	// thrower's exception unwinds through a function__return: its caller is still main.
+	REQUIRE(path(report, "main;thrower")["calls"] == 2);
+	REQUIRE(path(report, "main;Counter::get")["calls"] == 1);
+	// The preset resolves a file:line location per function, but `report --format json` has no
+	// field for it (docs/report-json.md): nothing to check here.
+}
+
+TEST_CASE("php: record -p of a php started without USE_ZEND_DTRACE is refused in one line, nothing written",
+	  "[runtimes]")
+{
+	Background php({"env", "-u", "USE_ZEND_DTRACE", "php", "-r", "echo \"ready\\n\"; sleep(10);"});
+	php.wait_for_line("ready");
+	require_refused(php.pid(), "USE_ZEND_DTRACE");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ruby
+
+TEST_CASE("ruby: record -- ruby switches the method probes on, exact calls per Class#method", "[runtimes]")
+{
+	// --disable-gems: with the cmethod probes on from the start, Ruby 3.1.2's rb_dtrace_setup()
+	// gives garbage class names for RubyVM::FrozenCore's methods (core#set_method_alias, run by
+	// `alias`) and segfaults in about one start in ten ("[BUG] Segmentation fault at 0x14",
+	// monitor.rb:165, an `alias` in what rubygems loads before any script). Seen only inside
+	// Ruby's probe code; without rubygems' startup this test is reliable.
+	auto [o, data] = record_launch({"ruby", "--disable-gems", runtime_file("calls.rb")}, {"env", "-u", "RUBYOPT"},
+				       {"--ruby-call-hook"});
+	INFO(o.err);
+	REQUIRE(o.out == "fib=610 inc=1000 twice=42 hello=3 caught=2\n");
+	REQUIRE_THAT(o.err, Contains("RUBYOPT=-r"));
+
+	auto report = report_json(data);
+	// Top-level defs belong to Object; a singleton (class) method is reported with its class;
+	// an inherited method with the class that defines it.
+	const std::pair<const char *, int> expected[] = {{"Object#fib", 1973}, {"Counter#inc", 1000},
+		{"Counter#get", 1}, {"Counter#initialize", 1}, {"Util#twice", 7}, {"Base#hello", 3},
+		{"Object#thrower", 2}};
+	for (const auto &[name, calls] : expected) {
+		INFO(name);
+		auto f = function(report, name);
+		REQUIRE(f["calls"] == calls);
+		REQUIRE(f["open"] == 0);
+	}
+	REQUIRE(function(report, "Object#fib")["recursive"] == true);
+	// C methods (cmethod__entry/return) are frames too: Counter.new calls initialize.
+	REQUIRE(function(report, "Class#new")["calls"] > 0);
+	REQUIRE(path(report, "Class#new;Counter#initialize")["calls"] == 1);
+	REQUIRE(path(report, "Object#fib")["calls"] == 1);
+	REQUIRE(path(report, "Object#fib;Object#fib")["calls"] == 2);
+	REQUIRE(path(report, "Counter#inc")["calls"] == 1000);
+}
+
+TEST_CASE("ruby: list -p shows libruby's probes and the ruby preset", "[runtimes]")
+{
+	Background rb({"ruby", "-e", "puts 'ready'; $stdout.flush; sleep 10"});
+	rb.wait_for_line("ready");
+	auto list = list_json(rb.pid());
+	auto lib = listed_binary(list, "/libruby-3.1.so");
+	for (const char *name : {"method__entry", "method__return", "cmethod__entry", "cmethod__return"}) {
+		INFO(name);
+		REQUIRE(listed_probe(lib, "ruby", name)["presets"] == nlohmann::json{"ruby"});
+	}
+	REQUIRE(listed_probe(lib, "ruby", "method__entry")["sites"] == 1);
+	REQUIRE(listed_probe(lib, "ruby", "method__return")["sites"] == 2);
+	REQUIRE(listed_probe(lib, "ruby", "gc__mark__begin")["presets"] == nlohmann::json::array());
+
+	Output text = run({e2e::usdtprof(), "list", "-p", std::to_string(rb.pid())});
+	INFO(text.err);
+	REQUIRE(text.status == 0);
+	REQUIRE_THAT(text.out, Contains("ruby:method__return"));
+	REQUIRE(text.out.ends_with("; presets: ruby\n"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Java (HotSpot)
+
+namespace {
+
+// Calls.java and Sleep.java compiled once into a temporary directory.
+const std::string &java_classes()
+{
+	static std::string dir;
+	if (dir.empty()) {
+		std::string d = temp_dir();
+		Output o = run({"javac", "-d", d, runtime_file("Calls.java"), runtime_file("Sleep.java")});
+		INFO(o.out << o.err);
+		REQUIRE(o.status == 0);
+		dir = d;
+	}
+	return dir;
+}
+
+const std::vector<std::string> kNoJavaOptions = {"env", "-u", "JDK_JAVA_OPTIONS", "-u", "JAVA_TOOL_OPTIONS", "-u",
+						 "_JAVA_OPTIONS"};
+
+// The report of `record -- java -cp DIR Calls`, recorded once for the tests below (with the
+// JDK's own methods it has ~50,000 call paths: its JSON takes seconds).
+const nlohmann::json &java_calls_report()
+{
+	static std::optional<nlohmann::json> report;
+	if (!report) {
+		auto [o, data] = record_launch({"java", "-cp", java_classes(), "Calls"}, kNoJavaOptions);
+		INFO(o.err);
+		REQUIRE(o.out == "fib=610 inc=100000 twice=42 hello=3 caught=2\n");
+		REQUIRE_THAT(o.err, Contains("JDK_JAVA_OPTIONS=-XX:+DTraceMethodProbes"));
+		report = report_json(data);
+	}
+	return *report;
+}
+
+} // namespace
+
+TEST_CASE("java: record -- java turns DTraceMethodProbes on, exact calls per Class.method through the JIT",
+	  "[runtimes]")
+{
+	const auto &report = java_calls_report();
+	// inc is JIT-compiled midway, main is OSR-compiled with thrower inlined: counts stay exact, even
+	// for thrower, whose compiled frames left by its exception fire no method__return.
+	const std::map<std::string, int> expected = {{"Calls.main", 1}, {"Calls.fib", 1973}, {"Calls$Counter.<init>", 1},
+		{"Calls$Counter.inc", 100000}, {"Calls$Counter.get", 1}, {"Calls$Util.twice", 7},
+		{"Calls$Child.<init>", 1}, {"Calls$Base.<init>", 1}, {"Calls$Base.hello", 3}, {"Calls.thrower", 2}};
+	std::map<std::string, int> got;
+	for (const auto &f : report["functions"]) {
+		std::string name = f["name"];
+		if (name.starts_with("Calls.") || name.starts_with("Calls$"))
+			got[name] = f["calls"];
+	}
+	for (const auto &[name, calls] : expected) {
+		INFO(name);
+		REQUIRE(got[name] == calls);
+	}
+	REQUIRE(got == expected); // and no other method of Calls (Calls.<init> never runs)
+	REQUIRE(function(report, "Calls.fib")["recursive"] == true);
+	REQUIRE(function(report, "Calls$Counter.inc")["open"] == 0);
+	REQUIRE(path(report, "Calls.main")["calls"] == 1);
+	REQUIRE(path(report, "Calls.main;Calls.fib")["calls"] == 1);
+	REQUIRE(path(report, "Calls.main;Calls$Counter.inc")["calls"] == 100000);
+	REQUIRE(path(report, "Calls.main;Calls$Util.twice")["calls"] == 7);
+	// JDK methods fire too (class loading, string concatenation bootstraps).
+	REQUIRE(report["functions"].size() > 100);
+}
+
+TEST_CASE("java: frames an exception leaves without method__return are repaired by their caller's return",
+	  "[runtimes]")
+{
+	const auto &report = java_calls_report();
+	// main calls thrower twice, catching each exception. HotSpot fires no method__return for a
+	// compiled frame left by an exception, so the thrower frames stay on the shadow stack until
+	// main's own return pops them (docs/design.md): the count stays exact, the repair is counted,
+	// and what main did in between is charged under them (use -Xint for exact paths there).
+	REQUIRE(function(report, "Calls.thrower")["calls"] == 2);
+	REQUIRE(report["anomalies"]["exit_mismatch"].get<uint64_t>() >= 1);
+	REQUIRE(function(report, "Calls.main")["calls"] == 1);
+	REQUIRE(function(report, "Calls.main")["open"] == 0);
+}
+
+TEST_CASE("java: a JVM without DTraceMethodProbes is refused in one line; list -p shows libjvm's probes",
+	  "[runtimes]")
+{
+	std::vector<std::string> argv = kNoJavaOptions;
+	for (const std::string &a : {std::string("java"), std::string("-cp"), java_classes(), std::string("Sleep")})
+		argv.push_back(a);
+	Background jvm(argv); // env execs java: its pid is the JVM's
+	jvm.wait_for_line("ready"); // main runs: libjvm.so is mapped
+	require_refused(jvm.pid(), "DTraceMethodProbes");
+
+	// The probes are there all the same (no semaphores: listing them needs nothing from the JVM).
+	auto lib = listed_binary(list_json(jvm.pid()), "/lib/server/libjvm.so");
+	for (const char *name : {"method__entry", "method__return"}) {
+		INFO(name);
+		REQUIRE(listed_probe(lib, "hotspot", name)["presets"] == nlohmann::json{"java"});
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPython 3.11
+
+TEST_CASE("python3.11: calls per function equal cProfile's ncalls for the same script", "[runtimes]")
+{
+	const std::string script = runtime_file("calls.py");
+	const std::string expected_out = "fib=610 inc=1000 twice=42 hello=3 lambda=5 caught=2 gen=6\n";
+	auto [o, data] = record_launch({kPython311, script});
+	INFO(o.err);
+	REQUIRE(o.out == expected_out);
+	REQUIRE_THAT(o.err, Contains("gh-98894"));
+	REQUIRE_THAT(o.err, Contains("python:line"));
+
+	// cProfile's rows: "ncalls tottime percall cumtime percall filename:lineno(function)", ncalls
+	// "total/primitive" for recursive functions, filenames stripped to their base name.
+	Output prof = run({kPython311, "-m", "cProfile", script});
+	INFO(prof.out << prof.err);
+	REQUIRE(prof.status == 0);
+	REQUIRE(prof.out.starts_with(expected_out));
+	const std::regex row(R"(^\s*(\d+)(?:/\d+)?\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+calls\.py:\d+\((.+)\)$)");
+	std::map<std::string, uint64_t> ncalls; // by function name, rows of one name summed
+	std::istringstream lines(prof.out);
+	for (std::string line; std::getline(lines, line);)
+		if (std::smatch m; std::regex_match(line, m, row))
+			ncalls[m[2]] += std::stoull(m[1]);
+	REQUIRE(ncalls["fib"] == 1973); // the table was parsed
+	REQUIRE(ncalls.size() >= 10);
+
+	auto report = report_json(data);
+	REQUIRE(report["anomalies"]["exit_mismatch"] == 0);
+	REQUIRE(report["anomalies"]["exit_no_frame"] == 0);
+	// Counted alike: every generator resume of gen (4), the class bodies and <module> (1 each).
+	for (const auto &[name, calls] : ncalls) {
+		INFO(name);
+		REQUIRE(function(report, "calls.py:" + name)["calls"] == calls);
+	}
+	REQUIRE(function(report, "calls.py:fib")["recursive"] == true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// PostgreSQL 15
+
+namespace {
+
+// The seven statements of pgbench's builtin TPC-B script (-M simple), as the preset names them.
+const char *const kPgbenchStatements[] = {"BEGIN", "END",
+	"UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2",
+	"SELECT abalance FROM pgbench_accounts WHERE aid = $1",
+	"UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2",
+	"UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2",
+	"INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)"};
+
+// A throwaway server of tests/runtimes/pg.sh, stopped (and its directory removed) on scope exit.
+struct PgServer {
+	std::map<std::string, std::string> vars; // PG_DIR, PGHOST, PGPORT ... as pg.sh start exports them
+
+	explicit PgServer(const std::string &options)
+	{
+		Output o = run({"bash", runtime_file("pg.sh"), "start", options});
+		std::istringstream lines(o.out);
+		for (std::string line; std::getline(lines, line);)
+			if (size_t eq = line.find('='); line.starts_with("export ") && eq != std::string::npos)
+				vars[line.substr(7, eq - 7)] = line.substr(eq + 1);
+		INFO(o.out << o.err);
+		REQUIRE(o.status == 0);
+		REQUIRE(vars.count("PG_DIR"));
+	}
+	~PgServer()
+	{
+		if (vars.count("PG_DIR"))
+			run({"bash", runtime_file("pg.sh"), "stop", vars["PG_DIR"]});
+	}
+	PgServer(const PgServer &) = delete;
+	PgServer &operator=(const PgServer &) = delete;
+
+	// A client command with this server's connection settings.
+	Output client(const std::vector<std::string> &command) const
+	{
+		std::vector<std::string> argv = {"env", "-u", "PGOPTIONS", "-u", "PGSERVICE"};
+		for (const char *v : {"PGHOST", "PGPORT", "PGUSER", "PGDATABASE"})
+			argv.push_back(std::string(v) + "=" + vars.at(v));
+		argv.insert(argv.end(), command.begin(), command.end());
+		Output o = run(argv);
+		INFO(o.out << o.err);
+		REQUIRE(o.status == 0);
+		return o;
+	}
+
+	// The backends that logged a connection (log_connections=on) from the log's byte offset from on,
+	// in order: log_line_prefix's default "%m [%p] " gives their pids.
+	std::vector<int> backends_since(size_t offset) const
+	{
+		std::ifstream in(vars.at("PG_DIR") + "/server.log");
+		in.seekg(std::streamoff(offset));
+		const std::regex authorized(R"(\[(\d+)\] LOG:  connection authorized: )");
+		std::vector<int> pids;
+		for (std::string line; std::getline(in, line);)
+			if (std::smatch m; std::regex_search(line, m, authorized))
+				pids.push_back(std::stoi(m[1]));
+		return pids;
+	}
+	size_t log_size() const { return std::filesystem::file_size(vars.at("PG_DIR") + "/server.log"); }
+};
+
+struct PgbenchRecording {
+	std::string data;            // the profile
+	nlohmann::json per_process;  // its `report --per-process --format json`
+	int setup_backend = 0;       // pgbench's short-lived first connection (table checks)
+	int client_backend = 0;      // the one that ran the transactions
+};
+
+// `record --binary postgres` around `pgbench -n -t 200 -c 1` against a server of our own, recorded
+// once for the tests below. Other servers of the same binary may run on this machine: their
+// backends are recorded too, under their own roots.
+const PgbenchRecording &pgbench_recording()
+{
+	static std::optional<PgbenchRecording> recording;
+	if (!recording) {
+		PgbenchRecording r;
+		PgServer pg("-c log_connections=on");
+		pg.client({"pgbench", "-i", "-q"});
+		r.data = temp_dir() + "/profile.data";
+		Background rec({e2e::usdtprof(), "record", "--binary", kPostgres, "-o", r.data});
+		rec.wait_for_line("recording", true);
+		size_t log_from = pg.log_size();
+		pg.client({"pgbench", "-n", "-t", "200", "-c", "1"});
+		std::vector<int> backends = pg.backends_since(log_from);
+		REQUIRE(kill(rec.pid(), SIGINT) == 0);
+		int status = rec.wait();
+		INFO(rec.rest_of_stderr());
+		REQUIRE(status == 0);
+		INFO("backends that connected during the run: " << backends.size());
+		REQUIRE(backends.size() == 2); // pgbench's setup connection, then its client
+		r.setup_backend = backends[0];
+		r.client_backend = backends[1];
+		Output o = run({e2e::usdtprof(), "report", "--per-process", "--format", "json", r.data});
+		INFO(o.err);
+		REQUIRE(o.status == 0);
+		r.per_process = nlohmann::json::parse(o.out);
+		recording = std::move(r);
+	}
+	return *recording;
+}
+
+std::string pg_root(int pid)
+{
+	return "postgres (pid " + std::to_string(pid) + ")";
+}
+
+} // namespace
+
+TEST_CASE("postgres: record --binary counts every statement shape of pgbench exactly, with its phases inside",
+	  "[runtimes]")
+{
+	const auto &r = pgbench_recording();
+	const std::string root = pg_root(r.client_backend);
+	REQUIRE(path(r.per_process, root) != nullptr);
+	for (const std::string statement : kPgbenchStatements) {
+		INFO(statement);
+		const std::string at = root + ";" + statement;
+		auto p = path(r.per_process, at);
+		REQUIRE(p != nullptr);
+		REQUIRE(p["calls"] == 200);
+		REQUIRE(p["open"] == 0);
+		for (const char *phase : {"parse", "rewrite", "execute"}) {
+			INFO(phase);
+			auto ph = path(r.per_process, at + ";" + phase);
+			REQUIRE(ph != nullptr);
+			REQUIRE(ph["calls"] == 200);
+		}
+		// Utility statements (BEGIN, END) are not planned.
+		auto plan = path(r.per_process, at + ";plan");
+		if (statement == "BEGIN" || statement == "END") {
+			REQUIRE(plan == nullptr);
+		} else {
+			REQUIRE(plan != nullptr);
+			REQUIRE(plan["calls"] == 200);
+		}
+	}
+	// No other statement ran on that connection (outside any statement there are only the catalog
+	// reads of the connection's start, "buffer read" frames).
+	const std::set<std::string> frames = {"parse", "rewrite", "plan", "execute", "buffer read", "lock wait",
+					      "lwlock wait", "sort"};
+	std::set<std::string> statements;
+	for (const auto &p : r.per_process["paths"])
+		if (p["stack"].size() == 2 && p["stack"][0] == root && !frames.count(p["stack"][1]))
+			statements.insert(p["stack"][1].get<std::string>());
+	REQUIRE(statements == std::set<std::string>(std::begin(kPgbenchStatements), std::end(kPgbenchStatements)));
+}
+
+TEST_CASE("postgres: report --per-process names each backend's root \"postgres (pid N)\", short-lived ones too",
+	  "[runtimes]")
+{
+	const auto &r = pgbench_recording();
+	const std::set<int> ours = {r.setup_backend, r.client_backend};
+	// Every root of our backends carries the name the kernel kept, even for the setup connection,
+	// gone long before the recording stopped.
+	std::set<int> rooted;
+	const std::regex root_name(R"(^(?:.* )?\(pid (\d+)\)$)");
+	for (const auto &p : r.per_process["paths"]) {
+		if (p["stack"].size() != 1)
+			continue;
+		std::string name = p["stack"][0];
+		std::smatch m;
+		INFO(name);
+		REQUIRE(std::regex_match(name, m, root_name));
+		int pid = std::stoi(m[1]);
+		if (ours.count(pid)) {
+			REQUIRE(name == pg_root(pid));
+			rooted.insert(pid);
+		}
+	}
+	REQUIRE(rooted == ours);
+
+	auto profile = usdtprof::load_profile(r.data);
+	INFO((profile ? "" : profile.error().message));
+	REQUIRE(profile);
+	for (int pid : ours) {
+		INFO("pid " << pid);
+		auto it = std::find_if(profile->processes.begin(), profile->processes.end(),
+				       [&](const usdtprof::ProfileProcess &p) { return p.pid == pid; });
+		REQUIRE(it != profile->processes.end());
+		REQUIRE(it->comm == "postgres");
+	}
+}
+
+TEST_CASE("bpftrace -c cannot attach to ruby:method__return in libruby; usdtprof record -- ruby can", "[runtimes]")
+{
+	const std::string bpftrace = find_in_path("bpftrace");
+	if (bpftrace.empty()) {
+		WARN("bpftrace is not installed: comparison skipped");
+		return;
+	}
+	// The probe is there (libruby's notes), so bpftrace's failure is about the launch: libruby is
+	// not mapped yet when it resolves the probe.
+	Output listed = run({e2e::usdtprof(), "list", kLibruby});
+	INFO(listed.err);
+	REQUIRE(listed.status == 0);
+	REQUIRE_THAT(listed.out, Contains("ruby:method__return"));
+
+	const std::string probe = std::string("usdt:") + kLibruby + ":ruby:method__return";
+	Output bt = run({bpftrace, "-e", probe + " { @[1]=count(); }", "-c", std::string(kRuby31) + " -e 1"});
+	INFO(bt.out << bt.err);
+	REQUIRE(bt.status != 0);
+	REQUIRE_THAT(bt.err, Contains("Error finding location for probe: " + probe));
+
+	// --disable-gems: see the Ruby test above.
+	auto [o, data] = record_launch({kRuby31, "--disable-gems", "-e", "def f; end; 3.times { f }"}, {},
+				       {"--ruby-call-hook"});
+	INFO(o.err);
+	REQUIRE_THAT(o.err, Contains("with ruby"));
+	auto report = report_json(data);
+	auto f = function(report, "Object#f");
+	REQUIRE(f["calls"] == 3);
+	REQUIRE(f["open"] == 0); // each call closed by its method__return
+	REQUIRE(path(report, "Integer#times;Object#f")["calls"] == 3);
+}
