@@ -54,7 +54,11 @@ PROTO_OBJ := $(OUTPUT)/proto/profile.pb.o
 USDTPROF := $(OUTPUT)/usdtprof
 
 .PHONY: all deps test unit e2e demo bench fuzz clean
-.SECONDARY:
+# Generated in chains of pattern rules: kept, not deleted as intermediates.
+# (Not a bare .SECONDARY:, which would also let a missing object of a new
+# source file go unbuilt.)
+.SECONDARY: $(OUTPUT)/usdtprof.bpf.o $(OUTPUT)/bench_empty.bpf.o $(SKELS) \
+	$(OUTPUT)/proto/profile.pb.cc $(PROTO_HDR)
 all: $(USDTPROF)
 
 # Installs missing Debian packages; order-only, so it never forces a rebuild.
@@ -133,9 +137,16 @@ $(OUTPUT)/bench/probe_bench: $(OUTPUT)/tools/bench/probe_bench.o $(OUTPUT)/libus
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D) && $(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-# Not part of `make test`: figures go to docs/benchmarks.md.
-bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed $(OUTPUT)/bench/pingpong
+$(OUTPUT)/bench/churn: tools/bench/churn.c include/usdtprof/usdtprof.h | deps
+	$(Q)mkdir -p $(@D) && $(CC) -O2 -g -Wall -pthread -Iinclude $< -o $@
+
+# Not part of `make test`: figures go to docs/benchmarks.md. The monitor's benches scale
+# down with PGB_ROUNDS, PGB_SECONDS, SOAK_SECONDS (see their headers).
+bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed $(OUTPUT)/bench/pingpong \
+	$(USDTPROF) $(OUTPUT)/bench/churn
 	$(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed $(OUTPUT)/bench/pingpong
+	tools/bench/pgbench_monitor.sh $(USDTPROF)
+	tools/bench/monitor_soak.sh $(USDTPROF) $(OUTPUT)/bench/churn
 
 # Not part of `make test`: libFuzzer on the profile, USDT argument and probe spec parsers,
 # FUZZ_SECONDS each, seeded from tests/fuzz/corpus; new inputs and crashes go
