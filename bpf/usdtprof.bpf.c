@@ -96,6 +96,9 @@ __u64 anomalies[USDTPROF_ANOM_COUNT];
 __u64 stop_ns;
 /* Set by userspace before the first probe is attached (monotonic ns). */
 __u64 start_ns;
+/* `usdtprof monitor`: the CPU time of profiled processes that have exited,
+ * which /proc no longer shows, for the overhead budget. */
+__u64 exited_cpu_ns;
 /* `usdtprof monitor`: bumped at each interval; a thread whose cache was
  * flushed in an older epoch adds it to the paths map at its next exit, so
  * periodic reads of the map miss nothing for long. */
@@ -859,9 +862,14 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(flush_exiting_thread, struct task_struct *task)
 {
 	struct usdtprof_thread_stack *st = bpf_task_storage_get(&stacks, task, 0, 0);
+	__u32 tgid = task->tgid;
 
 	if (st)
 		flush_stack(st);
+	/* The last thread of a profiled process: the process's CPU time (its
+	 * released threads' and this one's). */
+	if (task->signal->live.counter == 0 && bpf_map_lookup_elem(&process_comms, &tgid))
+		__sync_fetch_and_add(&exited_cpu_ns, task->signal->sum_sched_runtime + task->se.sum_exec_runtime);
 	return 0;
 }
 

@@ -245,6 +245,11 @@ void Engine::open_window()
 	__atomic_store_n(&skel_->bss->paused, 0, __ATOMIC_RELEASE);
 }
 
+uint64_t Engine::exited_cpu_ns() const
+{
+	return __atomic_load_n(&skel_->bss->exited_cpu_ns, __ATOMIC_ACQUIRE);
+}
+
 void Engine::bump_flush_epoch()
 {
 	__atomic_fetch_add(&skel_->bss->flush_epoch, 1, __ATOMIC_RELEASE);

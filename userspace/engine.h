@@ -76,6 +76,8 @@ public:
 	// activations and empties every stack; attach again, then open_window().
 	Result<void> close_window();
 	void open_window();
+	// CPU time of profiled processes that have exited (all their threads), ns.
+	uint64_t exited_cpu_ns() const;
 	// Makes each thread add its path cache to the paths map at its next exit.
 	void bump_flush_epoch();
 	// Forgets paths (already reported) and the names (and command name) of a process that is gone.

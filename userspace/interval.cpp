@@ -68,6 +68,9 @@ IntervalDelta PathDeltas::next(const std::vector<PathRecord> &totals, const std:
 			last_.erase(r.path);
 		}
 	}
+	for (const auto &[tgid, is_alive] : alive_cache)
+		if (!is_alive)
+			out.gone.push_back(tgid);
 	// Paths no longer in the map (deleted) are no longer tracked.
 	for (auto it = last_.begin(); it != last_.end();)
 		it = by_path.count(it->first) ? std::next(it) : last_.erase(it);
@@ -77,14 +80,18 @@ IntervalDelta PathDeltas::next(const std::vector<PathRecord> &totals, const std:
 BudgetEstimate estimate_budget(const BudgetInput &in, double budget, double min_duty)
 {
 	BudgetEstimate e;
-	double cost = in.hits * in.hit_cost_ns;
-	// The probes' traps run in the target and count as its CPU time.
-	double own = std::max(1.0, double(in.target_cpu_ns) - cost);
-	e.overhead = cost / own;
+	double probes = in.hits * in.trap_ns + in.probe_ns;
+	// The probes run in the target and count as its CPU time.
+	double own = std::max(1.0, double(in.target_cpu_ns) - probes);
+	e.overhead = (probes + in.fixed_ns) / own;
 	double attached = std::clamp(in.attached, 1e-6, 1.0);
-	// What the overhead would be with probes attached all the time.
-	double full = e.overhead / attached;
+	// What the probes would cost attached all the time.
+	double full = probes / own / attached;
 	e.next_duty = full <= budget ? 1.0 : std::clamp(budget / full, min_duty, 1.0);
+	// A window that saw nothing says little: widen it step by step, never
+	// jump to attaching all the time.
+	if (in.attached < 1 && in.hits == 0)
+		e.next_duty = std::clamp(in.attached * 2, min_duty, 1.0);
 	return e;
 }
 

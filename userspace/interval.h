@@ -18,6 +18,8 @@ struct IntervalDelta {
 	std::vector<PathRecord> records;
 	// Paths of processes that are gone, reported in full: to delete.
 	std::vector<uint64_t> forget;
+	std::vector<uint32_t> gone; // those processes
+
 };
 
 // The kernel's totals only grow: a path's gain is its total now minus its
@@ -36,14 +38,16 @@ private:
 // cost stays within budget (a fraction of the target's own CPU time).
 struct BudgetInput {
 	uint64_t hits = 0;           // probe hits in the interval
-	double hit_cost_ns = 0;      // measured cost of one hit: trap and our program
+	double trap_ns = 0;          // measured cost of one hit's trap
 	uint64_t target_cpu_ns = 0;  // the target's CPU time in the interval, probe cost included
 	double attached = 1;         // the share of the interval probes were attached
+	double probe_ns = 0;         // run time of the probes' programs in the interval
+	double fixed_ns = 0;         // costs sampling cannot cut: the context-switch hook, usdtprof's own CPU
 };
 
 struct BudgetEstimate {
-	double overhead = 0;  // estimated probe cost over the target's own CPU time, this interval
-	double next_duty = 1; // attached share for the next interval, in [min_duty, 1]
+	double overhead = 0;  // estimated cost, fixed costs included, over the target's own CPU time
+	double next_duty = 1; // attached share for the next interval, in [min_duty, 1], from the probes' cost
 };
 
 BudgetEstimate estimate_budget(const BudgetInput &in, double budget, double min_duty);

@@ -96,7 +96,8 @@ std::string stamp(int64_t unix_ns)
 	gmtime_r(&secs, &t);
 	char buf[48];
 	size_t n = strftime(buf, sizeof buf, "%Y%m%dT%H%M%S", &t);
-	snprintf(buf + n, sizeof buf - n, ".%03dZ", int(unix_ns / 1000000 % 1000));
+	// No dot: retention groups an interval's files by what precedes the first one.
+	snprintf(buf + n, sizeof buf - n, "%03dZ", int(unix_ns / 1000000 % 1000));
 	return buf;
 }
 
@@ -194,13 +195,26 @@ int monitor(const MonitorOptions &o)
 	std::uniform_real_distribution<double> jitter(-o.jitter, o.jitter);
 	PathDeltas deltas;
 	MonitorHealth health;
+	// Probe hits with the probes' run time, and the context-switch hook's,
+	// which runs whether or not probes are attached.
+	struct Runs {
+		uint64_t probe_ns, hits, switch_ns;
+	};
 	auto run_totals = [&] {
 		auto [entry_ns, entry_runs] = (*engine)->run_stats("usdt_entry");
 		auto [exit_ns, exit_runs] = (*engine)->run_stats("usdt_exit");
-		return std::pair<uint64_t, uint64_t>{entry_ns + exit_ns, entry_runs + exit_runs};
+		auto [switch_ns, switch_runs] = (*engine)->run_stats("track_offcpu");
+		return Runs{entry_ns + exit_ns, entry_runs + exit_runs, switch_ns};
 	};
-	auto [last_prog_ns, last_hits] = run_totals();
+	auto own_cpu_ns = [] {
+		timespec ts;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+		return uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
+	};
+	uint64_t last_own_cpu = own_cpu_ns();
+	Runs last_runs = run_totals();
 	std::map<int, uint64_t> last_cpu;
+	uint64_t last_exited_cpu = (*engine)->exited_cpu_ns();
 	for (int p : target_pids())
 		last_cpu[p] = process_cpu_ns(p);
 	double duty = 1;
@@ -211,17 +225,18 @@ int monitor(const MonitorOptions &o)
 	int exit_status = 0;
 	while (!stopping) {
 		auto interval = std::chrono::duration<double>(o.interval_s * (1 + jitter(rng)));
+		// Attached before the interval starts: its window is all probing.
+		if (!attached_now) {
+			attach_sites(**engine, t.pid, sites);
+			(*engine)->open_window();
+			attached_now = true;
+		}
 		auto begin = Clock::now();
 		int64_t begin_unix = unix_now_ns();
 		auto end = begin + std::chrono::duration_cast<Clock::duration>(interval);
 		if (deadline - end < std::chrono::duration_cast<Clock::duration>(interval / 2))
 			end = deadline; // no sliver of an interval at the end
 		auto window_end = duty < 1 ? begin + std::chrono::duration_cast<Clock::duration>(interval * duty) : end;
-		if (!attached_now) {
-			attach_sites(**engine, t.pid, sites);
-			(*engine)->open_window();
-			attached_now = true;
-		}
 		Clock::time_point attached_until = end;
 		bool window_closed = false;
 		for (Clock::time_point until = std::min(window_end, end);;) {
@@ -286,18 +301,30 @@ int monitor(const MonitorOptions &o)
 			profile.anomalies[anomaly_name(a)] = anomalies[a];
 
 		// The cost of this interval's hits against the target's CPU time.
-		auto [prog_ns, hits] = run_totals();
-		uint64_t cpu = 0;
+		Runs runs = run_totals();
+		// Processes alive now from /proc; those that exited from the kernel,
+		// less what /proc showed of them before.
+		uint64_t exited_cpu = (*engine)->exited_cpu_ns(), cpu = exited_cpu - last_exited_cpu;
+		last_exited_cpu = exited_cpu;
+		for (auto it = last_cpu.begin(); it != last_cpu.end();)
+			if (!process_exists(it->first)) {
+				cpu -= std::min(cpu, it->second);
+				it = last_cpu.erase(it);
+			} else {
+				++it;
+			}
 		for (int p : pids) {
 			uint64_t now_cpu = process_cpu_ns(p);
 			cpu += now_cpu - std::min(now_cpu, last_cpu[p]);
 			last_cpu[p] = now_cpu;
 		}
-		uint64_t interval_hits = hits - last_hits;
-		double hit_cost = *trap_ns + (interval_hits ? double(prog_ns - last_prog_ns) / interval_hits : 0);
-		BudgetEstimate budget = estimate_budget({interval_hits, hit_cost, cpu, attached_share}, o.budget, o.min_duty);
-		last_hits = hits;
-		last_prog_ns = prog_ns;
+		uint64_t interval_hits = runs.hits - last_runs.hits, own_cpu = own_cpu_ns();
+		BudgetEstimate budget = estimate_budget(
+			{interval_hits, *trap_ns, cpu, attached_share, double(runs.probe_ns - last_runs.probe_ns),
+			 double(runs.switch_ns - last_runs.switch_ns) + double(own_cpu - last_own_cpu)},
+			o.budget, o.min_duty);
+		last_own_cpu = own_cpu;
+		last_runs = runs;
 		duty = budget.next_duty;
 
 		std::string base = o.dir + "/" + kPrefix + stamp(begin_unix);
@@ -323,11 +350,14 @@ int monitor(const MonitorOptions &o)
 				      t.pid ? int32_t(t.pid) : 0});
 		// What is reported of processes that are gone is forgotten: the maps stay bounded.
 		(*engine)->delete_paths(delta.forget);
+		for (uint32_t tgid : delta.gone)
+			(*engine)->delete_names(tgid);
+		if (binary_processes)
+			binary_processes->forget_exited();
 		for (auto it = processes.begin(); it != processes.end();)
 			if (!process_exists(it->first)) {
 				(*engine)->delete_names(uint32_t(it->first));
 				maps.erase(it->first);
-				last_cpu.erase(it->first);
 				it = processes.erase(it);
 			} else {
 				++it;

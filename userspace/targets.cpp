@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "process.h"
+#include "report.h"
 #include "result.h"
 
 namespace usdtprof {
@@ -58,6 +59,17 @@ void BinaryProcesses::scan()
 		if (auto maps = read_proc_maps(pid))
 			maps_[pid] = std::move(*maps);
 	}
+}
+
+void BinaryProcesses::forget_exited()
+{
+	for (auto it = seen_.begin(); it != seen_.end();)
+		if (!process_exists(it->first)) {
+			maps_.erase(it->first);
+			it = seen_.erase(it);
+		} else {
+			++it;
+		}
 }
 
 BinaryProcesses::BinaryProcesses(const std::string &binary)
@@ -151,6 +163,19 @@ std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched
 				: o.pairs.empty() && o.tasks.empty() ? target + ": no probes of any preset (" + preset_names() + ")"
 								     : target + ": none of the given probes in its binaries");
 
+	// Processes of a binary may be gone, and their maps unknown, before
+	// names are read: native names are then captured in the kernel too.
+	if (!pid)
+		for (FoundSite &f : sites)
+			if (f.probe.ident == USDTPROF_IDENT_NATIVE &&
+			    (f.probe.role == USDTPROF_ROLE_ENTRY || f.probe.role == USDTPROF_ROLE_EXIT)) {
+				f.probe.ident = USDTPROF_IDENT_PTRS;
+				f.probe.ident_args = {f.probe.arg};
+				f.probe.parts = {{USDTPROF_PART_STR, f.probe.arg, 0}};
+				f.probe.format = [](const usdtprof_name &n, const ProbeRole &) {
+					return FunctionName{simplify_function_name(n.text[0]), ""};
+				};
+			}
 	return sites;
 }
 

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include "http.h"
 #include <sstream>
 #include <thread>
@@ -159,4 +160,34 @@ TEST_CASE("monitor: bad input is one line with exit status 2", "[monitor]")
 				 temp_dir() + "/x"});
 	REQUIRE(bad_listen.status != 0);
 	REQUIRE(std::count(bad_listen.err.begin(), bad_listen.err.end(), '\n') == 1);
+}
+
+TEST_CASE("monitor --binary: survives its target's restarts, every run counted exactly", "[monitor]")
+{
+	std::string dir = temp_dir() + "/restarts";
+	Background mon({e2e::usdtprof(), "monitor", "--binary", target("nested"), "-i", "0.2", "-o", dir});
+	mon.wait_for_line("monitoring", true);
+	// Three runs one after another, each a new process of the binary.
+	for (int run = 0; run < 3; run++) {
+		Output o = e2e::run({target("nested"), "20"});
+		REQUIRE(o.status == 7);
+	}
+	sleep_s(0.6); // a full interval after the last run
+	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
+	REQUIRE(mon.wait() == 0);
+	auto profiles = interval_profiles(dir);
+	for (const auto &p : profiles) {
+		std::string procs;
+		for (const auto &proc : p.processes)
+			procs += std::to_string(proc.pid) + " ";
+		UNSCOPED_INFO("interval: main " << calls_of({p}, "main") << " outer " << calls_of({p}, "outer") << " pids " << procs);
+	}
+	REQUIRE(calls_of(profiles, "main") == 3);
+	REQUIRE(calls_of(profiles, "outer") == 60);
+	REQUIRE(calls_of(profiles, "inner") == 180);
+	std::set<int32_t> pids;
+	for (const auto &p : profiles)
+		for (const auto &proc : p.processes)
+			pids.insert(proc.pid);
+	REQUIRE(pids.size() == 3);
 }

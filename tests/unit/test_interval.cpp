@@ -63,6 +63,7 @@ TEST_CASE("interval deltas: a process that is gone is reported once more, then f
 	IntervalDelta d = deltas.next({rec(1, 0, 7, 3, 30), rec(5, 0, 8, 1, 10)}, alive);
 	REQUIRE(find(d, 1)->stats.calls == 2);
 	REQUIRE(d.forget == std::vector<uint64_t>{1});
+	REQUIRE(d.gone == std::vector<uint32_t>{7});
 	REQUIRE(deltas.tracked() == 1);
 	// Deleted from the map: nothing more is reported for it.
 	IntervalDelta after = deltas.next({rec(5, 0, 8, 2, 20)}, alive);
@@ -85,6 +86,16 @@ TEST_CASE("budget: attached all the time while cheap, a proportional share when 
 	REQUIRE(sampled.next_duty == Approx(0.01 / (4 * 5e6 / (1e9 - 5e6))));
 	// Never below the minimum share.
 	REQUIRE(estimate_budget({1'000'000, 500, 1'000'000'000, 0.01}, 0.01, 0.05).next_duty == 0.05);
+	// The probe programs' run time counts against the budget; fixed costs
+	// (the switch hook, usdtprof's own CPU) are in the overhead only.
+	BudgetEstimate programs = estimate_budget({1000, 500, 1'000'000'000, 1.0, 20'000'000}, 0.01, 0.01);
+	REQUIRE(programs.overhead == Approx(20.5e6 / (1e9 - 20.5e6)));
+	REQUIRE(programs.next_duty < 1.0);
+	BudgetEstimate fixed = estimate_budget({1000, 500, 1'000'000'000, 1.0, 0, 20'000'000}, 0.01, 0.01);
+	REQUIRE(fixed.overhead == Approx(20.5e6 / (1e9 - 500e3)));
+	REQUIRE(fixed.next_duty == 1.0);
+	// A sampled window that saw no hit widens step by step.
+	REQUIRE(estimate_budget({0, 500, 1'000'000, 0.05}, 0.01, 0.01).next_duty == Approx(0.1));
 }
 
 TEST_CASE("retention: oldest intervals go first, by count, bytes and age", "[interval]")
