@@ -91,7 +91,7 @@ Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &bi
 	return UniqueFd(fd);
 }
 
-Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_buffer_bytes)
+Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_buffer_bytes, bool offcpu)
 {
 	libbpf_set_print(libbpf_print);
 	std::unique_ptr<Engine> engine(new Engine());
@@ -117,6 +117,8 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_
 	}
 	for (bpf_program *prog : {engine->skel_->progs.flush_exiting_thread, engine->skel_->progs.flush_on_exec,
 				  engine->skel_->progs.track_offcpu}) {
+		if (prog == engine->skel_->progs.track_offcpu && !offcpu)
+			continue;
 		LinkPtr link(bpf_program__attach(prog));
 		if (!link)
 			return Error{std::string("cannot attach ") + bpf_program__name(prog) + ": " + errno_text(errno)};

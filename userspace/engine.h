@@ -48,9 +48,11 @@ const char *anomaly_name(int anomaly);
 class Engine {
 public:
 	// Opens and loads the programs, sizing the aggregation map, and attaches
-	// the thread-exit, exec and context-switch hooks. A trace buffer size (a power
-	// of two, >= 4096) turns on per-event records for `usdtprof trace`.
-	static Result<std::unique_ptr<Engine>> load(uint32_t max_paths, uint32_t trace_buffer_bytes = 0);
+	// the thread-exit, exec and (with offcpu) context-switch hooks. A trace
+	// buffer size (a power of two, >= 4096) turns on per-event records for
+	// `usdtprof trace`. Without offcpu, self time is not split into on- and off-CPU.
+	static Result<std::unique_ptr<Engine>> load(uint32_t max_paths, uint32_t trace_buffer_bytes = 0,
+						   bool offcpu = true);
 	~Engine();
 	Engine(const Engine &) = delete;
 	Engine &operator=(const Engine &) = delete;

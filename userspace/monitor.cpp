@@ -142,7 +142,7 @@ int monitor(const MonitorOptions &o)
 		pusher = std::move(*p);
 	}
 
-	auto engine = Engine::load(t.max_paths);
+	auto engine = Engine::load(t.max_paths, 0, o.offcpu);
 	if (!engine)
 		throw UserError(engine.error().message);
 	// The kernel's run time of our programs, for the cost of a hit.

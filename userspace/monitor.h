@@ -25,6 +25,7 @@ struct MonitorOptions {
 	std::string push_url;          // Pyroscope-compatible endpoint; "": none
 	std::string service = "usdtprof"; // the pushed profiles' application name
 	double duration_s = 0;         // 0: until SIGINT/SIGTERM
+	bool offcpu = false;           // split self time into on- and off-CPU: a hook on every context switch
 };
 
 // Returns the exit status. Throws UserError for what stops it from starting.

@@ -74,6 +74,8 @@ TEST_CASE("monitor: interval profiles add up to the exact calls, none lost or co
 	REQUIRE(calls_of(profiles, "main") == 1);
 	for (const auto &p : profiles) {
 		REQUIRE(p.sampled_fraction == 1.0); // cheap: never sampled
+		for (const auto &n : p.nodes)
+			REQUIRE(n.self_offcpu_ns == 0); // no context-switch hook without --offcpu
 		REQUIRE(p.anomalies.at("exit_no_frame") == 0);
 		REQUIRE(p.anomalies.at("exit_mismatch") == 0);
 	}
@@ -123,7 +125,7 @@ TEST_CASE("monitor: SIGHUP reopens the output directory, SIGTERM stops cleanly; 
 	Background t({target("nested"), "--wait", "1000"});
 	t.wait_for_line("ready");
 	REQUIRE(kill(t.pid(), SIGUSR1) == 0);
-	Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(t.pid()), "-i", "0.2", "-o", dir, "--listen",
+	Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(t.pid()), "-i", "0.2", "--offcpu", "-o", dir, "--listen",
 			"127.0.0.1:19464"});
 	mon.wait_for_line("monitoring", true);
 	sleep_s(0.5);

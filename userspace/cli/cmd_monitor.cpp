@@ -27,6 +27,9 @@ Command add_monitor_command(CLI::App &parent)
 	app->add_option("--top", o->top_n, "Function series in /metrics; the rest are summed")->capture_default_str();
 	app->add_option("--push", o->push_url, "Send each interval's pprof to a Pyroscope-compatible URL");
 	app->add_option("--service", o->service, "Application name of pushed profiles")->capture_default_str();
+	app->add_flag("--offcpu", o->offcpu,
+		      "Split self time into on- and off-CPU (a hook on every context switch of the machine, ~1% of "
+		      "pgbench's CPU, outside the budget)");
 	app->add_option("-d,--duration", o->duration_s, "Stop after SECONDS (default: SIGINT or SIGTERM)")
 		->check(CLI::PositiveNumber);
 	app->add_option("--max-paths", o->target.max_paths, "Distinct call paths the kernel map holds")
