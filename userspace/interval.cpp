@@ -87,7 +87,9 @@ BudgetEstimate estimate_budget(const BudgetInput &in, double budget, double min_
 	double attached = std::clamp(in.attached, 1e-6, 1.0);
 	// What the probes would cost attached all the time.
 	double full = probes / own / attached;
-	e.next_duty = full <= budget ? 1.0 : std::clamp(budget / full, min_duty, 1.0);
+	// Fixed costs take their share of the budget first; the probes get the rest.
+	double left = std::max(0.0, budget - in.fixed_ns / own);
+	e.next_duty = full <= left ? 1.0 : std::clamp(left / full, min_duty, 1.0);
 	// A window that saw nothing says little: widen it step by step, never
 	// jump to attaching all the time.
 	if (in.attached < 1 && in.hits == 0)

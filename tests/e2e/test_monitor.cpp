@@ -59,7 +59,7 @@ TEST_CASE("monitor: interval profiles add up to the exact calls, none lost or co
 	Background t({target("nested"), "--wait", "150"});
 	std::string pid = std::to_string(t.pid());
 	t.wait_for_line("ready");
-	Background mon({e2e::usdtprof(), "monitor", "-p", pid, "-i", "0.1", "-o", dir});
+	Background mon({e2e::usdtprof(), "monitor", "-p", pid, "-i", "0.1", "--budget", "1", "-o", dir});
 	mon.wait_for_line("monitoring", true);
 	REQUIRE(kill(t.pid(), SIGUSR1) == 0);
 	REQUIRE(t.wait() == 7);
@@ -73,7 +73,7 @@ TEST_CASE("monitor: interval profiles add up to the exact calls, none lost or co
 	REQUIRE(calls_of(profiles, "inner") == 450);
 	REQUIRE(calls_of(profiles, "main") == 1);
 	for (const auto &p : profiles) {
-		REQUIRE(p.sampled_fraction == 1.0); // cheap: never sampled
+		REQUIRE(p.sampled_fraction == 1.0); // --budget 1: never sampled
 		for (const auto &n : p.nodes)
 			REQUIRE(n.self_offcpu_ns == 0); // no context-switch hook without --offcpu
 		REQUIRE(p.anomalies.at("exit_no_frame") == 0);
@@ -125,7 +125,7 @@ TEST_CASE("monitor: SIGHUP reopens the output directory, SIGTERM stops cleanly; 
 	Background t({target("nested"), "--wait", "1000"});
 	t.wait_for_line("ready");
 	REQUIRE(kill(t.pid(), SIGUSR1) == 0);
-	Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(t.pid()), "-i", "0.2", "--offcpu", "-o", dir, "--listen",
+	Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(t.pid()), "-i", "0.2", "--budget", "1", "--offcpu", "-o", dir, "--listen",
 			"127.0.0.1:19464"});
 	mon.wait_for_line("monitoring", true);
 	sleep_s(0.5);
@@ -167,7 +167,7 @@ TEST_CASE("monitor: bad input is one line with exit status 2", "[monitor]")
 TEST_CASE("monitor --binary: survives its target's restarts, every run counted exactly", "[monitor]")
 {
 	std::string dir = temp_dir() + "/restarts";
-	Background mon({e2e::usdtprof(), "monitor", "--binary", target("nested"), "-i", "0.2", "-o", dir});
+	Background mon({e2e::usdtprof(), "monitor", "--binary", target("nested"), "-i", "0.2", "--budget", "1", "-o", dir});
 	mon.wait_for_line("monitoring", true);
 	// Three runs one after another, each a new process of the binary.
 	for (int run = 0; run < 3; run++) {

@@ -279,7 +279,7 @@ TEST_CASE("monitor exports: a real Prometheus scrapes /metrics and sees the exac
 	REQUIRE(kill(t.pid(), SIGUSR1) == 0);
 	TempDir out;
 	int metrics_port = free_port();
-	Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(t.pid()), "-i", "0.5", "-o",
+	Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(t.pid()), "-i", "0.5", "--budget", "1", "-o",
 			out.path + "/intervals", "--listen", "127.0.0.1:" + std::to_string(metrics_port)});
 	mon.wait_for_line("monitoring", true);
 
@@ -411,7 +411,7 @@ TEST_CASE("monitor exports: pushed pprof profiles add up to the exact calls, a 5
 	t.wait_for_line("ready");
 	const int target_pid = t.pid(); // t.pid() is -1 once waited for
 	std::string pid = std::to_string(target_pid);
-	Background mon({e2e::usdtprof(), "monitor", "-p", pid, "-i", "0.3", "-o", out.path + "/intervals", "--push",
+	Background mon({e2e::usdtprof(), "monitor", "-p", pid, "-i", "0.3", "--budget", "1", "-o", out.path + "/intervals", "--push",
 			"http://127.0.0.1:" + std::to_string(port), "--service", "testsvc"});
 	mon.wait_for_line("monitoring", true);
 	REQUIRE(kill(target_pid, SIGUSR1) == 0);

@@ -91,9 +91,12 @@ TEST_CASE("budget: attached all the time while cheap, a proportional share when 
 	BudgetEstimate programs = estimate_budget({1000, 500, 1'000'000'000, 1.0, 20'000'000}, 0.01, 0.01);
 	REQUIRE(programs.overhead == Approx(20.5e6 / (1e9 - 20.5e6)));
 	REQUIRE(programs.next_duty < 1.0);
-	BudgetEstimate fixed = estimate_budget({1000, 500, 1'000'000'000, 1.0, 0, 20'000'000}, 0.01, 0.01);
-	REQUIRE(fixed.overhead == Approx(20.5e6 / (1e9 - 500e3)));
+	BudgetEstimate fixed = estimate_budget({1000, 500, 1'000'000'000, 1.0, 0, 2'000'000}, 0.01, 0.01);
+	REQUIRE(fixed.overhead == Approx(2.5e6 / (1e9 - 500e3)));
 	REQUIRE(fixed.next_duty == 1.0);
+	// Fixed costs take their share first: 0.6% of them leaves 0.4% to probes costing 0.8%.
+	BudgetEstimate shared = estimate_budget({16'000, 500, 1'000'000'000, 1.0, 0, 6'000'000}, 0.01, 0.01);
+	REQUIRE(shared.next_duty == Approx((0.01 - 6e6 / (1e9 - 8e6)) / (8e6 / (1e9 - 8e6))));
 	// A sampled window that saw no hit widens step by step.
 	REQUIRE(estimate_budget({0, 500, 1'000'000, 0.05}, 0.01, 0.01).next_duty == Approx(0.1));
 }
