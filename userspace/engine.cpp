@@ -206,6 +206,17 @@ void Engine::detach_probes()
 
 namespace {
 
+// Every key of a BPF map, in the map's order.
+template <typename Key>
+std::vector<Key> map_keys(int fd)
+{
+	std::vector<Key> keys;
+	Key next{};
+	while (bpf_map_get_next_key(fd, keys.empty() ? nullptr : &keys.back(), &next) == 0)
+		keys.push_back(next);
+	return keys;
+}
+
 // Runs a task iterator program once over every thread.
 Result<void> run_task_iterator(bpf_program *prog)
 {
@@ -267,17 +278,9 @@ void Engine::delete_paths(const std::vector<uint64_t> &paths)
 void Engine::delete_names(uint32_t tgid)
 {
 	int fd = bpf_map__fd(skel_->maps.names);
-	std::vector<usdtprof_name_key> gone;
-	usdtprof_name_key key{}, next{};
-	usdtprof_name_key *prev = nullptr;
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		if (next.tgid == tgid)
-			gone.push_back(next);
-		key = next;
-		prev = &key;
-	}
-	for (const usdtprof_name_key &k : gone)
-		bpf_map_delete_elem(fd, &k);
+	for (const usdtprof_name_key &k : map_keys<usdtprof_name_key>(fd))
+		if (k.tgid == tgid)
+			bpf_map_delete_elem(fd, &k);
 	bpf_map_delete_elem(bpf_map__fd(skel_->maps.process_comms), &tgid);
 }
 
@@ -367,15 +370,11 @@ std::vector<PathRecord> Engine::read_paths() const
 {
 	std::vector<PathRecord> out;
 	int fd = bpf_map__fd(skel_->maps.paths);
-	uint64_t key, next;
-	uint64_t *prev = nullptr;
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+	for (uint64_t path : map_keys<uint64_t>(fd)) {
 		PathRecord rec;
-		rec.path = next;
-		if (bpf_map_lookup_elem(fd, &next, &rec.stats) == 0)
+		rec.path = path;
+		if (bpf_map_lookup_elem(fd, &path, &rec.stats) == 0)
 			out.push_back(rec);
-		key = next;
-		prev = &key;
 	}
 	return out;
 }
@@ -384,14 +383,10 @@ std::map<uint32_t, std::string> Engine::read_process_comms() const
 {
 	std::map<uint32_t, std::string> out;
 	int fd = bpf_map__fd(skel_->maps.process_comms);
-	uint32_t key = 0, next = 0;
-	uint32_t *prev = nullptr;
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+	for (uint32_t tgid : map_keys<uint32_t>(fd)) {
 		char comm[16];
-		if (bpf_map_lookup_elem(fd, &next, comm) == 0)
-			out[next] = std::string(comm, strnlen(comm, sizeof(comm)));
-		key = next;
-		prev = &key;
+		if (bpf_map_lookup_elem(fd, &tgid, comm) == 0)
+			out[tgid] = std::string(comm, strnlen(comm, sizeof(comm)));
 	}
 	return out;
 }
@@ -400,14 +395,10 @@ std::map<std::pair<uint32_t, uint64_t>, usdtprof_name> Engine::read_names() cons
 {
 	std::map<std::pair<uint32_t, uint64_t>, usdtprof_name> out;
 	int fd = bpf_map__fd(skel_->maps.names);
-	usdtprof_name_key key{}, next{};
-	usdtprof_name_key *prev = nullptr;
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+	for (const usdtprof_name_key &k : map_keys<usdtprof_name_key>(fd)) {
 		usdtprof_name name;
-		if (bpf_map_lookup_elem(fd, &next, &name) == 0)
-			out[{next.tgid, next.func}] = name;
-		key = next;
-		prev = &key;
+		if (bpf_map_lookup_elem(fd, &k, &name) == 0)
+			out[{k.tgid, k.func}] = name;
 	}
 	return out;
 }

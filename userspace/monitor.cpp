@@ -152,16 +152,7 @@ int monitor(const MonitorOptions &o)
 		throw UserError("cannot measure the probe cost: " + trap_ns.error().message);
 
 	std::optional<BinaryProcesses> binary_processes;
-	std::vector<std::string> files;
-	if (!t.binary.empty()) {
-		binary_processes.emplace(t.binary);
-		files = binary_processes->files();
-	} else {
-		auto maps = read_proc_maps(t.pid);
-		if (!maps)
-			throw UserError(maps.error().message);
-		files = executable_files(*maps);
-	}
+	std::vector<std::string> files = target_files(t, t.pid, binary_processes);
 	std::vector<const Preset *> chosen = choose_presets(t, files);
 	std::vector<FoundSite> sites = plan_sites(t, t.pid, false, files, chosen, custom);
 	AttachedProbes attached = attach_sites(**engine, t.pid, sites);

@@ -268,15 +268,8 @@ int record(const RecordOptions &o)
 				break;
 		}
 		pid = child->pid();
-	} else if (!o.binary.empty()) {
-		binary_processes.emplace(o.binary);
-		files = binary_processes->files();
-		chosen = choose_presets(o, files);
 	} else {
-		auto maps = read_proc_maps(pid);
-		if (!maps)
-			throw UserError(maps.error().message);
-		files = executable_files(*maps);
+		files = target_files(o, pid, binary_processes);
 		chosen = choose_presets(o, files);
 	}
 	std::map<int, std::vector<Mapping>> attach_maps;

@@ -88,6 +88,19 @@ std::vector<std::string> BinaryProcesses::files() const
 	return files;
 }
 
+std::vector<std::string> target_files(const RecordOptions &o, int pid,
+				      std::optional<BinaryProcesses> &binary_processes)
+{
+	if (!o.binary.empty()) {
+		binary_processes.emplace(o.binary);
+		return binary_processes->files();
+	}
+	auto maps = read_proc_maps(pid);
+	if (!maps)
+		throw UserError(maps.error().message);
+	return executable_files(*maps);
+}
+
 std::vector<ProbeRole> custom_roles(const RecordOptions &o)
 {
 	std::vector<ProbeRole> roles;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,11 @@ private:
 	std::map<int, ProfileProcess> seen_;
 	std::map<int, std::vector<Mapping>> maps_;
 };
+
+// The files to look for probes in: those of --binary's file and its running
+// processes (binary_processes is set), or those process pid maps. Throws UserError.
+std::vector<std::string> target_files(const RecordOptions &o, int pid,
+				      std::optional<BinaryProcesses> &binary_processes);
 
 // The probes of --pair and --task. Throws UserError (exit 2) for a bad spec.
 std::vector<ProbeRole> custom_roles(const RecordOptions &o);
