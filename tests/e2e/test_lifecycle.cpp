@@ -225,7 +225,7 @@ TEST_CASE("early return without EXIT: the caller's EXIT repairs, the following c
 TEST_CASE("64 threads at once: exact counts, stacks never mix, a shared path adds up over threads", "[lifecycle]")
 {
 	constexpr int kThreads = 64, kRounds = 20;
-	auto r = record({target("threads64")});
+	auto r = record({target("threads"), std::to_string(kThreads), std::to_string(kRounds), "shared"});
 	const json &report = r.report;
 	require_anomalies(report, {});
 

@@ -96,7 +96,8 @@ TEST_CASE("threads: per-thread stacks never mix")
 	auto report = report_json(data);
 	require_no_anomalies(report);
 	for (int i = 0; i < 4; i++) {
-		std::string w = "worker" + std::to_string(i), l = "leaf" + std::to_string(i);
+		// Names end in two octal digits: "worker03" is thread 3.
+		std::string w = "worker0" + std::to_string(i), l = "leaf0" + std::to_string(i);
 		REQUIRE(function(report, w)["calls"] == 50);
 		REQUIRE(function(report, l)["calls"] == 50);
 		auto wp = path(report, w), lp = path(report, w + ";" + l);

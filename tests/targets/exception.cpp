@@ -1,6 +1,6 @@
 /* A C++ exception thrown through probed frames and caught two levels up,
- * FAULTS times (second argument, default 10), then CLEAN clean calls (third
- * argument, default 10): a2() spins 1 ms and calls b2(), which spins 2 ms.
+ * FAULTS times (second argument, default 10), then CLEAN clean calls a2() ->
+ * b2() (third argument, default 10; clean_calls.h).
  *   manual: outer -> mid -> thrower with USDTPROF_ENTER/EXIT; the exception
  *           skips mid's and thrower's EXIT, outer catches it, spins 1 ms
  *           and exits.
@@ -12,9 +12,10 @@
 #include <stdexcept>
 #include <string>
 #include <usdtprof/usdtprof.h>
+#include "clean_calls.h"
 #include "measure.h"
 
-static long long outer_self, mid_self, thrower_self, a2_self, b2_self, unwind, thrown_at;
+static long long outer_self, mid_self, thrower_self, unwind, thrown_at;
 
 static void throw_now()
 {
@@ -84,21 +85,6 @@ __attribute__((noinline)) static void outer_raii()
 		caught();
 		spin_into(&outer_self, 1000);
 	}
-}
-
-__attribute__((noinline)) static void b2()
-{
-	USDTPROF_ENTER("b2");
-	spin_into(&b2_self, 2000);
-	USDTPROF_EXIT("b2");
-}
-
-__attribute__((noinline)) static void a2()
-{
-	USDTPROF_ENTER("a2");
-	spin_into(&a2_self, 1000);
-	b2();
-	USDTPROF_EXIT("a2");
 }
 
 int main(int argc, char **argv)

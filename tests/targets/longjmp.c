@@ -2,17 +2,18 @@
  * Fault phase, FAULTS times (argument, default 10): a() spins 1 ms and calls
  * b(), which spins 1 ms and calls c(), which spins 1 ms and longjmps back
  * into a(); a() spins 1 ms more and exits. b's and c's EXIT never run.
- * Clean phase, CLEAN times (second argument, default 10): a2() spins 1 ms and
- * calls b2(), which spins 2 ms.
+ * Clean phase, CLEAN times (second argument, default 10): a2() -> b2() of
+ * clean_calls.h.
  * Prints the spins summed per frame usdtprof should charge them to, and the
  * time off the CPU outside them (measure.h). */
 #include <setjmp.h>
 #include <stdlib.h>
 #include <usdtprof/usdtprof.h>
+#include "clean_calls.h"
 #include "measure.h"
 
 static jmp_buf back_to_a;
-static long long a_self, b_self, c_self, a2_self, b2_self;
+static long long a_self, b_self, c_self;
 
 static __attribute__((noinline)) void c(void)
 {
@@ -39,21 +40,6 @@ static __attribute__((noinline)) void a(void)
 	/* usdtprof cannot see the jump: c is still its top frame until a's EXIT. */
 	spin_into(&c_self, 1000);
 	USDTPROF_EXIT("a");
-}
-
-static __attribute__((noinline)) void b2(void)
-{
-	USDTPROF_ENTER("b2");
-	spin_into(&b2_self, 2000);
-	USDTPROF_EXIT("b2");
-}
-
-static __attribute__((noinline)) void a2(void)
-{
-	USDTPROF_ENTER("a2");
-	spin_into(&a2_self, 1000);
-	b2();
-	USDTPROF_EXIT("a2");
 }
 
 int main(int argc, char **argv)

@@ -9,11 +9,16 @@
 #include <time.h>
 #include <unistd.h>
 
-static inline long long now_ns(void)
+static inline long long clock_ns(clockid_t clock)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static inline long long now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 /* The time the spins asked for, and when the first one started: a loaded
