@@ -46,7 +46,7 @@ UNIT_OBJS := $(UNIT_SRCS:%.cpp=$(OUTPUT)/%.o)
 E2E_OBJS := $(E2E_SRCS:%.cpp=$(OUTPUT)/%.o)
 TARGETS := $(TARGET_C:tests/targets/%.c=$(OUTPUT)/targets/%) \
 	$(TARGET_CXX:tests/targets/%.cpp=$(OUTPUT)/targets/%)
-SKELS := $(OUTPUT)/usdtprof.skel.h $(OUTPUT)/bench_empty.skel.h
+SKELS := $(OUTPUT)/usdtprof.skel.h
 # pprof's schema (userspace/proto/profile.proto), compiled by protoc into the library.
 PROTO_HDR := $(OUTPUT)/proto/profile.pb.h
 PROTO_OBJ := $(OUTPUT)/proto/profile.pb.o
@@ -57,7 +57,7 @@ USDTPROF := $(OUTPUT)/usdtprof
 # Generated in chains of pattern rules: kept, not deleted as intermediates.
 # (Not a bare .SECONDARY:, which would also let a missing object of a new
 # source file go unbuilt.)
-.SECONDARY: $(OUTPUT)/usdtprof.bpf.o $(OUTPUT)/bench_empty.bpf.o $(SKELS) \
+.SECONDARY: $(OUTPUT)/usdtprof.bpf.o $(SKELS) \
 	$(OUTPUT)/proto/profile.pb.cc $(PROTO_HDR)
 all: $(USDTPROF)
 

@@ -882,18 +882,22 @@ int usdt_semaphore(struct pt_regs *ctx)
 	return 0;
 }
 
+/* The stack of the task a task iterator visits, if it has one. */
+static __always_inline struct usdtprof_thread_stack *iter_task_stack(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+
+	return task ? bpf_task_storage_get(&stacks, task, 0, 0) : NULL;
+}
+
 /* `usdtprof monitor`, when a sampling window closes (probes paused and
  * detached, so no probe runs on any stack): open frames are charged up to
  * now as open activations and every stack starts empty, path caches flushed. */
 SEC("iter/task")
 int close_window(struct bpf_iter__task *ctx)
 {
-	struct task_struct *task = ctx->task;
-	struct usdtprof_thread_stack *st;
+	struct usdtprof_thread_stack *st = iter_task_stack(ctx);
 
-	if (!task)
-		return 0;
-	st = bpf_task_storage_get(&stacks, task, 0, 0);
 	if (st && !st->flushed)
 		drain_stack(st);
 	return 0;
@@ -904,12 +908,8 @@ int close_window(struct bpf_iter__task *ctx)
 SEC("iter/task")
 int flush_open_frames(struct bpf_iter__task *ctx)
 {
-	struct task_struct *task = ctx->task;
-	struct usdtprof_thread_stack *st;
+	struct usdtprof_thread_stack *st = iter_task_stack(ctx);
 
-	if (!task)
-		return 0;
-	st = bpf_task_storage_get(&stacks, task, 0, 0);
 	if (st)
 		flush_stack(st);
 	return 0;

@@ -2,6 +2,7 @@
 //   plain     the loop without probes
 //   untraced  the loop with the header's probes, no profiler attached
 //   empty     an empty BPF program on the same sites: the uprobe floor
+//             (the engine object's usdt_semaphore, loaded alone)
 //   usdtprof  usdtprof's entry/exit programs on the same sites
 //   trace     the same in trace mode: every hit also a ring-buffer event
 //   pointer   usdtprof keying the function by an argument's value, its name
@@ -22,10 +23,10 @@
 #include <functional>
 #include <poll.h>
 
-#include "bench_empty.skel.h"
 #include "engine.h"
 #include "probes.h"
 #include "process.h"
+#include "usdtprof.skel.h"
 
 using namespace usdtprof;
 
@@ -57,7 +58,7 @@ double run_loop(const std::string &binary, unsigned long calls, Mode mode)
 	if (!child)
 		die(child.error().message);
 	std::unique_ptr<Engine> engine;
-	bench_empty_bpf *empty = nullptr;
+	usdtprof_bpf *empty = nullptr;
 	std::vector<UniqueFd> empty_links;
 	if (mode != Mode::Plain && mode != Mode::Untraced) {
 		auto maps = read_proc_maps(child->pid());
@@ -71,17 +72,24 @@ double run_loop(const std::string &binary, unsigned long calls, Mode mode)
 			engine = std::move(*loaded);
 			attach_sites(*engine, child->pid(), sites);
 		} else {
-			// Attached exactly as usdtprof's programs are: one multi link.
-			empty = bench_empty_bpf__open();
+			// The engine object's empty program (usdt_semaphore), loaded
+			// alone: no other program is loaded, so nothing else runs (and
+			// the skeleton's attach step, which would attach the rest, is
+			// never called). Attached exactly as usdtprof's programs are:
+			// one multi link.
+			empty = usdtprof_bpf__open();
 			if (!empty)
 				die("cannot open the empty program");
-			use_uprobe_multi(empty->progs.empty);
-			if (bench_empty_bpf__load(empty))
+			bpf_program *prog;
+			bpf_object__for_each_program(prog, empty->obj)
+				bpf_program__set_autoload(prog, prog == empty->progs.usdt_semaphore);
+			use_uprobe_multi(empty->progs.usdt_semaphore);
+			if (usdtprof_bpf__load(empty))
 				die("cannot load the empty program");
 			std::vector<UprobeSite> uprobes;
 			for (const FoundSite &f : sites)
 				uprobes.push_back({f.site.pc_offset, f.site.semaphore_offset, 0});
-			auto link = attach_uprobe_multi(bpf_program__fd(empty->progs.empty), child->pid(),
+			auto link = attach_uprobe_multi(bpf_program__fd(empty->progs.usdt_semaphore), child->pid(),
 							sites.at(0).binary, uprobes);
 			if (!link)
 				die(link.error().message);
@@ -107,7 +115,7 @@ double run_loop(const std::string &binary, unsigned long calls, Mode mode)
 	if (mode == Mode::Trace && (events != 2 * calls || engine->anomalies()[USDTPROF_ANOM_LOST_EVENTS]))
 		die("trace mode lost events");
 	empty_links.clear();
-	bench_empty_bpf__destroy(empty);
+	usdtprof_bpf__destroy(empty);
 	double ns = 0;
 	std::ifstream(out) >> ns;
 	unlink(out.c_str());
