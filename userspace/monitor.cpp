@@ -156,24 +156,25 @@ int monitor(const MonitorOptions &o)
 	std::vector<const Preset *> chosen = choose_presets(t, files);
 	std::vector<FoundSite> sites = plan_sites(t, t.pid, false, files, chosen, custom);
 	AttachedProbes attached = attach_sites(**engine, t.pid, sites);
-	std::map<int, std::vector<Mapping>> maps;
-	std::map<int, ProfileProcess> processes;
+	// binary_processes describes --binary's processes, and reads their maps,
+	// as they start; -p's one process is described here.
+	std::map<int, ProfileProcess> pid_process;
+	std::map<int, std::vector<Mapping>> pid_maps;
+	if (t.pid) {
+		pid_process[t.pid] = describe_process(t.pid);
+		if (auto m = read_proc_maps(t.pid))
+			pid_maps[t.pid] = std::move(*m);
+	}
+	const std::map<int, ProfileProcess> &processes = binary_processes ? binary_processes->seen() : pid_process;
+	const std::map<int, std::vector<Mapping>> &maps = binary_processes ? binary_processes->maps() : pid_maps;
 	auto target_pids = [&] {
+		if (t.pid)
+			return std::vector<int>{t.pid};
+		binary_processes->scan();
 		std::vector<int> pids;
-		if (t.pid) {
-			pids.push_back(t.pid);
-		} else {
-			binary_processes->scan();
-			for (const auto &[p, m] : binary_processes->seen())
-				if (process_exists(p))
-					pids.push_back(p);
-		}
-		for (int p : pids)
-			if (!processes.count(p)) {
-				processes[p] = describe_process(p);
-				if (auto m = read_proc_maps(p))
-					maps[p] = std::move(*m);
-			}
+		for (const auto &[p, process] : processes)
+			if (process_exists(p))
+				pids.push_back(p);
 		return pids;
 	};
 	fprintf(stderr,
@@ -282,9 +283,11 @@ int monitor(const MonitorOptions &o)
 		for (const PathRecord &r : delta.records)
 			tgids.insert(r.stats.tgid);
 		auto comms = (*engine)->read_process_comms();
-		for (uint32_t tgid : tgids)
-			profile.processes.push_back(processes.count(int(tgid)) ? processes[int(tgid)]
-									       : describe_process(int(tgid), comms));
+		for (uint32_t tgid : tgids) {
+			auto known = processes.find(int(tgid));
+			profile.processes.push_back(known != processes.end() ? known->second
+									     : describe_process(int(tgid), comms));
+		}
 		FunctionNamer namer(attached, (*engine)->read_names(), maps);
 		add_call_paths(profile, delta.records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); });
 		auto anomalies = (*engine)->anomalies();
@@ -344,15 +347,8 @@ int monitor(const MonitorOptions &o)
 		for (uint32_t tgid : delta.gone)
 			(*engine)->delete_names(tgid);
 		if (binary_processes)
-			binary_processes->forget_exited();
-		for (auto it = processes.begin(); it != processes.end();)
-			if (!process_exists(it->first)) {
-				(*engine)->delete_names(uint32_t(it->first));
-				maps.erase(it->first);
-				it = processes.erase(it);
-			} else {
-				++it;
-			}
+			for (int p : binary_processes->forget_exited())
+				(*engine)->delete_names(uint32_t(p));
 		if (t.pid && !process_exists(t.pid)) {
 			fprintf(stderr, "usdtprof: %s exited\n", pid_text(t.pid).c_str());
 			stopping = true;

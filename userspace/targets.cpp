@@ -61,15 +61,18 @@ void BinaryProcesses::scan()
 	}
 }
 
-void BinaryProcesses::forget_exited()
+std::vector<int> BinaryProcesses::forget_exited()
 {
+	std::vector<int> exited;
 	for (auto it = seen_.begin(); it != seen_.end();)
 		if (!process_exists(it->first)) {
+			exited.push_back(it->first);
 			maps_.erase(it->first);
 			it = seen_.erase(it);
 		} else {
 			++it;
 		}
+	return exited;
 }
 
 BinaryProcesses::BinaryProcesses(const std::string &binary)

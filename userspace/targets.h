@@ -32,8 +32,9 @@ public:
 	explicit BinaryProcesses(const std::string &binary);
 	// Finds processes started since the last scan.
 	void scan();
-	// Drops the processes that have exited (a later one may reuse a pid).
-	void forget_exited();
+	// Drops the processes that have exited (a later one may reuse a pid) and
+	// returns their pids, for the caller to drop what it keeps of them.
+	std::vector<int> forget_exited();
 	// The binary and the files its running processes map.
 	std::vector<std::string> files() const;
 	const std::map<int, ProfileProcess> &seen() const { return seen_; }

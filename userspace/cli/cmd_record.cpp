@@ -32,6 +32,10 @@ void add_target_options(CLI::App *app, RecordOptions &o)
 	app->add_option("--task", o.tasks, "Custom task probes: PROVIDER:CREATE/BEGIN/END[:argN], argN is the task id")
 		->allow_extra_args(false);
 	app->add_option("command", o.command, "Command to launch, after --");
+}
+
+void add_launch_options(CLI::App *app, RecordOptions &o)
+{
 	app->add_flag("--ruby-call-hook", o.ruby_call_hook,
 		      "A launched Ruby gets a call/return hook so its Ruby methods fire probes (see README)");
 }
@@ -54,6 +58,7 @@ Command add_record_command(CLI::App &parent)
 		->capture_default_str()
 		->check(CLI::Range(1u, 1u << 24));
 	add_target_options(app, *o);
+	add_launch_options(app, *o);
 	return {app, [o] {
 			require_one_target(*o, "record");
 			return record(*o);

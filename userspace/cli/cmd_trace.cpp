@@ -27,6 +27,7 @@ Command add_trace_command(CLI::App &parent)
 		->check(CLI::PositiveNumber);
 	app->add_option("--profile", a->record.output, "Call-path profile of the same run")->capture_default_str();
 	add_target_options(app, a->record);
+	add_launch_options(app, a->record);
 	return {app, [a] {
 			require_one_target(a->record, "trace");
 			a->trace.speedscope = a->format == "speedscope";
