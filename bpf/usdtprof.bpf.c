@@ -602,6 +602,27 @@ static __always_inline struct usdtprof_thread_stack *thread_stack(void)
 	return st;
 }
 
+/* What every hit does first: its probe's spec, the thread's stack, the
+ * function (or task id), then the clock. The clock is read last, so creating
+ * a thread's stack, capturing a name or hashing a query text is charged to
+ * nobody. NULL when the probe is to do nothing. */
+static __always_inline struct usdtprof_thread_stack *
+begin_hit(struct pt_regs *ctx, const struct usdtprof_probe_spec **spec, __u64 *func, __u64 *now)
+{
+	struct usdtprof_thread_stack *st;
+	__u32 spec_index;
+
+	*spec = probe_spec(ctx, &spec_index);
+	if (!*spec || stop_ns || paused)
+		return 0;
+	st = thread_stack();
+	if (!st)
+		return 0;
+	*func = hit_function(ctx, *spec, spec_index, st);
+	*now = bpf_ktime_get_ns();
+	return st;
+}
+
 /* Path id of the marker under which calls beyond the tracked depth are counted. */
 static __always_inline __u64 truncated_path(struct usdtprof_thread_stack *st)
 {
@@ -623,22 +644,15 @@ static __always_inline void task_create(struct usdtprof_thread_stack *st, __u64 
 SEC("uprobe")
 int usdt_entry(struct pt_regs *ctx)
 {
+	const struct usdtprof_probe_spec *spec;
 	struct usdtprof_thread_stack *st;
 	struct usdtprof_frame *f;
 	__u64 func, parent_path, key, *creator, now;
-	__u32 d, spec_index;
-	const struct usdtprof_probe_spec *spec = probe_spec(ctx, &spec_index);
+	__u32 d;
 
-	if (!spec || stop_ns || paused)
-		return 0;
-	/* The clock is read after the stack exists and the function is known:
-	 * creating a thread's stack, capturing a name or hashing a query text
-	 * is charged to nobody. */
-	st = thread_stack();
+	st = begin_hit(ctx, &spec, &func, &now);
 	if (!st)
 		return 0;
-	func = hit_function(ctx, spec, spec_index, st);
-	now = bpf_ktime_get_ns();
 	if (spec->role == USDTPROF_ROLE_TASK_CREATE) {
 		task_create(st, func, now);
 		return 0;
@@ -722,18 +736,14 @@ static __always_inline void exit_running_at_attach(struct usdtprof_thread_stack 
 SEC("uprobe")
 int usdt_exit(struct pt_regs *ctx)
 {
+	const struct usdtprof_probe_spec *spec;
 	struct usdtprof_thread_stack *st;
 	__u64 func, marker, now;
-	__u32 d, i, spec_index;
-	const struct usdtprof_probe_spec *spec = probe_spec(ctx, &spec_index);
+	__u32 d, i;
 
-	if (!spec || stop_ns || paused)
-		return 0;
-	st = thread_stack();
+	st = begin_hit(ctx, &spec, &func, &now);
 	if (!st)
 		return 0;
-	func = hit_function(ctx, spec, spec_index, st);
-	now = bpf_ktime_get_ns();
 	if (st->epoch != flush_epoch) {
 		struct pop_ctx c = { .st = st };
 
