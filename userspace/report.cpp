@@ -119,11 +119,22 @@ std::string render_anomalies(const Profile &profile)
 	return out.empty() ? "anomalies: none\n" : "anomalies:\n" + out;
 }
 
+// A monitor interval probed for only part of its time says so: its counts are
+// as measured, not scaled up.
+std::string sampled_line(const Profile &profile)
+{
+	if (profile.sampled_fraction >= 1)
+		return "";
+	return line("sampled: probes attached for %.1f%% of the recording; counts and times are not scaled\n",
+		    profile.sampled_fraction * 100);
+}
+
 std::string render_flat(const Profile &profile, const CallTree &tree, const ReportOptions &options)
 {
 	auto [fs, cut] = ranked_functions(tree, options);
 	std::string out = "usdtprof report: " + human_ns(tree.total_self_ns) + " recorded in " +
-		std::to_string(total_calls(tree)) + " calls over " + human_ns(profile.duration_ns) + "\n\n";
+		std::to_string(total_calls(tree)) + " calls over " + human_ns(profile.duration_ns) + "\n" +
+		sampled_line(profile) + "\n";
 	out += line("%12s %10s %6s %10s %10s  %s\n", "calls", "self", "self%", "total", "avg", "name");
 	for (const FunctionSummary &f : fs)
 		out += line("%12llu %10s %5.1f%% %10s %10s  ", static_cast<unsigned long long>(f.calls),
@@ -182,7 +193,8 @@ std::string render_tree(const Profile &profile, const CallTree &tree, const Repo
 	std::string out = "usdtprof call tree: " + human_ns(tree.total_self_ns) + " recorded in " +
 		std::to_string(total_calls(tree)) + " calls over " + human_ns(profile.duration_ns) +
 		(options.min_percent > 0 ? "; subtrees below " + line("%g", options.min_percent) +
-			"% of the recorded time are folded into \"... N more\" lines" : std::string()) + "\n\n";
+			"% of the recorded time are folded into \"... N more\" lines" : std::string()) + "\n" +
+		sampled_line(profile) + "\n";
 	out += line("%10s %7s %10s %12s  %s\n", "total", "total%", "self", "calls", "name");
 	render_tree_lines(tree, options, out);
 	return out;
@@ -217,6 +229,7 @@ std::string render_json(const Profile &profile, const CallTree &tree, const Repo
 		{"anomalies", anomalies},
 		{"total_self_ns", tree.total_self_ns},
 		{"duration_ns", profile.duration_ns},
+		{"sampled_fraction", profile.sampled_fraction},
 		{"processes", processes},
 	};
 	// Names may not be UTF-8: replace invalid bytes rather than throw.

@@ -243,6 +243,28 @@ TEST_CASE("report: json", "[report]")
 	CHECK(j["total_self_ns"] == 12'500'999);
 	CHECK(j["duration_ns"] == 20'000'000);
 	CHECK(j["processes"] == json::parse(R"([{"pid":100,"comm":"app"},{"pid":200,"comm":"app"}])"));
+	CHECK(j["sampled_fraction"] == 1.0);
+}
+
+TEST_CASE("report: a sampled monitor interval says so, with its counts unscaled", "[report]")
+{
+	Profile p = sample_profile();
+	ReportOptions o;
+	CHECK(render_report(p, o).find("sampled") == std::string::npos);
+	p.sampled_fraction = 0.25;
+	for (bool tree : {false, true}) {
+		o.tree = tree;
+		std::string text = render_report(p, o);
+		INFO(text);
+		// The line after the heading.
+		CHECK(text.substr(text.find('\n') + 1).rfind(
+			      "sampled: probes attached for 25.0% of the recording; counts and times are not scaled\n\n", 0) == 0);
+		CHECK(text.find("12.5 ms recorded in 40 calls") != std::string::npos);
+	}
+	o.format = ReportFormat::Json;
+	json j = json::parse(render_report(p, o));
+	CHECK(j["sampled_fraction"] == 0.25);
+	CHECK(j["total_self_ns"] == 12'500'999);
 }
 
 TEST_CASE("report: folded stacks", "[report]")
