@@ -186,6 +186,7 @@ int monitor(const MonitorOptions &o)
 	std::mt19937_64 rng(std::random_device{}());
 	std::uniform_real_distribution<double> jitter(-o.jitter, o.jitter);
 	PathDeltas deltas;
+	std::array<uint64_t, USDTPROF_ANOM_COUNT> last_anomalies{};
 	MonitorHealth health;
 	// Probe hits with the probes' run time, and the context-switch hook's,
 	// which runs whether or not probes are attached.
@@ -290,9 +291,11 @@ int monitor(const MonitorOptions &o)
 		}
 		FunctionNamer namer(attached, (*engine)->read_names(), maps);
 		add_call_paths(profile, delta.records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); });
+		// The kernel's counters are cumulative; an interval shows its own.
 		auto anomalies = (*engine)->anomalies();
 		for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
-			profile.anomalies[anomaly_name(a)] = anomalies[a];
+			profile.anomalies[anomaly_name(a)] = anomalies[a] - last_anomalies[a];
+		last_anomalies = anomalies;
 
 		// The cost of this interval's hits against the target's CPU time.
 		Runs runs = run_totals();
