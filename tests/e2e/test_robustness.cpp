@@ -129,22 +129,22 @@ public:
 	}
 	int pid() const { return proc_.pid(); }
 	std::string pid_text() const { return std::to_string(pid()); }
-	// The target starts between these two instants: the test itself may be
-	// preempted between sending the signal and reading the clock.
+	// Releases the target and returns once it says when its work started,
+	// on its own clock: the test may be preempted around the signal, and the
+	// target may wait for a CPU after it.
 	void start()
 	{
-		signalled_before_ = Clock::now();
 		REQUIRE(kill(pid(), SIGUSR1) == 0);
-		signalled_after_ = Clock::now();
+		std::string go = proc_.wait_for_line("go ");
+		started_ = Clock::time_point(std::chrono::nanoseconds(std::stoll(go.substr(go.find("go ") + 3))));
 	}
-	Clock::time_point signalled_before() const { return signalled_before_; }
-	Clock::time_point signalled_after() const { return signalled_after_; }
+	Clock::time_point started() const { return started_; }
 	int wait() { return proc_.wait(); }
 	std::string all_stdout() const { return proc_.all_stdout(); }
 
 private:
 	Background proc_;
-	Clock::time_point signalled_before_, signalled_after_;
+	Clock::time_point started_;
 };
 
 std::string read_file(const std::string &path)
@@ -263,10 +263,10 @@ TEST_CASE("SIGINT and SIGTERM stop recording: exit 0, profile saved up to the si
 	REQUIRE(all_semaphores(t.pid(), true));
 	t.start();
 	sleep_s(0.3);
-	// main ran from the start signal to usdtprof's stop, which comes after the kill.
-	double recorded_min_s = seconds_since(t.signalled_after());
+	// main ran from the target's start to usdtprof's stop, which comes after the kill.
+	double recorded_min_s = seconds_since(t.started());
 	REQUIRE(kill(rec.pid(), sig) == 0);
-	double recorded_max_s = seconds_since(t.signalled_before());
+	double recorded_max_s = seconds_since(t.started());
 	REQUIRE(rec.wait() == 0);
 	REQUIRE_THAT(rec.rest_of_stderr(), Contains("stopped by signal"));
 
@@ -309,8 +309,9 @@ TEST_CASE("SIGKILL of usdtprof: semaphores return to 0, the target finishes at f
 	// 100 outer calls of 10 ms: never held up, never stopped. A loaded
 	// machine delays the target's spins by its measured slack.
 	INFO("target's slack " << slack_ns(t.all_stdout()) << " ns");
-	REQUIRE(seconds_since(t.signalled_before()) >= 1.0);
-	REQUIRE(seconds_since(t.signalled_after()) < 1.5 + slack_ns(t.all_stdout()) / 1e9);
+	double took = seconds_since(t.started());
+	REQUIRE(took >= 1.0);
+	REQUIRE(took < 1.5 + slack_ns(t.all_stdout()) / 1e9);
 	REQUIRE(entries(dir).empty());
 }
 

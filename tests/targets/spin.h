@@ -56,8 +56,9 @@ static inline void print_slack(void)
 static volatile sig_atomic_t go_signal;
 static void on_go(int sig) { (void)sig; go_signal = 1; }
 
-/* With --wait as argv[1]: print "ready <pid>" and wait for SIGUSR1. Returns
- * the index of the first remaining argument. */
+/* With --wait as argv[1]: print "ready <pid>", wait for SIGUSR1, then print
+ * "go <ns>", when the work starts on the clock tests read (CLOCK_MONOTONIC).
+ * Returns the index of the first remaining argument. */
 static inline int hold_if_asked(int argc, char **argv)
 {
 	sigset_t mask, old;
@@ -72,6 +73,8 @@ static inline int hold_if_asked(int argc, char **argv)
 	while (!go_signal)
 		sigsuspend(&old);
 	sigprocmask(SIG_SETMASK, &old, NULL);
+	printf("go %lld\n", now_ns());
+	fflush(stdout);
 	return 2;
 }
 
