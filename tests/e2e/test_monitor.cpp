@@ -68,17 +68,19 @@ TEST_CASE("monitor: interval profiles add up to the exact calls, none lost or co
 	auto profiles = interval_profiles(dir);
 	INFO(profiles.size() << " intervals");
 	REQUIRE(profiles.size() >= 10);
-	// 150 outer calls of 10 ms each, over 1.5 s: many intervals, exact sums.
-	REQUIRE(calls_of(profiles, "outer") == 150);
-	REQUIRE(calls_of(profiles, "inner") == 450);
-	REQUIRE(calls_of(profiles, "main") == 1);
 	for (const auto &p : profiles) {
-		REQUIRE(p.sampled_fraction == 1.0); // --budget 1: never sampled
+		// --budget 1 (the probes may cost as much CPU as the target): never
+		// sampled, unless the target is starved so that the monitor's own CPU outweighs it.
+		REQUIRE(p.sampled_fraction == 1.0);
 		for (const auto &n : p.nodes)
 			REQUIRE(n.self_offcpu_ns == 0); // no context-switch hook without --offcpu
 		REQUIRE(p.anomalies.at("exit_no_frame") == 0);
 		REQUIRE(p.anomalies.at("exit_mismatch") == 0);
 	}
+	// 150 outer calls of 10 ms each, over 1.5 s: many intervals, exact sums.
+	REQUIRE(calls_of(profiles, "outer") == 150);
+	REQUIRE(calls_of(profiles, "inner") == 450);
+	REQUIRE(calls_of(profiles, "main") == 1);
 	// Each has its pprof twin.
 	for (const auto &e : fs::directory_iterator(dir))
 		if (e.path().extension() == ".data") {
