@@ -24,7 +24,7 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iin
 
 CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=gnu++20 -Wall -Wextra -MMD -MP -I$(OUTPUT) -Iinclude -Iuserspace
-LDLIBS := -lbpf -lelf -lz -lprotobuf -lcpp-httplib
+LDLIBS := -lbpf -lelf -lz -lprotobuf -lcurl -lcpp-httplib
 # make test SANITIZE=address,undefined: any report fails the test (no recovery);
 # GCC's uninitialized-use analysis gives false positives under ASan.
 ifneq ($(SANITIZE),)

@@ -8,7 +8,7 @@ set -eu
 # pgbench), bpftrace to compare with.
 packages="make g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcli11-dev
 catch2 systemtap-sdt-dev nlohmann-json3-dev pkg-config libclang-rt-dev libprotobuf-dev
-protobuf-compiler libcpp-httplib-dev prometheus php-cli ruby openjdk-17-jdk-headless
+protobuf-compiler libcurl4-openssl-dev libcpp-httplib-dev prometheus php-cli ruby openjdk-17-jdk-headless
 postgresql-15 python3.11 bpftrace"
 missing=""
 for p in $packages; do

@@ -1,21 +1,39 @@
 #include "metrics_server.h"
 
-#include "http.h"
-
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
+#include <deque>
 #include <netdb.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
+
+#include "unique_fd.h"
+
+// A small HTTP/1.1 server of one poll() thread instead of a general library:
+// Debian's cpp-httplib 0.11 bounds neither the number of headers nor the
+// connections, and its worker threads are held by slow clients. Here every
+// connection is one request, answered and closed; each has a fixed budget of
+// bytes and time, and there are at most a fixed number of them.
 
 namespace usdtprof {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 constexpr const char *kContentType = "text/plain; version=0.0.4; charset=utf-8";
+constexpr int kListenBacklog = 64;
+constexpr int kAcceptsPerWake = 16;
+// What is read and thrown away of a request body after the answer, so that
+// closing does not reset the connection before the client has read it.
+constexpr size_t kDrainBytes = 64 * 1024;
+// Out of descriptors: accepting waits this long rather than spin.
+constexpr auto kAcceptPause = std::chrono::milliseconds(100);
 
 std::string display(const ListenAddress &a)
 {
@@ -23,9 +41,9 @@ std::string display(const ListenAddress &a)
 	return (v6 ? "[" + a.host + "]" : a.host) + ":" + std::to_string(a.port);
 }
 
-// Why binding failed: httplib reports only false, so bind a plain socket the
-// same way (SO_REUSEADDR, no SO_REUSEPORT) to learn errno.
-std::string bind_failure(const ListenAddress &a)
+// A listening, non-blocking socket on the address (SO_REUSEADDR, no
+// SO_REUSEPORT: a second server must not bind a port in use).
+Result<UniqueFd> listen_on(ListenAddress &a)
 {
 	addrinfo hints{};
 	hints.ai_family = AF_UNSPEC;
@@ -34,27 +52,76 @@ std::string bind_failure(const ListenAddress &a)
 	addrinfo *res = nullptr;
 	std::string port = std::to_string(a.port);
 	if (int rc = getaddrinfo(a.host.c_str(), port.c_str(), &hints, &res))
-		return std::string("cannot resolve '") + a.host + "': " + gai_strerror(rc);
+		return Error{"cannot listen on " + display(a) + ": cannot resolve '" + a.host + "': " + gai_strerror(rc)};
 	int err = 0;
+	UniqueFd fd;
 	for (addrinfo *ai = res; ai; ai = ai->ai_next) {
-		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-		if (fd < 0) {
+		fd = UniqueFd(socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));
+		if (fd.get() < 0) {
 			err = errno;
 			continue;
 		}
 		int one = 1;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-		int rc = bind(fd, ai->ai_addr, ai->ai_addrlen);
-		err = rc == 0 ? 0 : errno;
-		close(fd);
-		if (rc == 0)
+		setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		if (bind(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd.get(), kListenBacklog) == 0) {
+			err = 0;
 			break;
+		}
+		err = errno;
+		fd = UniqueFd();
 	}
 	freeaddrinfo(res);
-	if (err == 0)
-		return "cannot bind the socket";
-	return strerror(err);
+	if (fd.get() < 0)
+		return Error{"cannot listen on " + display(a) + ": " + (err ? strerror(err) : "no address")};
+	sockaddr_storage bound{};
+	socklen_t len = sizeof bound;
+	if (getsockname(fd.get(), reinterpret_cast<sockaddr *>(&bound), &len) == 0)
+		a.port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port)
+						     : ntohs(reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
+	return fd;
 }
+
+std::string http_response(const char *status, const char *content_type, const std::string &body,
+			  const char *extra_headers = "")
+{
+	return std::string("HTTP/1.1 ") + status + "\r\nContent-Type: " + content_type +
+	       "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra_headers +
+	       "Connection: close\r\n\r\n" + body;
+}
+
+// The end of the request head (request line and headers), npos while incomplete.
+size_t head_end(const std::string &in)
+{
+	size_t crlf = in.find("\r\n\r\n"), lf = in.find("\n\n");
+	return std::min(crlf, lf);
+}
+
+// The answer to a complete request head: GET /metrics only, any query ignored.
+std::string answer(const std::string &head, const MetricsRegistry &registry)
+{
+	std::string line = head.substr(0, head.find('\n'));
+	if (!line.empty() && line.back() == '\r')
+		line.pop_back();
+	size_t sp1 = line.find(' '), sp2 = line.rfind(' ');
+	if (sp1 == std::string::npos || sp1 == sp2 || line.compare(sp2 + 1, 7, "HTTP/1.") != 0)
+		return http_response("400 Bad Request", "text/plain", "bad request\n");
+	std::string method = line.substr(0, sp1), target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+	if (method != "GET")
+		return http_response("405 Method Not Allowed", "text/plain", "only GET /metrics\n", "Allow: GET\r\n");
+	if (target.substr(0, target.find('?')) != "/metrics")
+		return http_response("404 Not Found", "text/plain", "not found: the metrics are at /metrics\n");
+	return http_response("200 OK", kContentType, registry.render());
+}
+
+struct Connection {
+	enum class State { reading, writing, draining };
+	UniqueFd fd;
+	Clock::time_point deadline;
+	State state = State::reading;
+	std::string in;  // the request head so far
+	std::string out; // the response
+	size_t done = 0; // bytes of out sent, or drained
+};
 
 } // namespace
 
@@ -94,76 +161,186 @@ Result<ListenAddress> parse_listen_address(const std::string &listen)
 }
 
 struct MetricsServer::Impl {
+	Impl(const MetricsRegistry &r, MetricsServerLimits l) : registry(r), limits(l) {}
+	void run();
+	void accept_new(Clock::time_point now);
+	void step(Connection &c, short revents);
+	void read_request(Connection &c);
+	void write_response(Connection &c);
+	void drain(Connection &c);
+	void close(Connection &c) { c.fd = UniqueFd(); }
+
+	const MetricsRegistry &registry;
+	const MetricsServerLimits limits;
 	ListenAddress address;
-	httplib::Server server;
+	UniqueFd listener;
+	UniqueFd wake; // eventfd: the destructor's stop
+	std::deque<Connection> connections; // oldest first
+	Clock::time_point accept_paused_until;
+	std::atomic<uint64_t> cut{0};
 	std::thread thread;
-	std::atomic<bool> done{false};
 };
+
+void MetricsServer::Impl::run()
+{
+	std::vector<pollfd> fds;
+	for (;;) {
+		auto now = Clock::now();
+		for (Connection &c : connections)
+			if (c.deadline <= now) {
+				close(c);
+				cut++;
+			}
+		std::erase_if(connections, [](const Connection &c) { return c.fd.get() < 0; });
+
+		bool accepting = now >= accept_paused_until;
+		fds.assign({{wake.get(), POLLIN, 0}, {accepting ? listener.get() : -1, POLLIN, 0}});
+		Clock::time_point next = accepting ? Clock::time_point::max() : accept_paused_until;
+		for (const Connection &c : connections) {
+			fds.push_back({c.fd.get(), short(c.state == Connection::State::writing ? POLLOUT : POLLIN), 0});
+			next = std::min(next, c.deadline);
+		}
+		int timeout = -1;
+		if (next != Clock::time_point::max())
+			timeout = int(std::max<int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(next - now).count()));
+		if (poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR)
+			return;
+		if (fds[0].revents)
+			return;
+		for (size_t i = 0; i < connections.size(); i++)
+			if (fds[i + 2].revents)
+				step(connections[i], fds[i + 2].revents);
+		std::erase_if(connections, [](const Connection &c) { return c.fd.get() < 0; });
+		if (fds[1].revents)
+			accept_new(Clock::now());
+	}
+}
+
+void MetricsServer::Impl::accept_new(Clock::time_point now)
+{
+	for (int i = 0; i < kAcceptsPerWake; i++) {
+		int fd = accept4(listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+				accept_paused_until = now + kAcceptPause;
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return;
+		}
+		if (connections.size() >= limits.max_connections) {
+			// The oldest that is not being answered: a scrape that sent its
+			// request is not pushed out by a flood of idle connections.
+			auto victim = std::find_if(connections.begin(), connections.end(), [](const Connection &c) {
+				return c.state != Connection::State::writing;
+			});
+			connections.erase(victim == connections.end() ? connections.begin() : victim);
+			cut++;
+		}
+		Connection &c = connections.emplace_back();
+		c.fd = UniqueFd(fd);
+		c.deadline = now + limits.deadline;
+		// A client usually sends its request with the connection: answered
+		// before a flood of newer connections could push it out.
+		read_request(connections.back());
+		if (connections.back().fd.get() < 0)
+			connections.pop_back();
+	}
+}
+
+void MetricsServer::Impl::step(Connection &c, short revents)
+{
+	if (c.state == Connection::State::reading)
+		read_request(c);
+	else if (c.state == Connection::State::writing)
+		write_response(c);
+	else
+		drain(c);
+	if (c.fd.get() >= 0 && (revents & POLLNVAL))
+		close(c);
+}
+
+void MetricsServer::Impl::read_request(Connection &c)
+{
+	char buf[4096];
+	while (c.in.size() < limits.max_request_bytes) {
+		ssize_t n = recv(c.fd.get(), buf, std::min(sizeof buf, limits.max_request_bytes - c.in.size()), 0);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0)
+			return close(c);
+		c.in.append(buf, size_t(n));
+		if (size_t end = head_end(c.in); end != std::string::npos) {
+			c.out = answer(c.in.substr(0, end), registry);
+			break;
+		}
+	}
+	if (c.out.empty())
+		c.out = http_response("431 Request Header Fields Too Large", "text/plain", "request too large\n");
+	c.in = std::string();
+	c.state = Connection::State::writing;
+	write_response(c);
+}
+
+void MetricsServer::Impl::write_response(Connection &c)
+{
+	while (c.done < c.out.size()) {
+		ssize_t n = send(c.fd.get(), c.out.data() + c.done, c.out.size() - c.done, MSG_NOSIGNAL);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0)
+			return close(c);
+		c.done += size_t(n);
+	}
+	shutdown(c.fd.get(), SHUT_WR);
+	c.out = std::string();
+	c.done = 0;
+	c.state = Connection::State::draining;
+	drain(c);
+}
+
+void MetricsServer::Impl::drain(Connection &c)
+{
+	char buf[4096];
+	while (c.done < kDrainBytes) {
+		ssize_t n = recv(c.fd.get(), buf, sizeof buf, 0);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0)
+			break;
+		c.done += size_t(n);
+	}
+	close(c);
+}
 
 MetricsServer::MetricsServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string &listen,
-							    const MetricsRegistry &registry)
+							    const MetricsRegistry &registry,
+							    MetricsServerLimits limits)
 {
 	auto parsed = parse_listen_address(listen);
 	if (!parsed)
 		return parsed.error();
-	auto impl = std::make_unique<Impl>();
+	auto impl = std::make_unique<Impl>(registry, limits);
 	impl->address = parsed.value();
-	httplib::Server &server = impl->server;
-
-	// httplib's default socket options add SO_REUSEPORT, which would let a
-	// second server bind a port already in use: keep SO_REUSEADDR only.
-	server.set_socket_options([](socket_t sock) {
-		int one = 1;
-		setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	});
-	// Scrapes are seconds apart: a small pool, one request per connection
-	// (so no idle keep-alive connection delays the shutdown).
-	server.new_task_queue = [] { return new httplib::ThreadPool(2); };
-	server.set_keep_alive_max_count(1);
-	server.set_read_timeout(5, 0);
-	server.set_write_timeout(5, 0);
-	server.Get("/metrics", [&registry](const httplib::Request &, httplib::Response &res) {
-		res.set_content(registry.render(), kContentType);
-	});
-	server.set_error_handler([](const httplib::Request &, httplib::Response &res) {
-		if (res.status == 404)
-			res.set_content("not found: the metrics are at /metrics\n", "text/plain");
-	});
-
-	ListenAddress &a = impl->address;
-	bool bound;
-	if (a.port == 0) {
-		int port = server.bind_to_any_port(a.host);
-		bound = port > 0;
-		if (bound)
-			a.port = port;
-	} else {
-		bound = server.bind_to_port(a.host, a.port);
-	}
-	if (!bound)
-		return Error{"cannot listen on " + display(a) + ": " + bind_failure(a)};
-
+	auto listener = listen_on(impl->address);
+	if (!listener)
+		return listener.error();
+	impl->listener = std::move(*listener);
+	impl->wake = UniqueFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+	if (impl->wake.get() < 0)
+		return Error{std::string("cannot start the metrics server: eventfd: ") + strerror(errno)};
 	Impl *p = impl.get();
-	p->thread = std::thread([p] {
-		p->server.listen_after_bind();
-		p->done = true;
-	});
-	// httplib's stop() does nothing before the accept loop runs: wait for it,
-	// so the destructor's stop() is never lost.
-	while (!p->server.is_running() && !p->done)
-		std::this_thread::sleep_for(std::chrono::milliseconds(1));
-	if (!p->server.is_running()) {
-		p->thread.join();
-		return Error{"cannot listen on " + display(a) + ": the accept loop failed"};
-	}
+	p->thread = std::thread([p] { p->run(); });
 	return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(impl)));
 }
 
 MetricsServer::~MetricsServer()
 {
-	impl_->server.stop();
+	uint64_t one = 1;
+	if (write(impl_->wake.get(), &one, sizeof one) < 0) {
+		// An eventfd's counter cannot be full after one write: nothing to do.
+	}
 	if (impl_->thread.joinable())
 		impl_->thread.join();
 }
@@ -176,6 +353,11 @@ const std::string &MetricsServer::host() const
 int MetricsServer::port() const
 {
 	return impl_->address.port;
+}
+
+uint64_t MetricsServer::connections_cut() const
+{
+	return impl_->cut;
 }
 
 } // namespace usdtprof

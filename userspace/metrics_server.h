@@ -1,6 +1,10 @@
-// Serves a MetricsRegistry at GET /metrics for Prometheus, on a background thread.
+// Serves a MetricsRegistry at GET /metrics for Prometheus, on a background
+// thread, to any client that can connect: every bound below holds whatever
+// the clients send (docs/security.md, "/metrics server").
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -17,6 +21,16 @@ struct ListenAddress {
 // "HOST:PORT", "[IPV6]:PORT" or ":PORT" (all IPv4 interfaces); one clear line when malformed.
 Result<ListenAddress> parse_listen_address(const std::string &listen);
 
+struct MetricsServerLimits {
+	// Open connections; when full, the oldest one is closed for a new one.
+	// Far below any descriptor limit (the monitor raises its own to the hard limit).
+	size_t max_connections = 64;
+	// Request line and headers; a request that does not end within is answered 431.
+	size_t max_request_bytes = 8192;
+	// From accepting a connection to the last byte of the response.
+	std::chrono::milliseconds deadline{5000};
+};
+
 class MetricsServer {
 public:
 	// Binds listen (e.g. "127.0.0.1:9464"; port 0 picks a free port) and
@@ -24,7 +38,8 @@ public:
 	// a malformed address, an unresolvable host, a port in use or not
 	// permitted. The registry must outlive the server.
 	static Result<std::unique_ptr<MetricsServer>> start(const std::string &listen,
-							     const MetricsRegistry &registry);
+							     const MetricsRegistry &registry,
+							     MetricsServerLimits limits = {});
 	// Stops serving and joins the thread.
 	~MetricsServer();
 	MetricsServer(const MetricsServer &) = delete;
@@ -32,6 +47,8 @@ public:
 
 	const std::string &host() const;
 	int port() const; // the bound port
+	// Connections closed early: by the deadline, or for a newer one when full.
+	uint64_t connections_cut() const;
 
 	struct Impl;
 

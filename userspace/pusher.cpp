@@ -1,10 +1,10 @@
 #include "pusher.h"
 
-#include "http.h"
-
 #include <algorithm>
 #include <cctype>
+#include <curl/curl.h>
 #include <random>
+#include <strings.h>
 #include <unistd.h>
 
 namespace usdtprof {
@@ -13,6 +13,11 @@ namespace {
 
 constexpr const char *kContentType = "application/octet-stream";
 constexpr const char *kSpyName = "usdtprof";
+// What is kept of an endpoint's answer: its status line and headers, and the
+// start of its body for the error message. The rest is never read: the
+// attempt ends there (an endless body would otherwise grow without bound).
+constexpr size_t kMaxResponseHead = 16 * 1024;
+constexpr size_t kMaxResponseBody = 1024;
 
 // RFC 3986: everything but the unreserved characters is percent-encoded.
 std::string percent_encode(const std::string &s)
@@ -114,11 +119,68 @@ Result<PushUrl> parse_push_url(const std::string &url)
 	return u;
 }
 
+// libcurl's multi interface, so that the destructor can wake an attempt in
+// progress (curl_multi_wakeup) from another thread.
 struct ProfilePusher::Client {
-	explicit Client(const PushUrl &url) : http(url.host, url.port) {}
-	httplib::Client http;
+	Client() : multi(curl_multi_init()) {}
+	~Client() { curl_multi_cleanup(multi); }
+	void stop()
+	{
+		stopping = true;
+		curl_multi_wakeup(multi);
+	}
+	CURLM *multi;
+	std::atomic<bool> stopping{false};
 	std::mt19937_64 rng{std::random_device{}()};
 };
+
+// The bounded part of a response that an attempt keeps.
+struct PushResponse {
+	long status = 0;
+	std::string body;        // at most kMaxResponseBody bytes
+	std::string retry_after; // the Retry-After header's value
+	size_t head_bytes = 0;
+	bool head_too_large = false;
+	bool body_cut = false;
+};
+
+namespace {
+
+size_t on_header(char *data, size_t size, size_t count, void *user)
+{
+	auto *r = static_cast<PushResponse *>(user);
+	size_t len = size * count;
+	r->head_bytes += len;
+	if (r->head_bytes > kMaxResponseHead) {
+		r->head_too_large = true;
+		return 0; // ends the attempt
+	}
+	std::string line(data, len);
+	static const std::string name = "retry-after:";
+	if (line.size() > name.size() && strncasecmp(line.c_str(), name.c_str(), name.size()) == 0) {
+		r->retry_after = line.substr(name.size());
+		auto space = [](unsigned char c) { return isspace(c) != 0; };
+		r->retry_after.erase(r->retry_after.begin(),
+				     std::find_if_not(r->retry_after.begin(), r->retry_after.end(), space));
+		while (!r->retry_after.empty() && space(r->retry_after.back()))
+			r->retry_after.pop_back();
+	}
+	return len;
+}
+
+size_t on_body(char *data, size_t size, size_t count, void *user)
+{
+	auto *r = static_cast<PushResponse *>(user);
+	size_t len = size * count, room = kMaxResponseBody - r->body.size();
+	r->body.append(data, std::min(len, room));
+	if (len > room) {
+		r->body_cut = true;
+		return 0; // ends the attempt: the rest of the body is not read
+	}
+	return len;
+}
+
+} // namespace
 
 Result<std::unique_ptr<ProfilePusher>> ProfilePusher::create(PusherOptions options)
 {
@@ -134,6 +196,10 @@ Result<std::unique_ptr<ProfilePusher>> ProfilePusher::create(PusherOptions optio
 		return Error{"the push attempts must be at least 1"};
 	if (options.initial_backoff.count() < 0 || options.max_backoff < options.initial_backoff)
 		return Error{"the push backoff must satisfy 0 <= initial <= maximum"};
+	// Once, before the sender thread exists (curl_global_init is not thread-safe).
+	static const CURLcode global = curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (global != CURLE_OK)
+		return Error{std::string("cannot initialise libcurl: ") + curl_easy_strerror(global)};
 	return std::unique_ptr<ProfilePusher>(new ProfilePusher(std::move(options), std::move(url.value())));
 }
 
@@ -148,31 +214,18 @@ ProfilePusher::ProfilePusher(PusherOptions options, PushUrl url)
 	}
 	hostname_label_ = label_value(host);
 
-	client_ = std::make_unique<Client>(url_);
-	httplib::Client &http = client_->http;
-	http.set_connection_timeout(options_.connect_timeout);
-	http.set_read_timeout(options_.timeout);
-	http.set_write_timeout(options_.timeout);
-	http.set_url_encode(false); // request_target() encodes
-	http.set_keep_alive(false);
-	http.set_compress(false); // the body is gzip'd pprof already
+	client_ = std::make_unique<Client>();
 	thread_ = std::thread([this] { run(); });
 }
 
 ProfilePusher::~ProfilePusher()
 {
-	std::unique_lock<std::mutex> lock(mutex_);
-	stop_ = true;
-	wake_.notify_all();
-	// Abort a request in progress; repeated, as the sender may start one
-	// between the flag and the abort. stop() is httplib's cross-thread abort.
-	while (!exited_) {
-		lock.unlock();
-		client_->http.stop();
-		lock.lock();
-		drained_.wait_for(lock, std::chrono::milliseconds(10), [&] { return exited_; });
+	{
+		std::lock_guard<std::mutex> lock(mutex_);
+		stop_ = true;
 	}
-	lock.unlock();
+	wake_.notify_all();
+	client_->stop(); // an attempt in progress ends at its next wake-up: now
 	thread_.join();
 }
 
@@ -238,28 +291,88 @@ std::chrono::milliseconds ProfilePusher::backoff(unsigned failures)
 	return std::chrono::milliseconds(jitter(client_->rng));
 }
 
+// One POST, its response read up to the bounds above; true when answered, or why not.
+// Plain http only, no proxy from the environment, no redirects, no
+// decompression: what is sent and where is what the options say.
+bool ProfilePusher::post(const PushItem &item, PushResponse &r, std::string &why)
+{
+	CURL *easy = curl_easy_init();
+	if (!easy) {
+		why = "cannot create a libcurl handle";
+		return false;
+	}
+	bool v6 = url_.host.find(':') != std::string::npos;
+	std::string url = "http://" + (v6 ? "[" + url_.host + "]" : url_.host) + ":" + std::to_string(url_.port) +
+			  request_target(item);
+	char error[CURL_ERROR_SIZE] = "";
+	curl_slist *headers = curl_slist_append(nullptr, (std::string("Content-Type: ") + kContentType).c_str());
+	headers = curl_slist_append(headers, "Expect:"); // no 100-continue round trip
+	curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
+	curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(easy, CURLOPT_PATH_AS_IS, 1L); // request_target() encodes
+	curl_easy_setopt(easy, CURLOPT_PROXY, "");
+	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(easy, CURLOPT_POST, 1L);
+	curl_easy_setopt(easy, CURLOPT_POSTFIELDS, item.bytes.data());
+	curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(item.bytes.size()));
+	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, long(options_.connect_timeout.count()));
+	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, long(options_.timeout.count()));
+	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(easy, CURLOPT_HEADERDATA, &r);
+	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &r);
+	curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, error);
+
+	CURLcode rc = CURLE_ABORTED_BY_CALLBACK;
+	curl_multi_add_handle(client_->multi, easy);
+	for (int running = 1; running && !client_->stopping;) {
+		if (curl_multi_perform(client_->multi, &running) != CURLM_OK)
+			break;
+		int queued;
+		while (CURLMsg *m = curl_multi_info_read(client_->multi, &queued))
+			if (m->msg == CURLMSG_DONE)
+				rc = m->data.result;
+		if (running)
+			curl_multi_poll(client_->multi, nullptr, 0, 1000, nullptr);
+	}
+	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &r.status);
+	curl_multi_remove_handle(client_->multi, easy);
+	curl_easy_cleanup(easy);
+	curl_slist_free_all(headers);
+	why = client_->stopping ? "stopped" : error[0] ? error : curl_easy_strerror(rc);
+	// A body longer than what is kept ends the transfer, not the answer.
+	if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && r.body_cut && r.status))
+		return true;
+	if (r.head_too_large)
+		why = "response headers over " + std::to_string(kMaxResponseHead) + " bytes";
+	return false;
+}
+
 ProfilePusher::Outcome ProfilePusher::attempt(const PushItem &item, std::chrono::milliseconds &retry_after)
 {
-	auto res = client_->http.Post(request_target(item), item.bytes, kContentType);
+	PushResponse res;
+	std::string why;
+	bool answered = post(item, res, why);
 	auto fail = [&](Outcome outcome, std::string why) {
 		std::lock_guard<std::mutex> lock(mutex_);
 		last_error_ = "push to " + options_.url + ": " + std::move(why);
 		return outcome;
 	};
-	if (!res)
-		return fail(Outcome::retry, httplib::to_string(res.error()));
-	int status = res->status;
+	if (!answered)
+		return fail(Outcome::retry, why);
+	int status = int(res.status);
 	if (status >= 200 && status < 300)
 		return Outcome::sent;
-	std::string why = "HTTP " + std::to_string(status);
-	std::string body = res->body.substr(0, 200);
+	why = "HTTP " + std::to_string(status);
+	std::string body = res.body.substr(0, 200);
 	body.erase(std::find(body.begin(), body.end(), '\n'), body.end());
 	if (!body.empty())
 		why += ": " + body;
 	if (!retryable_status(status))
 		return fail(Outcome::give_up, why);
 	// Retry-After in seconds (the HTTP-date form is ignored).
-	std::string after = res->get_header_value("Retry-After");
+	const std::string &after = res.retry_after;
 	if (!after.empty() && after.size() <= 6 && after.find_first_not_of("0123456789") == std::string::npos)
 		retry_after = std::chrono::seconds(std::stoi(after));
 	return fail(Outcome::retry, why);

@@ -25,6 +25,8 @@ struct PushItem {
 	int32_t pid = 0;   // the "pid" label; 0: none
 };
 
+struct PushResponse; // the bounded part of an endpoint's answer that is kept
+
 struct PusherOptions {
 	std::string url;                 // http://HOST[:PORT][/BASE/PATH]
 	std::string app_name = "usdtprof"; // Pyroscope application (service) name: [A-Za-z0-9_.-]+
@@ -34,7 +36,7 @@ struct PusherOptions {
 	std::chrono::milliseconds initial_backoff{500};
 	std::chrono::milliseconds max_backoff{30000};
 	std::chrono::milliseconds connect_timeout{3000};
-	std::chrono::milliseconds timeout{10000}; // read and write, per attempt
+	std::chrono::milliseconds timeout{10000}; // a whole attempt: connect, send, the response
 };
 
 struct PushUrl {
@@ -79,6 +81,7 @@ private:
 	ProfilePusher(PusherOptions options, PushUrl url);
 	void run();
 	bool deliver(const PushItem &item);
+	bool post(const PushItem &item, PushResponse &response, std::string &why);
 	Outcome attempt(const PushItem &item, std::chrono::milliseconds &retry_after);
 	std::chrono::milliseconds backoff(unsigned failures);
 

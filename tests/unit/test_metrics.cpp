@@ -7,6 +7,10 @@
 #include <thread>
 #include <vector>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "http.h"
 
 #include "metrics.h"
@@ -289,7 +293,14 @@ TEST_CASE("metrics server: GET /metrics, 404 elsewhere")
 	CHECK(res->status == 404);
 	res = client.Post("/metrics", "x", "text/plain");
 	REQUIRE(res);
-	CHECK(res->status == 404);
+	CHECK(res->status == 405);
+	CHECK(res->get_header_value("Allow") == "GET");
+	res = client.Head("/metrics");
+	REQUIRE(res);
+	CHECK(res->status == 405);
+	res = client.Get("/metrics?x=1");
+	REQUIRE(res);
+	CHECK(res->status == 200);
 }
 
 TEST_CASE("metrics server: scrapes while the monitor adds intervals")
@@ -366,4 +377,143 @@ TEST_CASE("metrics server: the destructor stops promptly")
 	// The port is free again.
 	auto again = MetricsServer::start("127.0.0.1:" + std::to_string(port), registry);
 	CHECK(again.ok());
+}
+
+namespace {
+
+int connect_to(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	REQUIRE(fd >= 0);
+	sockaddr_in addr{};
+	addr.sin_family = AF_INET;
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	addr.sin_port = htons(uint16_t(port));
+	REQUIRE(connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) == 0);
+	timeval tv{3, 0};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	return fd;
+}
+
+// Sends up to bytes of filler after prefix, stopping when the server stops reading.
+size_t send_flood(int fd, const std::string &prefix, size_t bytes, const std::string &filler)
+{
+	size_t sent = 0;
+	std::string out = prefix;
+	while (sent < bytes) {
+		ssize_t n = send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+		if (n <= 0)
+			break;
+		sent += size_t(n);
+		out = out.substr(size_t(n));
+		if (out.empty())
+			out = filler;
+	}
+	return sent;
+}
+
+// Reads until the server closes (or 3 s pass).
+std::string read_all(int fd)
+{
+	std::string in;
+	char buf[4096];
+	for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;)
+		in.append(buf, size_t(n));
+	return in;
+}
+
+// The connection was closed by the server: recv gives end of file (or a reset).
+bool closed_by_server(int fd)
+{
+	char c;
+	ssize_t n = recv(fd, &c, 1, 0);
+	return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+} // namespace
+
+TEST_CASE("metrics server: endless headers are cut at the request limit with 431")
+{
+	MetricsRegistry registry;
+	auto server = MetricsServer::start("127.0.0.1:0", registry);
+	REQUIRE(server.ok());
+	int fd = connect_to(server.value()->port());
+	std::string header = "X-Filler: " + std::string(100, 'h') + "\r\n";
+	// 64 MiB offered: the server reads 8 KiB of it, answers and stops reading.
+	size_t sent = send_flood(fd, "GET /metrics HTTP/1.1\r\n", 64u << 20, header);
+	CHECK(sent < 64u << 20);
+	std::string answer = read_all(fd);
+	CHECK(answer.rfind("HTTP/1.1 431 ", 0) == 0);
+	close(fd);
+}
+
+TEST_CASE("metrics server: a POST body is not read: 405, and closed")
+{
+	MetricsRegistry registry;
+	auto server = MetricsServer::start("127.0.0.1:0", registry);
+	REQUIRE(server.ok());
+	int fd = connect_to(server.value()->port());
+	size_t sent = send_flood(fd, "POST /metrics HTTP/1.1\r\nContent-Length: 100000000000\r\n\r\n", 64u << 20,
+				 std::string(65536, 'b'));
+	CHECK(sent < 64u << 20);
+	std::string answer = read_all(fd);
+	CHECK(answer.rfind("HTTP/1.1 405 ", 0) == 0);
+	close(fd);
+}
+
+TEST_CASE("metrics server: slow clients are closed at the deadline and do not delay a scrape")
+{
+	MetricsRegistry registry;
+	registry.add_interval(interval({"f"}, {{1, "app", {}}}, {{1, 0, 42, 7}}));
+	MetricsServerLimits limits;
+	limits.deadline = std::chrono::milliseconds(300);
+	auto server = MetricsServer::start("127.0.0.1:0", registry, limits);
+	REQUIRE(server.ok());
+	int port = server.value()->port();
+	std::vector<int> slow;
+	for (int i = 0; i < 8; i++) {
+		slow.push_back(connect_to(port));
+		REQUIRE(send(slow.back(), "GET /met", 8, MSG_NOSIGNAL) == 8);
+	}
+	httplib::Client client("127.0.0.1", port);
+	client.set_read_timeout(1, 0);
+	auto res = client.Get("/metrics");
+	REQUIRE(res);
+	CHECK(res->status == 200);
+	CHECK(has_line(res->body, calls_line("app", "f", "7")));
+	// Each slow one is closed at its deadline, never answered.
+	for (int fd : slow) {
+		CHECK(closed_by_server(fd));
+		close(fd);
+	}
+	CHECK(server.value()->connections_cut() == 8);
+}
+
+TEST_CASE("metrics server: more idle connections than the cap: the oldest are closed, scrapes go on")
+{
+	MetricsRegistry registry;
+	registry.add_interval(interval({"f"}, {{1, "app", {}}}, {{1, 0, 42, 7}}));
+	MetricsServerLimits limits;
+	limits.max_connections = 16;
+	limits.deadline = std::chrono::milliseconds(60000); // only the cap closes them
+	auto server = MetricsServer::start("127.0.0.1:0", registry, limits);
+	REQUIRE(server.ok());
+	int port = server.value()->port();
+	std::vector<int> idle;
+	for (int i = 0; i < 200; i++)
+		idle.push_back(connect_to(port));
+	httplib::Client client("127.0.0.1", port);
+	client.set_read_timeout(2, 0);
+	for (int i = 0; i < 3; i++) {
+		auto res = client.Get("/metrics");
+		REQUIRE(res);
+		CHECK(res->status == 200);
+	}
+	// The first ones were pushed out by newer ones, long before their deadline.
+	for (int i = 0; i < 100; i++)
+		CHECK(closed_by_server(idle[size_t(i)]));
+	CHECK(server.value()->connections_cut() >= 184);
+	for (int fd : idle)
+		close(fd);
 }

@@ -98,6 +98,88 @@ private:
 	std::vector<Received> requests_;
 };
 
+// An endpoint that reads one request, then answers with head, then with
+// more() for as long as the client reads it (or until destroyed); bytes()
+// is what it sent, closed() whether the client hung up.
+class HostileEndpoint {
+public:
+	HostileEndpoint(std::string head, std::string more, std::chrono::milliseconds pace = 0ms)
+		: head_(std::move(head)), more_(std::move(more)), pace_(pace)
+	{
+		fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		REQUIRE(fd_ >= 0);
+		sockaddr_in addr{};
+		addr.sin_family = AF_INET;
+		addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		socklen_t len = sizeof addr;
+		REQUIRE(bind(fd_, reinterpret_cast<sockaddr *>(&addr), len) == 0);
+		REQUIRE(listen(fd_, 4) == 0);
+		REQUIRE(getsockname(fd_, reinterpret_cast<sockaddr *>(&addr), &len) == 0);
+		port_ = ntohs(addr.sin_port);
+		thread_ = std::thread([this] { serve(); });
+	}
+	~HostileEndpoint()
+	{
+		stop_ = true;
+		shutdown(fd_, SHUT_RDWR);
+		thread_.join();
+		close(fd_);
+	}
+	std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+	size_t bytes() const { return bytes_; }
+	bool closed() const { return closed_; }
+
+private:
+	void serve()
+	{
+		int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+		if (c < 0)
+			return;
+		timeval tv{0, 100000};
+		setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+		// The request: its head and a body of Content-Length bytes.
+		std::string in;
+		char buf[65536];
+		size_t want = std::string::npos;
+		while (!stop_ && in.size() < want) {
+			ssize_t n = recv(c, buf, sizeof buf, 0);
+			if (n == 0)
+				break;
+			if (n > 0)
+				in.append(buf, size_t(n));
+			size_t end = in.find("\r\n\r\n");
+			size_t cl = in.find("Content-Length: ");
+			if (end != std::string::npos && cl != std::string::npos)
+				want = end + 4 + std::stoul(in.substr(cl + 16));
+		}
+		std::string out = head_;
+		while (!stop_) {
+			ssize_t n = send(c, out.data(), out.size(), MSG_NOSIGNAL);
+			if (n < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
+			if (n < 0) {
+				closed_ = true;
+				break;
+			}
+			bytes_ += size_t(n);
+			out = out.substr(size_t(n));
+			if (out.empty()) {
+				out = more_;
+				std::this_thread::sleep_for(pace_);
+			}
+		}
+		close(c);
+	}
+
+	std::string head_, more_;
+	std::chrono::milliseconds pace_;
+	int fd_ = -1, port_ = 0;
+	std::atomic<bool> stop_{false}, closed_{false};
+	std::atomic<size_t> bytes_{0};
+	std::thread thread_;
+};
+
 // A port with nothing listening: bound (never listened on), then released.
 // (Not with httplib::Server: its bind also listens and it never closes the socket.)
 int closed_port()
@@ -392,4 +474,55 @@ TEST_CASE("pusher: flush waits for the queue to drain")
 	CHECK(p.sent() == 5);
 	CHECK(receiver.count() == 5);
 	CHECK(p.queued() == 0);
+}
+
+TEST_CASE("pusher: an endless chunked response body is not read past its start")
+{
+	std::string chunk = "4000\r\n" + std::string(0x4000, 'x') + "\r\n";
+	HostileEndpoint endpoint("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", chunk);
+	auto pusher = ProfilePusher::create(fast_options(endpoint.url()));
+	REQUIRE(pusher.ok());
+	ProfilePusher &p = *pusher.value();
+	p.push(PushItem{binary_payload(), 1, 2, 3});
+	REQUIRE(p.flush(3000ms));
+	// Answered 200: sent, though its body was cut after the first KiB.
+	CHECK(p.sent() == 1);
+	CHECK(p.failed() == 0);
+	REQUIRE(eventually([&] { return endpoint.closed(); }));
+	// What the endpoint got out before the pusher hung up: socket buffers, not the stream.
+	CHECK(endpoint.bytes() < 16u << 20);
+}
+
+TEST_CASE("pusher: endless response headers end the attempt with one line")
+{
+	std::string header = "X-Filler: " + std::string(1000, 'h') + "\r\n";
+	HostileEndpoint endpoint("HTTP/1.1 200 OK\r\n", header);
+	auto o = fast_options(endpoint.url());
+	o.max_attempts = 1;
+	auto pusher = ProfilePusher::create(o);
+	REQUIRE(pusher.ok());
+	ProfilePusher &p = *pusher.value();
+	p.push(PushItem{"profile", 1, 2, 3});
+	REQUIRE(p.flush(3000ms));
+	CHECK(p.sent() == 0);
+	CHECK(p.failed() == 1);
+	CHECK(p.last_error() == "push to " + o.url + ": response headers over 16384 bytes");
+	REQUIRE(eventually([&] { return endpoint.closed(); }));
+	CHECK(endpoint.bytes() < 16u << 20);
+}
+
+TEST_CASE("pusher: an endpoint that answers slowly is cut at the attempt's deadline")
+{
+	// A byte of header every 100 ms would keep a per-read timeout waiting forever.
+	HostileEndpoint endpoint("HTTP/1.1 200 OK\r\n", "X", 100ms);
+	auto o = fast_options(endpoint.url());
+	o.max_attempts = 1;
+	o.timeout = 500ms;
+	auto pusher = ProfilePusher::create(o);
+	REQUIRE(pusher.ok());
+	ProfilePusher &p = *pusher.value();
+	p.push(PushItem{"profile", 1, 2, 3});
+	CHECK(p.flush(3000ms));
+	CHECK(p.failed() == 1);
+	CHECK(p.last_error().find("Operation timed out") != std::string::npos);
 }
