@@ -7,22 +7,42 @@
 
 namespace usdtprof {
 
-FunctionName function_name(const NameLookup &lookup, uint32_t tgid, uint64_t func)
+bool cap_name(std::string &s, size_t max_bytes)
+{
+	if (s.size() <= max_bytes)
+		return false;
+	static const std::string mark = "...";
+	size_t cut = max_bytes > mark.size() ? max_bytes - mark.size() : 0;
+	// Not inside a UTF-8 sequence: back to a byte that starts one.
+	while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80)
+		cut--;
+	s.resize(cut);
+	s += mark;
+	return true;
+}
+
+FunctionName function_name(const NameLookup &lookup, uint32_t tgid, uint64_t func, bool *cut)
 {
 	switch (func) {
 	case USDTPROF_FUNC_RUNNING_AT_ATTACH: return {"[running at attach]", ""};
 	case USDTPROF_FUNC_TRUNCATED: return {"[truncated]", ""};
 	case USDTPROF_FUNC_TASK: return {"[task]", ""};
 	}
-	if (auto name = lookup(tgid, func))
+	if (auto name = lookup(tgid, func)) {
+		bool name_cut = cap_name(name->name, kMaxNameBytes);
+		bool location_cut = cap_name(name->location, kMaxNameBytes);
+		if (cut)
+			*cut = name_cut || location_cut;
 		return *name;
+	}
 	char unknown[40];
 	snprintf(unknown, sizeof(unknown), "[unknown 0x%llx]", (unsigned long long)func);
 	return {unknown, ""};
 }
 
-void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup)
+size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup)
 {
+	size_t names_cut = 0;
 	std::unordered_map<uint64_t, size_t> by_path;
 	for (size_t i = 0; i < records.size(); i++)
 		by_path[records[i].path] = i;
@@ -40,8 +60,11 @@ void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, co
 	};
 	auto function_of = [&](const usdtprof_path_stats &s) {
 		auto [it, added] = func_index.try_emplace({s.tgid, s.func}, 0);
-		if (added)
-			it->second = add_function(function_name(lookup, s.tgid, s.func));
+		if (added) {
+			bool cut = false;
+			it->second = add_function(function_name(lookup, s.tgid, s.func, &cut));
+			names_cut += cut;
+		}
 		return it->second;
 	};
 	// Paths whose parent was dropped (the map was full) hang under one
@@ -91,6 +114,7 @@ void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, co
 	}
 	if (std::any_of(locations.begin(), locations.end(), [](const std::string &l) { return !l.empty(); }))
 		profile.locations = std::move(locations);
+	return names_cut;
 }
 
 } // namespace usdtprof

@@ -21,9 +21,18 @@ struct PathRecord {
 // Resolves a function id of a process to its name.
 using NameLookup = std::function<Result<FunctionName>(uint32_t tgid, uint64_t func)>;
 
-// The name of a function id: from lookup, "[unknown 0x...]" when it fails,
-// and the synthetic ids' own names.
-FunctionName function_name(const NameLookup &lookup, uint32_t tgid, uint64_t func);
+// A function's name or location is kept to this many bytes: a target's names
+// are its own to choose, and every output holds them.
+inline constexpr size_t kMaxNameBytes = 1024;
+
+// Cuts s to at most max_bytes, at a UTF-8 character boundary, ending in
+// "..."; true when it was longer.
+bool cap_name(std::string &s, size_t max_bytes);
+
+// The name of a function id: from lookup (name and location capped at
+// kMaxNameBytes; *cut tells whether either was), "[unknown 0x...]" when it
+// fails, and the synthetic ids' own names.
+FunctionName function_name(const NameLookup &lookup, uint32_t tgid, uint64_t func, bool *cut = nullptr);
 
 // Appends the records to profile.nodes, parents before children (the tree is
 // rebuilt from each record's parent path id), each distinct function id
@@ -31,6 +40,7 @@ FunctionName function_name(const NameLookup &lookup, uint32_t tgid, uint64_t fun
 // are one; profile.locations is filled when any has a location). A
 // record whose parent is missing (dropped when the map was full) goes under a
 // "[parent dropped]" root of its process.
-void add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup);
+// Returns how many distinct functions had their name or location cut.
+size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup);
 
 } // namespace usdtprof

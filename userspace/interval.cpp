@@ -1,8 +1,13 @@
 #include "interval.h"
 
 #include <algorithm>
+#include <cctype>
+#include <ctime>
 #include <filesystem>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <map>
+#include <tuple>
 #include <unordered_set>
 
 namespace usdtprof {
@@ -97,6 +102,117 @@ BudgetEstimate estimate_budget(const BudgetInput &in, double budget, double min_
 	return e;
 }
 
+namespace {
+
+// The nodes to keep within budget bytes: the heaviest by inclusive time
+// first, each with its ancestors; per node its share of the fixed bytes,
+// per function its name and location the first time.
+std::vector<bool> heaviest_nodes(const Profile &p, double node_bytes, double budget)
+{
+	std::vector<uint32_t> order(p.nodes.size());
+	for (uint32_t i = 0; i < order.size(); i++)
+		order[i] = i;
+	std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+		return std::tie(p.nodes[a].total_ns, p.nodes[a].calls) > std::tie(p.nodes[b].total_ns, p.nodes[b].calls);
+	});
+	std::vector<bool> keep(p.nodes.size()), named(p.functions.size());
+	double used = 0;
+	for (uint32_t n : order) {
+		double cost = 0;
+		std::vector<uint32_t> added;
+		std::vector<uint32_t> names;
+		for (uint32_t a = n; a != kNoParent && a < keep.size() && !keep[a]; a = p.nodes[a].parent) {
+			added.push_back(a);
+			cost += node_bytes;
+			uint32_t f = p.nodes[a].function;
+			if (f < named.size() && !named[f] && std::find(names.begin(), names.end(), f) == names.end()) {
+				names.push_back(f);
+				cost += double(p.functions[f].size() + (f < p.locations.size() ? p.locations[f].size() : 0));
+			}
+		}
+		if (used + cost > budget)
+			break;
+		used += cost;
+		for (uint32_t a : added)
+			keep[a] = true;
+		for (uint32_t f : names)
+			named[f] = true;
+	}
+	return keep;
+}
+
+// The profile with only the kept nodes, and only the functions they name.
+void keep_nodes(Profile &p, const std::vector<bool> &keep)
+{
+	std::vector<uint32_t> node_index(p.nodes.size(), kNoParent), function_index(p.functions.size(), kNoParent);
+	std::vector<PathNode> nodes;
+	std::vector<std::string> functions, locations;
+	for (size_t i = 0; i < p.nodes.size(); i++) {
+		if (!keep[i])
+			continue;
+		PathNode n = p.nodes[i];
+		if (function_index[n.function] == kNoParent) {
+			function_index[n.function] = uint32_t(functions.size());
+			functions.push_back(std::move(p.functions[n.function]));
+			if (!p.locations.empty())
+				locations.push_back(std::move(p.locations[n.function]));
+		}
+		n.function = function_index[n.function];
+		n.parent = n.parent == kNoParent ? kNoParent : node_index[n.parent];
+		node_index[i] = uint32_t(nodes.size());
+		nodes.push_back(n);
+	}
+	p.nodes = std::move(nodes);
+	p.functions = std::move(functions);
+	p.locations = std::move(locations);
+}
+
+} // namespace
+
+std::optional<ProfileTrim> trim_profile(Profile &profile, uint64_t max_bytes)
+{
+	uint64_t bytes = serialize_profile(profile).size();
+	if (max_bytes == 0 || bytes <= max_bytes)
+		return std::nullopt;
+	ProfileTrim trim{bytes, profile.nodes.size(), 0};
+	double names = 0;
+	for (size_t f = 0; f < profile.functions.size(); f++)
+		names += double(profile.functions[f].size() + (f < profile.locations.size() ? profile.locations[f].size() : 0));
+	double node_bytes = std::max(1.0, (double(bytes) - names) / double(std::max<size_t>(1, profile.nodes.size())));
+	// The estimate ignores what is not per node; aim lower until it fits.
+	for (double budget = double(max_bytes) * 0.9;; budget *= 0.8) {
+		Profile candidate = profile;
+		keep_nodes(candidate, heaviest_nodes(profile, node_bytes, budget));
+		if (serialize_profile(candidate).size() <= max_bytes || candidate.nodes.empty()) {
+			profile = std::move(candidate);
+			break;
+		}
+	}
+	trim.paths_kept = profile.nodes.size();
+	return trim;
+}
+
+std::optional<int64_t> parse_interval_stamp(const std::string &stamp)
+{
+	// YYYYMMDDTHHMMSSmmmZ, as the monitor names its files.
+	if (stamp.size() != 19 || stamp[8] != 'T' || stamp[18] != 'Z')
+		return std::nullopt;
+	for (size_t i = 0; i < 18; i++)
+		if (i != 8 && !isdigit(static_cast<unsigned char>(stamp[i])))
+			return std::nullopt;
+	auto num = [&](size_t at, size_t len) { return std::stoi(stamp.substr(at, len)); };
+	tm t{};
+	t.tm_year = num(0, 4) - 1900;
+	t.tm_mon = num(4, 2) - 1;
+	t.tm_mday = num(6, 2);
+	t.tm_hour = num(9, 2);
+	t.tm_min = num(11, 2);
+	t.tm_sec = num(13, 2);
+	if (t.tm_mon > 11 || t.tm_mday < 1 || t.tm_mday > 31 || t.tm_hour > 23 || t.tm_min > 59 || t.tm_sec > 60)
+		return std::nullopt;
+	return int64_t(timegm(&t)) * 1000 + num(15, 3);
+}
+
 std::vector<std::string> apply_retention(const std::string &dir, const std::string &prefix, size_t keep,
 					 uint64_t max_bytes, double max_age_s)
 {
@@ -104,34 +220,44 @@ std::vector<std::string> apply_retention(const std::string &dir, const std::stri
 	struct Interval {
 		std::vector<fs::path> files;
 		uint64_t bytes = 0;
-		fs::file_time_type newest = fs::file_time_type::min(); // file_clock's zero is in the future
+		int64_t stamp_ms = 0;
 	};
 	std::map<std::string, Interval> intervals; // by stamp: names sort by time
+	int64_t now_ms = int64_t(time(nullptr)) * 1000;
 	std::error_code ec;
 	for (const auto &e : fs::directory_iterator(dir, ec)) {
+		// Only what the monitor writes: PREFIX<stamp>.data or .pb.gz, a
+		// regular file of ours with one link, stamped no later than now
+		// (a day of slack for clock steps). Anything else, planted by whoever
+		// can write the directory, is neither counted nor removed.
 		std::string name = e.path().filename().string();
-		if (name.rfind(prefix, 0) != 0 || !e.is_regular_file(ec))
+		if (name.rfind(prefix, 0) != 0)
 			continue;
-		std::string stamp = name.substr(prefix.size(), name.find('.', prefix.size()) - prefix.size());
+		std::string stamp = name.substr(prefix.size(), 19), suffix = name.substr(std::min(name.size(), prefix.size() + 19));
+		auto stamp_ms = parse_interval_stamp(stamp);
+		if (!stamp_ms || *stamp_ms > now_ms + 86400 * 1000 || (suffix != ".data" && suffix != ".pb.gz"))
+			continue;
+		struct stat st;
+		if (lstat(e.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1)
+			continue;
 		Interval &i = intervals[stamp];
 		i.files.push_back(e.path());
-		i.bytes += e.file_size(ec);
-		i.newest = std::max(i.newest, e.last_write_time(ec));
+		i.bytes += uint64_t(st.st_size);
+		i.stamp_ms = *stamp_ms;
 	}
 	uint64_t total = 0;
 	for (const auto &[stamp, i] : intervals)
 		total += i.bytes;
-	auto now = fs::file_time_type::clock::now();
 	std::vector<std::string> removed;
 	for (auto it = intervals.begin(); it != intervals.end(); it = intervals.erase(it)) {
-		double age = std::chrono::duration<double>(now - it->second.newest).count();
+		double age = double(now_ms - it->second.stamp_ms) / 1000;
 		bool too_many = keep && intervals.size() > keep;
 		bool too_big = max_bytes && total > max_bytes;
 		bool too_old = max_age_s > 0 && age > max_age_s;
 		if (!too_many && !too_big && !too_old)
 			break;
 		for (const fs::path &f : it->second.files)
-			if (fs::remove(f, ec))
+			if (unlink(f.c_str()) == 0)
 				removed.push_back(f.string());
 		total -= it->second.bytes;
 	}

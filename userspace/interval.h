@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -53,9 +54,29 @@ struct BudgetEstimate {
 
 BudgetEstimate estimate_budget(const BudgetInput &in, double budget, double min_duty);
 
-// Interval files in dir named PREFIX<stamp>.* : the oldest intervals are
-// removed while there are more than keep, their bytes exceed max_bytes or
-// they are older than max_age_s (0: no limit). Returns the files removed.
+struct ProfileTrim {
+	uint64_t bytes_before = 0; // the profile's serialised size before
+	size_t paths_before = 0;
+	size_t paths_kept = 0;
+};
+
+// Caps an interval's profile at max_bytes serialised (0: no cap): keeps the
+// heaviest call paths by inclusive time, each with its ancestors, and the
+// functions they name; what a target floods in distinct names or paths
+// cannot make one interval's files any larger. nullopt when it fitted.
+std::optional<ProfileTrim> trim_profile(Profile &profile, uint64_t max_bytes);
+
+// Milliseconds since the epoch of a monitor file's stamp, YYYYMMDDTHHMMSSmmmZ (UTC).
+std::optional<int64_t> parse_interval_stamp(const std::string &stamp);
+
+// Interval files in dir named PREFIX<stamp>.data and PREFIX<stamp>.pb.gz:
+// the oldest intervals are removed while there are more than keep, their
+// bytes exceed max_bytes or their stamps are older than max_age_s (0: no
+// limit). Only regular files owned by the caller's euid with one link, whose
+// stamps are not in the future, count: files planted by others (or stamped
+// ahead to outlive the real ones) are neither counted nor removed, and the
+// age is the stamp's, not a modification time anyone could set. Returns the
+// files removed.
 std::vector<std::string> apply_retention(const std::string &dir, const std::string &prefix, size_t keep,
 					 uint64_t max_bytes, double max_age_s);
 

@@ -125,7 +125,10 @@ std::string prometheus_label_escape(const std::string &value)
 	return out;
 }
 
-MetricsRegistry::MetricsRegistry(size_t top_n) : top_n_(top_n) {}
+MetricsRegistry::MetricsRegistry(size_t top_n, size_t other_processes)
+	: top_n_(top_n), other_processes_(other_processes)
+{
+}
 
 void MetricsRegistry::add_interval(const Profile &delta)
 {
@@ -167,11 +170,16 @@ void MetricsRegistry::add_interval(const Profile &delta)
 	});
 	for (const auto &[key, s] : fresh) {
 		Key target = *key;
-		if (named_series_ >= top_n_)
+		if (named_series_ >= top_n_) {
 			target.second = kOtherFunction;
+			if (other_series_ >= other_processes_ && !series_.count(target))
+				target.first = kOtherProcess;
+		}
 		auto [it, inserted] = series_.try_emplace(std::move(target));
 		if (inserted && it->first.second != kOtherFunction)
 			named_series_++;
+		else if (inserted && it->first.first != kOtherProcess)
+			other_series_++;
 		it->second.self_ns += s->self_ns;
 		it->second.calls += s->calls;
 	}

@@ -31,14 +31,20 @@ public:
 	// The function name of the per-process series that collects the pairs
 	// first seen after top_n series exist.
 	static constexpr const char *kOtherFunction = "[other]";
+	// At most this many processes get an "[other]" series of their own; the
+	// pairs of the processes after them go to one ("[other]", "[other]")
+	// series: process names are the targets' to choose, as many as they like.
+	static constexpr size_t kDefaultOtherProcesses = 50;
+	static constexpr const char *kOtherProcess = "[other]";
 
-	explicit MetricsRegistry(size_t top_n = kDefaultTopN);
+	explicit MetricsRegistry(size_t top_n = kDefaultTopN, size_t other_processes = kDefaultOtherProcesses);
 
 	// Adds one interval's deltas: per (process comm, function name), the sum
 	// over the function's nodes of self_ns and calls. Series are sticky: once
 	// a (process, function) pair has a series it keeps it; a pair first seen
 	// when top_n series exist is added to its process's "[other]" series
-	// (those do not count towards top_n). Within one interval new pairs get
+	// (those do not count towards top_n; past other_processes of them, to
+	// the one ("[other]", "[other]") series). Within one interval new pairs get
 	// the free series in order of decreasing self time.
 	void add_interval(const Profile &delta);
 
@@ -60,7 +66,9 @@ private:
 	using Key = std::pair<std::string, std::string>; // process comm, function name
 
 	size_t top_n_;
+	size_t other_processes_;
 	size_t named_series_ = 0; // series other than "[other]"
+	size_t other_series_ = 0; // per-process "[other]" series
 	mutable std::mutex mutex_;
 	std::map<Key, Series> series_;
 	MonitorHealth health_;

@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -111,6 +112,17 @@ void make_dir(const std::string &dir)
 
 constexpr const char *kPrefix = "usdtprof-";
 
+// The soft descriptor limit up to the hard one: probe links and /metrics
+// connections must never run out before the caps do.
+void raise_descriptor_limit()
+{
+	rlimit r;
+	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
 } // namespace
 
 int monitor(const MonitorOptions &o)
@@ -122,6 +134,7 @@ int monitor(const MonitorOptions &o)
 	if (!t.binary.empty() && access(t.binary.c_str(), R_OK) != 0)
 		throw UserError("cannot read " + t.binary + ": " + strerror(errno));
 	make_dir(o.dir);
+	raise_descriptor_limit();
 	Signals signals;
 	MetricsRegistry metrics(o.top_n);
 	std::unique_ptr<MetricsServer> server;
@@ -290,7 +303,8 @@ int monitor(const MonitorOptions &o)
 									     : describe_process(int(tgid), comms));
 		}
 		FunctionNamer namer(attached, (*engine)->read_names(), maps);
-		add_call_paths(profile, delta.records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); });
+		size_t names_cut =
+			add_call_paths(profile, delta.records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); });
 		// The kernel's counters are cumulative; an interval shows its own.
 		auto anomalies = (*engine)->anomalies();
 		for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
@@ -325,6 +339,15 @@ int monitor(const MonitorOptions &o)
 		duty = budget.next_duty;
 
 		std::string base = o.dir + "/" + kPrefix + stamp(begin_unix);
+		if (names_cut)
+			fprintf(stderr, "usdtprof: interval %s: %zu function names or locations longer than %zu bytes were cut\n",
+				stamp(begin_unix).c_str(), names_cut, kMaxNameBytes);
+		if (auto trim = trim_profile(profile, o.max_interval_bytes))
+			fprintf(stderr,
+				"usdtprof: interval %s: profile of %llu bytes over --max-interval-bytes %llu: kept the %zu "
+				"heaviest of %zu call paths\n",
+				stamp(begin_unix).c_str(), (unsigned long long)trim->bytes_before,
+				(unsigned long long)o.max_interval_bytes, trim->paths_kept, trim->paths_before);
 		std::string pprof = render_pprof(profile);
 		if (auto r = save_profile(profile, base + ".data"); !r)
 			fprintf(stderr, "usdtprof: %s\n", r.error().message.c_str());

@@ -18,7 +18,8 @@ struct MonitorOptions {
 	double budget = 0.01;          // estimated probe cost / the target's own CPU time
 	double min_duty = 0.01;        // never attach for less than this share of an interval
 	size_t keep = 360;             // intervals kept in dir (0: no limit)
-	uint64_t max_bytes = 0;        // bytes kept in dir (0: no limit)
+	uint64_t max_bytes = 1ull << 30; // bytes kept in dir (0: no limit)
+	uint64_t max_interval_bytes = 32ull << 20; // one interval's .data (0: no limit); the heaviest paths are kept
 	double max_age_s = 0;          // oldest interval kept (0: no limit)
 	std::string listen;            // HOST:PORT for Prometheus' /metrics; "": none
 	size_t top_n = 50;             // function series in /metrics

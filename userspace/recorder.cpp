@@ -340,7 +340,9 @@ int record(const RecordOptions &o)
 	}
 	FunctionNamer namer(attached, (*engine)->read_names(), attach_maps);
 	NameLookup lookup = [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); };
-	add_call_paths(profile, records, lookup);
+	if (size_t cut = add_call_paths(profile, records, lookup))
+		fprintf(stderr, "usdtprof: %zu function names or locations longer than %zu bytes were cut\n", cut,
+			kMaxNameBytes);
 
 	if (auto r = save_profile(profile, o.output); !r)
 		throw UserError(r.error().message);

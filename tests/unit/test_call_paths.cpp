@@ -102,3 +102,45 @@ TEST_CASE("call paths: an unresolvable id is named, a missing parent goes under 
 		orphans += n.parent == dropped;
 	REQUIRE(orphans == 2);
 }
+
+TEST_CASE("cap_name: long names end in ... at a character boundary", "[call_paths]")
+{
+	std::string s = std::string(10, 'a');
+	CHECK(!cap_name(s, 10));
+	CHECK(s == std::string(10, 'a'));
+	s = std::string(4000, 'a');
+	CHECK(cap_name(s, 1024));
+	CHECK(s.size() == 1024);
+	CHECK(s.substr(1021) == "...");
+	// U+00E9 is two bytes: the cut never splits one.
+	s = "";
+	for (int i = 0; i < 1000; i++)
+		s += "\xc3\xa9";
+	CHECK(cap_name(s, 1024));
+	CHECK(s.size() == 1023);
+	CHECK(s.substr(1018, 2) == "\xc3\xa9");
+	CHECK(s.substr(1020) == "...");
+}
+
+TEST_CASE("add_call_paths caps what a target names and counts the cuts", "[call_paths]")
+{
+	Profile p;
+	usdtprof_path_stats a{};
+	a.tgid = 1;
+	a.func = 0x100;
+	a.calls = 1;
+	usdtprof_path_stats b = a;
+	b.func = 0x200;
+	std::vector<PathRecord> records = {{10, a}, {20, b}};
+	size_t cut = add_call_paths(p, records, [&](uint32_t, uint64_t func) -> Result<FunctionName> {
+		if (func == 0x100)
+			return FunctionName{std::string(100000, 'x'), "short.c:1"};
+		return FunctionName{"short", std::string(5000, 'l')};
+	});
+	CHECK(cut == 2);
+	REQUIRE(p.functions.size() == 2);
+	for (const std::string &f : p.functions)
+		CHECK(f.size() <= kMaxNameBytes);
+	for (const std::string &l : p.locations)
+		CHECK(l.size() <= kMaxNameBytes);
+}

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <ctime>
+#include <unistd.h>
 
 #include "interval.h"
 
@@ -108,22 +110,117 @@ TEST_CASE("retention: oldest intervals go first, by count, bytes and age", "[int
 	fs::remove_all(dir);
 	fs::create_directories(dir);
 	auto write = [&](const std::string &name, size_t bytes) { std::ofstream(dir / name) << std::string(bytes, 'x'); };
+	auto name = [](int day, const char *suffix) {
+		return "usdtprof-2026010" + std::to_string(day) + "T120000000Z" + suffix;
+	};
 	for (int i = 1; i <= 5; i++) {
-		write("usdtprof-2026010" + std::to_string(i) + ".data", 100);
-		write("usdtprof-2026010" + std::to_string(i) + ".pb.gz", 50);
+		write(name(i, ".data"), 100);
+		write(name(i, ".pb.gz"), 50);
 	}
 	write("other.txt", 1000);
 	auto count = [&] { return std::distance(fs::directory_iterator(dir), fs::directory_iterator()); };
 	REQUIRE(apply_retention(dir, "usdtprof-", 3, 0, 0).size() == 4);
 	REQUIRE(count() == 7);
-	REQUIRE(!fs::exists(dir / "usdtprof-20260101.data"));
-	REQUIRE(fs::exists(dir / "usdtprof-20260103.pb.gz"));
+	REQUIRE(!fs::exists(dir / name(1, ".data")));
+	REQUIRE(fs::exists(dir / name(3, ".pb.gz")));
 	// 3 intervals of 150 bytes; at most 300 bytes keeps the newest two.
 	REQUIRE(apply_retention(dir, "usdtprof-", 0, 300, 0).size() == 2);
-	REQUIRE(fs::exists(dir / "usdtprof-20260104.data"));
-	REQUIRE(!fs::exists(dir / "usdtprof-20260103.data"));
-	std::this_thread::sleep_for(std::chrono::milliseconds(50));
-	REQUIRE(apply_retention(dir, "usdtprof-", 0, 0, 0.01).size() == 4);
-	REQUIRE(count() == 1); // other files are never touched
+	REQUIRE(fs::exists(dir / name(4, ".data")));
+	REQUIRE(!fs::exists(dir / name(3, ".data")));
+	// Age by the stamp: 2026-01-04 is long past, a minute ago is not.
+	time_t recent = time(nullptr) - 60;
+	tm t;
+	gmtime_r(&recent, &t);
+	char stamp[32];
+	strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%S000Z", &t);
+	write(std::string("usdtprof-") + stamp + ".data", 10);
+	REQUIRE(apply_retention(dir, "usdtprof-", 0, 0, 3600).size() == 4);
+	REQUIRE(count() == 2); // other files are never touched
+	REQUIRE(fs::exists(dir / (std::string("usdtprof-") + stamp + ".data")));
 	fs::remove_all(dir);
+}
+
+TEST_CASE("retention: files planted by others, or stamped in the future, are neither counted nor removed", "[interval]")
+{
+	namespace fs = std::filesystem;
+	fs::path dir = fs::temp_directory_path() / ("usdtprof-planted-" + std::to_string(getpid()));
+	fs::remove_all(dir);
+	fs::create_directories(dir);
+	auto write = [&](const std::string &name) { std::ofstream(dir / name) << std::string(100, 'x'); };
+	for (int i = 1; i <= 3; i++)
+		write("usdtprof-2026010" + std::to_string(i) + "T120000000Z.data");
+	// Stamped ahead: they would sort after every real interval.
+	for (int i = 1; i <= 5; i++)
+		write("usdtprof-2099010" + std::to_string(i) + "T120000000Z.data");
+	// Another user's files, a second link, a symlink, other names.
+	write("usdtprof-20260104T120000000Z.data");
+	REQUIRE(chown((dir / "usdtprof-20260104T120000000Z.data").c_str(), 65534, 65534) == 0);
+	fs::create_hard_link(dir / "usdtprof-20260101T120000000Z.data", dir / "usdtprof-20260105T120000000Z.pb.gz");
+	fs::create_symlink("/etc/passwd", dir / "usdtprof-20260106T120000000Z.data");
+	write("usdtprof-20260107T120000000Z.txt");
+	write("usdtprof-2026010.data");
+	size_t before = size_t(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+	// Two real intervals (the third has a second link): nothing to remove with --keep 2.
+	CHECK(apply_retention(dir, "usdtprof-", 2, 0, 0).empty());
+	CHECK(size_t(std::distance(fs::directory_iterator(dir), fs::directory_iterator())) == before);
+	// --keep 1: only the oldest real one goes.
+	auto removed = apply_retention(dir, "usdtprof-", 1, 0, 0);
+	REQUIRE(removed.size() == 1);
+	CHECK(removed[0] == (dir / "usdtprof-20260102T120000000Z.data").string());
+	CHECK(fs::exists(dir / "usdtprof-20260103T120000000Z.data"));
+	CHECK(fs::exists("/etc/passwd"));
+	fs::remove_all(dir);
+}
+
+TEST_CASE("interval stamps parse as the monitor writes them", "[interval]")
+{
+	CHECK(parse_interval_stamp("19700101T000001250Z") == std::optional<int64_t>(1250));
+	CHECK(parse_interval_stamp("20261201T150000000Z") == std::optional<int64_t>(int64_t(1796137200) * 1000));
+	for (const char *bad : {"", "2026", "20261201T150000000", "20261201X150000000Z", "2026120aT150000000Z",
+				"20261301T150000000Z", "20261201T250000000Z"})
+		CHECK(!parse_interval_stamp(bad));
+}
+
+TEST_CASE("trim_profile keeps the heaviest call paths with their ancestors under the cap", "[interval]")
+{
+	Profile p;
+	p.functions.push_back("main");
+	PathNode root;
+	root.function = 0;
+	root.pid = 1;
+	root.calls = 1;
+	root.total_ns = 1000000;
+	p.nodes.push_back(root);
+	// 2000 distinct long names under main, heavier as i grows.
+	for (uint32_t i = 0; i < 2000; i++) {
+		p.functions.push_back("f" + std::to_string(i) + std::string(1000, 'n'));
+		PathNode n;
+		n.parent = 0;
+		n.function = i + 1;
+		n.pid = 1;
+		n.calls = 1;
+		n.self_ns = n.total_ns = 10 + i;
+		p.nodes.push_back(n);
+	}
+	size_t full = serialize_profile(p).size();
+	REQUIRE(full > 2000000);
+	CHECK(!trim_profile(p, 0));
+	CHECK(!trim_profile(p, full));
+	auto trim = trim_profile(p, 200000);
+	REQUIRE(trim);
+	CHECK(trim->bytes_before == full);
+	CHECK(trim->paths_before == 2001);
+	CHECK(trim->paths_kept == p.nodes.size());
+	CHECK(serialize_profile(p).size() <= 200000);
+	CHECK(p.nodes.size() > 150);
+	CHECK(p.functions.size() == p.nodes.size());
+	// The root and the heaviest children stay, each child under the root.
+	CHECK(p.functions[p.nodes[0].function] == "main");
+	uint64_t lightest = UINT64_MAX;
+	for (size_t i = 1; i < p.nodes.size(); i++) {
+		CHECK(p.nodes[i].parent == 0);
+		lightest = std::min(lightest, p.nodes[i].total_ns);
+	}
+	CHECK(lightest == 10 + 2000 - (p.nodes.size() - 1));
+	CHECK(parse_profile(serialize_profile(p)).ok());
 }

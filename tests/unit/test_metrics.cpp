@@ -221,6 +221,25 @@ TEST_CASE("metrics: top-N series are sticky, later pairs go to the process's [ot
 	check_exposition_format(text);
 }
 
+TEST_CASE("metrics: distinct process names past the cap share one [other] series")
+{
+	MetricsRegistry registry(1, 3);
+	registry.add_interval(interval({"main"}, {{1, "app", {}}}, {{1, 0, 100, 1}}));
+	// A target renaming itself for every interval: 1000 process names.
+	for (int i = 0; i < 1000; i++)
+		registry.add_interval(interval({"f"}, {{2, "name" + std::to_string(i), {}}}, {{2, 0, 10, 1}}));
+	std::string text = registry.render();
+	CHECK(registry.series_count() == 1 + 3 + 1);
+	CHECK(has_line(text, calls_line("name0", "[other]", "1")));
+	CHECK(has_line(text, calls_line("name2", "[other]", "1")));
+	CHECK(text.find("process=\"name3\"") == std::string::npos);
+	CHECK(has_line(text, calls_line("[other]", "[other]", "997")));
+	// A process that has its [other] series keeps it.
+	registry.add_interval(interval({"g"}, {{2, "name1", {}}}, {{2, 0, 10, 4}}));
+	CHECK(has_line(registry.render(), calls_line("name1", "[other]", "5")));
+	check_exposition_format(text);
+}
+
 TEST_CASE("metrics: zero-activity nodes take no series")
 {
 	MetricsRegistry registry(1);

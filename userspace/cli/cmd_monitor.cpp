@@ -21,7 +21,10 @@ Command add_monitor_command(CLI::App &parent)
 		->capture_default_str()
 		->check(CLI::Range(0.0001, 1.0));
 	app->add_option("--keep", o->keep, "Intervals kept in the directory (0: all)")->capture_default_str();
-	app->add_option("--max-bytes", o->max_bytes, "Bytes kept in the directory (0: no limit)");
+	app->add_option("--max-bytes", o->max_bytes, "Bytes kept in the directory (0: no limit)")->capture_default_str();
+	app->add_option("--max-interval-bytes", o->max_interval_bytes,
+			"Bytes of one interval's profile; beyond, only the heaviest call paths are kept (0: no limit)")
+		->capture_default_str();
 	app->add_option("--max-age", o->max_age_s, "Seconds an interval is kept (0: no limit)");
 	app->add_option("--listen", o->listen, "Serve Prometheus metrics at http://HOST:PORT/metrics");
 	app->add_option("--top", o->top_n, "Function series in /metrics; the rest are summed")->capture_default_str();
