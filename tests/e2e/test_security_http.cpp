@@ -82,12 +82,15 @@ std::vector<std::string> monitor_args(const std::string &dir, int port, std::vec
 }
 
 // The monitor still profiles: a new process of the binary, run by the
-// attacker, is counted, and the monitor stops cleanly.
+// attacker, is counted (named while it runs: 100 outer calls, 1 s of spinning
+// over several intervals), and the monitor stops cleanly.
 void require_still_profiling(Background &mon, const std::string &dir)
 {
-	Output o = run(as_nobody({target("nested"), "3"}));
-	REQUIRE(o.status == 7);
-	std::this_thread::sleep_for(std::chrono::milliseconds(800)); // two intervals
+	Background t(as_nobody({target("nested"), "--wait", "100"}));
+	t.wait_for_line("ready");
+	REQUIRE(kill(t.pid(), SIGUSR1) == 0);
+	REQUIRE(t.wait() == 7);
+	std::this_thread::sleep_for(std::chrono::milliseconds(800)); // two intervals after
 	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
 	REQUIRE(mon.wait() == 0);
 	std::string err = mon.rest_of_stderr();
