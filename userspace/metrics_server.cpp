@@ -188,8 +188,8 @@ void MetricsServer::Impl::run()
 		auto now = Clock::now();
 		for (Connection &c : connections)
 			if (c.deadline <= now) {
+				cut++; // before the close a client may see
 				close(c);
-				cut++;
 			}
 		std::erase_if(connections, [](const Connection &c) { return c.fd.get() < 0; });
 
@@ -233,8 +233,8 @@ void MetricsServer::Impl::accept_new(Clock::time_point now)
 			auto victim = std::find_if(connections.begin(), connections.end(), [](const Connection &c) {
 				return c.state != Connection::State::writing;
 			});
-			connections.erase(victim == connections.end() ? connections.begin() : victim);
 			cut++;
+			connections.erase(victim == connections.end() ? connections.begin() : victim);
 		}
 		Connection &c = connections.emplace_back();
 		c.fd = UniqueFd(fd);
