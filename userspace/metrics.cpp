@@ -196,6 +196,12 @@ void MetricsRegistry::set_health(const MonitorHealth &health)
 	health_.estimated_overhead_ratio = health.estimated_overhead_ratio;
 }
 
+bool MetricsRegistry::other_processes_full() const
+{
+	std::lock_guard<std::mutex> lock(mutex_);
+	return series_.count({kOtherProcess, kOtherFunction}) != 0;
+}
+
 size_t MetricsRegistry::series_count() const
 {
 	std::lock_guard<std::mutex> lock(mutex_);

@@ -57,6 +57,8 @@ public:
 
 	// Function series, "[other]" ones included.
 	size_t series_count() const;
+	// Whether some process had to share the ("[other]", "[other]") series.
+	bool other_processes_full() const;
 
 private:
 	struct Series {

@@ -143,6 +143,9 @@ int monitor(const MonitorOptions &o)
 		if (!s)
 			throw UserError(s.error().message);
 		server = std::move(*s);
+		bool v6 = server->host().find(':') != std::string::npos;
+		fprintf(stderr, "usdtprof: metrics at http://%s%s%s:%d/metrics\n", v6 ? "[" : "", server->host().c_str(),
+			v6 ? "]" : "", server->port());
 	}
 	std::unique_ptr<ProfilePusher> pusher;
 	if (!o.push_url.empty()) {
@@ -229,6 +232,8 @@ int monitor(const MonitorOptions &o)
 							       std::chrono::duration<double>(o.duration_s))
 					 : Clock::time_point::max();
 	int exit_status = 0;
+	bool metrics_processes_full = false;
+	uint64_t metrics_cut = 0;
 	while (!stopping) {
 		auto interval = std::chrono::duration<double>(o.interval_s * (1 + jitter(rng)));
 		// Attached before the interval starts: its window is all probing.
@@ -355,6 +360,19 @@ int monitor(const MonitorOptions &o)
 			fprintf(stderr, "usdtprof: %s\n", r.error().message.c_str());
 		apply_retention(o.dir, kPrefix, o.keep, o.max_bytes, o.max_age_s);
 		metrics.add_interval(profile);
+		if (!metrics_processes_full && metrics.other_processes_full()) {
+			metrics_processes_full = true;
+			fprintf(stderr, "usdtprof: /metrics: more than %zu process names need an [other] series; later ones share "
+					"process=\"[other]\"\n", MetricsRegistry::kDefaultOtherProcesses);
+		}
+		if (server && server->connections_cut() > metrics_cut) {
+			MetricsServerLimits limits;
+			fprintf(stderr, "usdtprof: /metrics: %llu connections cut since the last interval (past the %.3g s "
+					"deadline, or the oldest of more than %zu)\n",
+				(unsigned long long)(server->connections_cut() - metrics_cut),
+				double(limits.deadline.count()) / 1000, limits.max_connections);
+			metrics_cut = server->connections_cut();
+		}
 		health.probe_hits += interval_hits;
 		health.anomalies = 0;
 		for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)

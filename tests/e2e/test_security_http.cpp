@@ -6,7 +6,10 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <thread>
 
 #include "harness.h"
@@ -72,19 +75,44 @@ uint64_t calls_of(const std::vector<usdtprof::Profile> &profiles, const std::str
 	return calls;
 }
 
-// A monitor of every process of `nested`, started as root, listening on port.
-std::vector<std::string> monitor_args(const std::string &dir, int port, std::vector<std::string> more = {})
+// A monitor of every process of `nested`, started as root, listening on a free port.
+std::vector<std::string> monitor_args(const std::string &dir, std::vector<std::string> more = {})
 {
 	std::vector<std::string> argv = {e2e::usdtprof(), "monitor", "--binary", target("nested"), "-i", "0.3",
-					 "--budget", "1", "-o", dir, "--listen", "127.0.0.1:" + std::to_string(port)};
+					 "--budget", "1", "-o", dir, "--listen", "127.0.0.1:0"};
 	argv.insert(argv.end(), more.begin(), more.end());
 	return argv;
 }
 
+// The port the monitor says it serves /metrics on; waits for it to start.
+int metrics_port(Background &mon)
+{
+	std::string line = mon.wait_for_line("/metrics", true);
+	size_t colon = line.rfind(':'), slash = line.rfind("/metrics");
+	REQUIRE((colon != std::string::npos && slash > colon));
+	mon.wait_for_line("monitoring", true);
+	return std::stoi(line.substr(colon + 1, slash - colon - 1));
+}
+
+// A port nothing listens on now, for the push endpoint.
+int free_port()
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	REQUIRE(fd >= 0);
+	sockaddr_in addr{};
+	addr.sin_family = AF_INET;
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t len = sizeof addr;
+	REQUIRE(bind(fd, reinterpret_cast<sockaddr *>(&addr), len) == 0);
+	REQUIRE(getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len) == 0);
+	close(fd);
+	return ntohs(addr.sin_port);
+}
+
 // The monitor still profiles: a new process of the binary, run by the
 // attacker, is counted (named while it runs: 100 outer calls, 1 s of spinning
-// over several intervals), and the monitor stops cleanly.
-void require_still_profiling(Background &mon, const std::string &dir)
+// over several intervals), and the monitor stops cleanly. Returns its stderr.
+std::string require_still_profiling(Background &mon, const std::string &dir)
 {
 	Background t(as_nobody({target("nested"), "--wait", "100"}));
 	t.wait_for_line("ready");
@@ -97,6 +125,7 @@ void require_still_profiling(Background &mon, const std::string &dir)
 	INFO(err);
 	REQUIRE(err.find("cannot") == std::string::npos);
 	REQUIRE(calls_of(interval_profiles(dir), "outer") >= 1);
+	return err;
 }
 
 } // namespace
@@ -105,22 +134,22 @@ TEST_CASE("security: endless headers and an endless POST body to /metrics leave 
 	  "[security-http]")
 {
 	std::string dir = temp_dir() + "/out";
-	Background mon(monitor_args(dir, 19471));
-	mon.wait_for_line("monitoring", true);
-	auto res = scrape(19471);
+	Background mon(monitor_args(dir));
+	int port = metrics_port(mon);
+	auto res = scrape(port);
 	REQUIRE(res);
 	REQUIRE(res->status == 200);
 	long before = status_kb(mon.pid(), "VmHWM");
 	// Before the fix: 3.9 GB in 15 s of headers, 7 GB of body.
-	Output headers = run(as_nobody({target("http_attack"), "headers", "19471", "3"}));
-	Output body = run(as_nobody({target("http_attack"), "post", "19471", "3"}));
+	Output headers = run(as_nobody({target("http_attack"), "headers", std::to_string(port), "3"}));
+	Output body = run(as_nobody({target("http_attack"), "post", std::to_string(port), "3"}));
 	INFO("headers: " << headers.out << "body: " << body.out);
 	REQUIRE(headers.out.rfind("sent ", 0) == 0);
 	REQUIRE(body.out.rfind("sent ", 0) == 0);
 	long after = status_kb(mon.pid(), "VmHWM");
 	INFO("VmHWM " << before << " kB before, " << after << " kB after");
 	REQUIRE(after - before < 32 * 1024);
-	res = scrape(19471);
+	res = scrape(port);
 	REQUIRE(res);
 	REQUIRE(res->status == 200);
 	require_still_profiling(mon, dir);
@@ -129,21 +158,25 @@ TEST_CASE("security: endless headers and an endless POST body to /metrics leave 
 TEST_CASE("security: slow /metrics clients do not stall a scrape", "[security-http]")
 {
 	std::string dir = temp_dir() + "/out";
-	Background mon(monitor_args(dir, 19472));
-	mon.wait_for_line("monitoring", true);
+	Background mon(monitor_args(dir));
+	int port = metrics_port(mon);
 	// More trickling connections than the server's cap (64): before the fix
 	// two of them held both worker threads and every scrape waited.
-	Background slow(as_nobody({target("http_attack"), "slow", "19472", "200", "8"}));
+	Background slow(as_nobody({target("http_attack"), "slow", std::to_string(port), "200", "8"}));
 	std::string ready = slow.wait_for_line("ready");
 	INFO(ready);
 	REQUIRE(std::stoi(ready.substr(6)) > 64);
 	for (int i = 0; i < 3; i++) {
-		auto res = scrape(19472);
+		auto t0 = std::chrono::steady_clock::now();
+		auto res = scrape(port);
+		INFO("scrape " << i << ": " << (res ? "answered" : httplib::to_string(res.error())) << " after "
+			       << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s");
 		REQUIRE(res);
 		REQUIRE(res->status == 200);
 		REQUIRE(res->body.find("usdtprof_intervals_total") != std::string::npos);
 	}
-	require_still_profiling(mon, dir);
+	std::string err = require_still_profiling(mon, dir);
+	REQUIRE_THAT(err, Catch::Matchers::Contains("connections cut since the last interval"));
 }
 
 TEST_CASE("security: idle /metrics connections past the descriptor limit: the monitor keeps attaching and scraping",
@@ -153,15 +186,15 @@ TEST_CASE("security: idle /metrics connections past the descriptor limit: the mo
 	// 256 descriptors: before the fix the idle connections took them all and
 	// the monitor exited, "cannot attach".
 	std::vector<std::string> argv = {"prlimit", "--nofile=256:256"};
-	for (const std::string &a : monitor_args(dir, 19473))
+	for (const std::string &a : monitor_args(dir))
 		argv.push_back(a);
 	Background mon(argv);
-	mon.wait_for_line("monitoring", true);
-	Background idle(as_nobody({target("http_attack"), "idle", "19473", "1000", "8"}));
+	int port = metrics_port(mon);
+	Background idle(as_nobody({target("http_attack"), "idle", std::to_string(port), "1000", "8"}));
 	std::string ready = idle.wait_for_line("ready");
 	INFO(ready);
 	REQUIRE(std::stoi(ready.substr(6)) > 256);
-	auto res = scrape(19473);
+	auto res = scrape(port);
 	REQUIRE(res);
 	REQUIRE(res->status == 200);
 	require_still_profiling(mon, dir);
@@ -170,11 +203,12 @@ TEST_CASE("security: idle /metrics connections past the descriptor limit: the mo
 TEST_CASE("security: a push endpoint answering an endless chunked body leaves the monitor's memory bounded",
 	  "[security-http]")
 {
-	Background endpoint(as_nobody({target("http_attack"), "endpoint", "19475", "20"}));
+	std::string push_port = std::to_string(free_port());
+	Background endpoint(as_nobody({target("http_attack"), "endpoint", push_port, "20"}));
 	endpoint.wait_for_line("listening");
 	std::string dir = temp_dir() + "/out";
-	Background mon(monitor_args(dir, 19474, {"--push", "http://127.0.0.1:19475"}));
-	mon.wait_for_line("monitoring", true);
+	Background mon(monitor_args(dir, {"--push", "http://127.0.0.1:" + push_port}));
+	metrics_port(mon);
 	endpoint.wait_for_line("request 1");
 	long before = status_kb(mon.pid(), "VmHWM");
 	// Each push reads 1 KiB of the body and hangs up; the next interval's

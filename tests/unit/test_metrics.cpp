@@ -226,8 +226,10 @@ TEST_CASE("metrics: distinct process names past the cap share one [other] series
 	MetricsRegistry registry(1, 3);
 	registry.add_interval(interval({"main"}, {{1, "app", {}}}, {{1, 0, 100, 1}}));
 	// A target renaming itself for every interval: 1000 process names.
-	for (int i = 0; i < 1000; i++)
+	for (int i = 0; i < 1000; i++) {
+		CHECK(registry.other_processes_full() == (i > 3));
 		registry.add_interval(interval({"f"}, {{2, "name" + std::to_string(i), {}}}, {{2, 0, 10, 1}}));
+	}
 	std::string text = registry.render();
 	CHECK(registry.series_count() == 1 + 3 + 1);
 	CHECK(has_line(text, calls_line("name0", "[other]", "1")));
