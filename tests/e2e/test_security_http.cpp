@@ -22,6 +22,26 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Fresh directories of this file's own (others' clean-ups of /tmp/usdtprof-e2e-*
+// must not pull them away mid-test), removed when the tests exit.
+struct ScratchDirs {
+	std::vector<std::string> made;
+	~ScratchDirs()
+	{
+		std::error_code ec;
+		for (const std::string &d : made)
+			fs::remove_all(d, ec);
+	}
+} scratch_dirs;
+
+std::string scratch_dir()
+{
+	char tmpl[] = "/var/tmp/usdtprof-security-http-XXXXXX";
+	REQUIRE(mkdtemp(tmpl) != nullptr);
+	scratch_dirs.made.push_back(tmpl);
+	return tmpl;
+}
+
 std::vector<std::string> as_nobody(std::vector<std::string> argv)
 {
 	std::vector<std::string> out = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"};
@@ -133,7 +153,7 @@ std::string require_still_profiling(Background &mon, const std::string &dir)
 TEST_CASE("security: endless headers and an endless POST body to /metrics leave the monitor's memory bounded",
 	  "[security-http]")
 {
-	std::string dir = temp_dir() + "/out";
+	std::string dir = scratch_dir() + "/out";
 	Background mon(monitor_args(dir));
 	int port = metrics_port(mon);
 	auto res = scrape(port);
@@ -157,7 +177,7 @@ TEST_CASE("security: endless headers and an endless POST body to /metrics leave 
 
 TEST_CASE("security: slow /metrics clients do not stall a scrape", "[security-http]")
 {
-	std::string dir = temp_dir() + "/out";
+	std::string dir = scratch_dir() + "/out";
 	Background mon(monitor_args(dir));
 	int port = metrics_port(mon);
 	// More trickling connections than the server's cap (64): before the fix
@@ -182,7 +202,7 @@ TEST_CASE("security: slow /metrics clients do not stall a scrape", "[security-ht
 TEST_CASE("security: idle /metrics connections past the descriptor limit: the monitor keeps attaching and scraping",
 	  "[security-http]")
 {
-	std::string dir = temp_dir() + "/out";
+	std::string dir = scratch_dir() + "/out";
 	// 256 descriptors: before the fix the idle connections took them all and
 	// the monitor exited, "cannot attach".
 	std::vector<std::string> argv = {"prlimit", "--nofile=256:256"};
@@ -206,7 +226,7 @@ TEST_CASE("security: a push endpoint answering an endless chunked body leaves th
 	std::string push_port = std::to_string(free_port());
 	Background endpoint(as_nobody({target("http_attack"), "endpoint", push_port, "20"}));
 	endpoint.wait_for_line("listening");
-	std::string dir = temp_dir() + "/out";
+	std::string dir = scratch_dir() + "/out";
 	Background mon(monitor_args(dir, {"--push", "http://127.0.0.1:" + push_port}));
 	metrics_port(mon);
 	endpoint.wait_for_line("request 1");
@@ -224,7 +244,7 @@ TEST_CASE("security: a push endpoint answering an endless chunked body leaves th
 TEST_CASE("security: files planted in the output directory do not steer retention", "[security-http]")
 {
 	// A directory anyone may write, without the sticky bit.
-	std::string parent = temp_dir(), dir = parent + "/shared";
+	std::string parent = scratch_dir(), dir = parent + "/shared";
 	fs::create_directories(dir);
 	REQUIRE(chmod(parent.c_str(), 0755) == 0);
 	REQUIRE(chmod(dir.c_str(), 0777) == 0);
@@ -255,7 +275,7 @@ TEST_CASE("security: files planted in the output directory do not steer retentio
 TEST_CASE("security: a target's flood of names and paths is capped per interval, with a log line",
 	  "[security-http]")
 {
-	std::string dir = temp_dir() + "/out";
+	std::string dir = scratch_dir() + "/out";
 	Background mon({e2e::usdtprof(), "monitor", "--binary", target("many_paths"), "-i", "0.3", "--budget", "1",
 			"--max-interval-bytes", "4000", "-o", dir});
 	mon.wait_for_line("monitoring", true);
