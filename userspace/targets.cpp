@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include "text_escape.h"
 #include "process.h"
 #include "report.h"
 #include "result.h"
@@ -170,8 +171,8 @@ std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched
 		return f.probe.semaphore_only && f.binary.find("python3.11") == std::string::npos;
 	});
 	if (std::any_of(sites.begin(), sites.end(), [](const FoundSite &f) { return f.probe.semaphore_only; }))
-		fprintf(stderr, "usdtprof: python 3.11 skips function entries (CPython gh-98894): holding its python:line "
-				"semaphore up so they fire, which slows the target down\n");
+		log_line("python 3.11 skips function entries (CPython gh-98894): holding its python:line "
+				"semaphore up so they fire, which slows the target down");
 	std::string target = pid ? pid_text(pid) : o.binary;
 	if (std::none_of(sites.begin(), sites.end(), [](const FoundSite &f) { return !f.probe.semaphore_only; }))
 		throw UserError(pid && has_exited(pid) ? target + " exited before its probes could be attached"

@@ -7,6 +7,7 @@
 #include "proc_maps.h"
 #include "process.h"
 #include "result.h"
+#include "text_escape.h"
 
 namespace usdtprof::cli {
 
@@ -42,9 +43,9 @@ Command add_list_command(CLI::App &parent)
 			if (probes->empty() && a->format == "text") {
 				if (a->pid)
 					printf("pid %d (%s): no USDT probes in its binary or shared libraries\n", a->pid,
-					       describe_process(a->pid).comm.c_str());
+					       escape_text(describe_process(a->pid).comm).c_str());
 				else
-					printf("no USDT probes in %s\n", a->binary.c_str());
+					printf("no USDT probes in %s\n", escape_text(a->binary).c_str());
 				return 0;
 			}
 			std::string out = render_probe_list(*probes, a->format == "json");

@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "result.h"
+#include "text_escape.h"
 
 int main(int argc, char **argv)
 {
@@ -21,7 +22,7 @@ int main(int argc, char **argv)
 	} catch (const CLI::CallForAllHelp &e) {
 		return app.exit(e);
 	} catch (const CLI::ParseError &e) {
-		fprintf(stderr, "usdtprof: %s (see usdtprof --help)\n", e.what());
+		log_line("%s (see usdtprof --help)", e.what());
 		return 2;
 	}
 	try {
@@ -29,10 +30,10 @@ int main(int argc, char **argv)
 			if (c.app->parsed())
 				return c.run();
 	} catch (const UserError &e) {
-		fprintf(stderr, "usdtprof: %s\n", e.what());
+		log_line("%s", e.what());
 		return e.exit_code();
 	} catch (const std::exception &e) {
-		fprintf(stderr, "usdtprof: internal error: %s\n", e.what());
+		log_line("internal error: %s", e.what());
 		return 1;
 	}
 	return 2;
