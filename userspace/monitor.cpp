@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "text_escape.h"
 #include "call_paths.h"
 #include "engine.h"
 #include "interval.h"
@@ -193,9 +194,8 @@ int monitor(const MonitorOptions &o)
 				pids.push_back(p);
 		return pids;
 	};
-	fprintf(stderr,
-		"usdtprof: monitoring %s: %zu probe sites, a hit costs %.0f ns (trap) plus the program; budget %.2g%%, "
-		"every %.3g s into %s; Ctrl-C to stop\n",
+	log_line("monitoring %s: %zu probe sites, a hit costs %.0f ns (trap) plus the program; budget %.2g%%, "
+		"every %.3g s into %s; Ctrl-C to stop",
 		t.pid ? pid_text(t.pid).c_str() : ("every process of " + t.binary).c_str(), (*engine)->attached_sites(),
 		*trap_ns, o.budget * 100, o.interval_s, o.dir.c_str());
 
@@ -254,7 +254,7 @@ int monitor(const MonitorOptions &o)
 			Wake w = signals.wait_until(until, t.pid);
 			if (w == Wake::Reopen) {
 				make_dir(o.dir);
-				fprintf(stderr, "usdtprof: SIGHUP: outputs reopened\n");
+				log_line("SIGHUP: outputs reopened");
 				continue;
 			}
 			if (w == Wake::Stop) {
@@ -354,10 +354,11 @@ int monitor(const MonitorOptions &o)
 				stamp(begin_unix).c_str(), (unsigned long long)trim->bytes_before,
 				(unsigned long long)o.max_interval_bytes, trim->paths_kept, trim->paths_before);
 		std::string pprof = render_pprof(profile);
-		if (auto r = save_profile(profile, base + ".data"); !r)
-			fprintf(stderr, "usdtprof: %s\n", r.error().message.c_str());
+		// Names usdtprof chose: replaced, never followed or written through.
+		if (auto r = write_file_atomically(base + ".data", serialize_profile(profile)); !r)
+			log_line("%s", r.error().message.c_str());
 		if (auto r = write_file_atomically(base + ".pb.gz", pprof); !r)
-			fprintf(stderr, "usdtprof: %s\n", r.error().message.c_str());
+			log_line("%s", r.error().message.c_str());
 		apply_retention(o.dir, kPrefix, o.keep, o.max_bytes, o.max_age_s);
 		metrics.add_interval(profile);
 		if (!metrics_processes_full && metrics.other_processes_full()) {
@@ -394,11 +395,11 @@ int monitor(const MonitorOptions &o)
 			for (int p : binary_processes->forget_exited())
 				(*engine)->delete_names(uint32_t(p));
 		if (t.pid && !process_exists(t.pid)) {
-			fprintf(stderr, "usdtprof: %s exited\n", pid_text(t.pid).c_str());
+			log_line("%s exited", pid_text(t.pid).c_str());
 			stopping = true;
 		}
 	}
-	fprintf(stderr, "usdtprof: stopped after %llu intervals, %llu probe hits\n",
+	log_line("stopped after %llu intervals, %llu probe hits",
 		(unsigned long long)health.intervals, (unsigned long long)health.probe_hits);
 	if (pusher)
 		pusher->flush(std::chrono::milliseconds(2000));

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text_escape.h"
 #include "call_paths.h"
 #include "engine.h"
 #include "output_file.h"
@@ -127,19 +128,18 @@ void write_trace(const TraceOptions &t, const EventLog &log, uint64_t lost, uint
 		doc["otherData"]["lost_events"] = lost;
 		doc["otherData"]["max_events_reached"] = log.not_kept > 0;
 	}
-	if (auto r = write_file_atomically(t.output, doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+	if (auto r = write_output(t.output, doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 	    !r)
 		throw UserError(r.error().message);
-	fprintf(stderr, "usdtprof: wrote %s (%zu events%s%s)\n", t.output.c_str(), log.events.size(),
+	log_line("wrote %s (%zu events%s%s)", t.output.c_str(), log.events.size(),
 		lost ? (", " + std::to_string(lost) + " lost: ring buffer full").c_str() : "",
 		log.not_kept ? (", " + std::to_string(log.not_kept) + " beyond --max-events not written").c_str() : "");
 }
 
-void check_output_dir(const std::string &output)
+void check_output_path(const std::string &output)
 {
-	std::string dir = output.find('/') == std::string::npos ? "." : output.substr(0, output.rfind('/') + 1);
-	if (access(dir.c_str(), W_OK) != 0)
-		throw UserError("cannot write " + output + ": " + strerror(errno));
+	if (auto r = check_output(output); !r)
+		throw UserError(r.error().message);
 }
 
 // The command's executable, as execvp finds it.
@@ -197,7 +197,7 @@ bool apply_launch_env(const std::vector<const Preset *> &chosen, bool use_script
 				if (now.find("usdtprof-launch-") != std::string::npos)
 					continue;
 				if (!use_scripts) {
-					fprintf(stderr, "usdtprof: %s: %s\n", p->name, p->without_script);
+					log_line("%s: %s", p->name, p->without_script);
 					continue;
 				}
 				scripts.push_back(std::make_unique<LaunchScript>(p->launch_script));
@@ -207,7 +207,7 @@ bool apply_launch_env(const std::vector<const Preset *> &chosen, bool use_script
 			}
 			now += (now.empty() ? "" : " ") + value;
 			setenv(var, now.c_str(), 1);
-			fprintf(stderr, "usdtprof: %s: launching with %s=%s\n", p->name, var, now.c_str());
+			log_line("%s: launching with %s=%s", p->name, var, now.c_str());
 			changed = true;
 		}
 	return changed;
@@ -231,9 +231,9 @@ std::vector<std::string> launch_files(const HeldChild &child, const std::string 
 int record(const RecordOptions &o)
 {
 	std::vector<ProbeRole> custom = custom_roles(o);
-	check_output_dir(o.output);
+	check_output_path(o.output);
 	if (o.trace)
-		check_output_dir(o.trace->output);
+		check_output_path(o.trace->output);
 	if (o.pid && !process_exists(o.pid))
 		throw UserError("no process with pid " + std::to_string(o.pid));
 	if (!o.binary.empty() && access(o.binary.c_str(), R_OK) != 0)
@@ -292,7 +292,7 @@ int record(const RecordOptions &o)
 	std::string preset_list;
 	for (const Preset *p : chosen)
 		preset_list += (preset_list.empty() ? "" : ", ") + std::string(p->name);
-	fprintf(stderr, "usdtprof: recording %s%s%s: %zu probe sites attached; Ctrl-C to stop\n",
+	log_line("recording %s%s%s: %zu probe sites attached; Ctrl-C to stop",
 		pid ? pid_text(pid).c_str() : ("every process of " + o.binary).c_str(),
 		preset_list.empty() ? "" : " with ", preset_list.c_str(), (*engine)->attached_sites());
 
@@ -352,7 +352,7 @@ int record(const RecordOptions &o)
 	const char *why = reason == StopReason::Signal ? "stopped by signal"
 			  : reason == StopReason::TargetExited ? "target exited"
 							       : "duration elapsed";
-	fprintf(stderr, "usdtprof: %s; wrote %s (%zu call paths, %llu calls, %.3f s)\n", why,
+	log_line("%s; wrote %s (%zu call paths, %llu calls, %.3f s)", why,
 		o.output.c_str(), profile.nodes.size(), (unsigned long long)calls,
 		profile.duration_ns / 1e9);
 	if (o.trace)
