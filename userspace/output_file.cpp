@@ -93,20 +93,19 @@ Result<void> replace_in(int dir, const std::string &base, const std::string &con
 	return Error{strerror(err)};
 }
 
-// Like the kernel's fs.protected_symlinks: a symlink in a sticky
-// world-writable directory (/tmp) is followed only if it belongs to us or to
-// the directory's owner; anyone could have planted it.
+// Only our own or root's symlinks are followed: another user's link would
+// choose where root writes (a confused deputy), wherever it was planted.
 Result<void> check_symlink_owner(const std::string &link, const struct stat &st)
 {
-	struct stat dir;
-	if (stat(dir_of(link).c_str(), &dir) != 0)
-		return Error{strerror(errno)};
-	bool shared = (dir.st_mode & S_ISVTX) && (dir.st_mode & S_IWOTH);
-	if (shared && st.st_uid != geteuid() && st.st_uid != dir.st_uid)
+	if (st.st_uid != geteuid() && st.st_uid != 0)
 		return Error{"symlink " + link + " belongs to uid " + std::to_string(st.st_uid) +
-			     " in a shared sticky directory: not followed"};
+			     ", not followed (give its target instead)"};
 	return {};
 }
+
+// /proc/self/fd/N and the like (/dev/stdout) are the kernel's links to open
+// files, pipes and sockets: written through whatever they are, as a shell does.
+bool is_proc_link(const std::string &path) { return path.rfind("/proc/", 0) == 0; }
 
 enum class Kind { File, Stream };
 struct Destination {
@@ -144,6 +143,8 @@ Result<Destination> resolve(const std::string &path)
 			return Error{strerror(ELOOP)};
 		if (auto r = check_symlink_owner(p, st); !r)
 			return r.error();
+		if (is_proc_link(p))
+			return Destination{Kind::Stream, p};
 		char target[PATH_MAX];
 		ssize_t n = readlink(p.c_str(), target, sizeof target - 1);
 		if (n < 0)
@@ -166,7 +167,8 @@ bool stop_signal_pending()
 Result<UniqueFd> open_stream(const std::string &path, const std::string &shown)
 {
 	for (bool said = false;;) {
-		int fd = open(path.c_str(), O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+		int follow = is_proc_link(path) ? 0 : O_NOFOLLOW;
+		int fd = open(path.c_str(), O_WRONLY | O_NONBLOCK | follow | O_NOCTTY | O_CLOEXEC);
 		if (fd >= 0)
 			return UniqueFd(fd);
 		if (errno != ENXIO)
@@ -216,8 +218,10 @@ Result<void> write_stream(const std::string &path, const std::string &shown, con
 		return fd.error();
 	// Swapped for something else between lstat and open: refuse it.
 	struct stat st;
-	if (fstat(fd->get(), &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
+	if (fstat(fd->get(), &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || is_proc_link(path)))
 		return Error{"changed while being opened"};
+	if (S_ISREG(st.st_mode) && ftruncate(fd->get(), 0) != 0) // > /dev/stdout on a file
+		return Error{strerror(errno)};
 	if (!write_all_nonblocking(fd->get(), contents))
 		return Error{strerror(errno)};
 	return {};
