@@ -8,6 +8,7 @@
 #include "pprof.h"
 #include "profile.h"
 #include "proto/profile.pb.h"
+#include "text_escape.h"
 
 using namespace usdtprof;
 namespace pp = perftools::profiles;
@@ -243,4 +244,18 @@ TEST_CASE("pprof: an empty profile is a valid pprof profile", "[pprof]")
 	CHECK(out.sample_size() == 0);
 	CHECK(out.function_size() == 0);
 	CHECK(d.sample_types() == std::vector<std::string>{"calls/count", "self_time/nanoseconds"});
+}
+
+TEST_CASE("pprof: names with invalid UTF-8 become valid strings (U+FFFD), so the protobuf parses", "[pprof][escape]")
+{
+	Profile p = sample_profile();
+	p.functions[2] = "bad\xff\xfe name";
+	p.processes[0].comm = "comm\x9b";
+	pp::Profile out = decode(p); // ParseFromString rejects invalid UTF-8 in a string field
+	bool found = false;
+	for (const std::string &s : out.string_table()) {
+		CHECK(valid_utf8(s) == s);
+		found |= s == "bad\xef\xbf\xbd\xef\xbf\xbd name";
+	}
+	CHECK(found);
 }

@@ -167,3 +167,18 @@ TEST_CASE("render_probe_list: a table per binary and a summary, or JSON")
 	CHECK(doc["binaries"][1]["probes"][0]["args"] == nlohmann::json::array());
 	CHECK(nlohmann::json::parse(render_probe_list({}, true)) == nlohmann::json{{"binaries", nlohmann::json::array()}});
 }
+
+TEST_CASE("list: probe strings and paths from an ELF file are escaped in text and valid UTF-8 in JSON", "[escape]")
+{
+	std::vector<ListedProbe> probes = group_sites(
+		"/tmp/evil\x1b]0;t\x07\r\nfake\xff", {site("prov\x1b[2J", "name\r\nfake", {"8@%rax\x9b", "-4@$1\x7f"})});
+	std::string text = render_probe_list(probes, false);
+	for (unsigned char c : text)
+		REQUIRE(((c >= 0x20 || c == '\n') && c != 0x7f));
+	CHECK(text.find("/tmp/evil\\x1b]0;t\\x07\\x0d\\x0afake\\xff\n") != std::string::npos);
+	CHECK(text.find("prov\\x1b[2J:name\\x0d\\x0afake") != std::string::npos);
+	CHECK(text.find("8@%rax\\x9b -4@$1\\x7f") != std::string::npos);
+	auto j = nlohmann::json::parse(render_probe_list(probes, true)); // strict: throws on invalid UTF-8
+	CHECK(j["binaries"][0]["path"] == "/tmp/evil\x1b]0;t\x07\r\nfake\xef\xbf\xbd");
+	CHECK(j["binaries"][0]["probes"][0]["args"][0] == "8@%rax\xef\xbf\xbd");
+}

@@ -349,3 +349,24 @@ TEST_CASE("report: self time splits into on- and off-CPU parts; --time selects o
 	CHECK(parse_time_mode("cpu").value() == TimeMode::Cpu);
 	CHECK_FALSE(parse_time_mode("gpu").ok());
 }
+
+TEST_CASE("report: names from the target are escaped in flat, tree and per-process text", "[report][escape]")
+{
+	Profile p = make_profile({"main", "evil\x1b]0;pwned\x07\r\nfake\xff"}, {{kNoParent, 0, 7, 1, 1000}, {0, 1, 7, 2, 500}});
+	p.processes = {{7, "p\x1b[31m\nfake", {}}};
+	p.anomalies = {{"odd\x1b[2J", 1}};
+	for (bool tree : {false, true})
+		for (bool per_process : {false, true}) {
+			ReportOptions o;
+			o.tree = tree;
+			std::string text = render_report(per_process ? split_by_process(p) : p, o);
+			INFO(text);
+			for (unsigned char c : text)
+				REQUIRE(((c >= 0x20 || c == '\n') && c != 0x7f && c < 0x80));
+			CHECK(text.find("evil\\x1b]0;pwned\\x07\\x0d\\x0afake\\xff") != std::string::npos);
+			CHECK(text.find("odd\\x1b[2J: 1") != std::string::npos);
+			CHECK(text.find("\nfake") == std::string::npos);
+			if (per_process && tree)
+				CHECK(text.find("p\\x1b[31m\\x0afake (pid 7)") != std::string::npos);
+		}
+}
