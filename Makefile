@@ -87,7 +87,10 @@ $(PROTO_OBJ): $(OUTPUT)/proto/%.pb.o: $(OUTPUT)/proto/%.pb.cc $(PROTO_HDR)
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
 
-$(OUTPUT)/%.o: %.cpp $(SKELS) $(PROTO_HDR) | deps
+# The skeleton and protobuf headers must exist first (order-only); which
+# objects include them, and must be rebuilt when they change, the compiler's
+# -MMD dependency files say: a BPF change rebuilds engine.o, not everything.
+$(OUTPUT)/%.o: %.cpp | $(SKELS) $(PROTO_HDR) deps
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
