@@ -66,6 +66,20 @@ struct {
 	__type(value, char[16]);
 } process_comms SEC(".maps");
 
+/* How many paths and names each process holds, for its share of those
+ * shared tables (path_share, name_share). */
+struct process_usage {
+	__u32 paths;
+	__u32 names;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct process_usage);
+} process_usage SEC(".maps");
+
 /* Per-CPU room for a name being captured and a query text being hashed:
  * both are beyond the 512-byte BPF stack. */
 struct scratch {
@@ -106,6 +120,11 @@ __u64 flush_epoch;
 /* `usdtprof monitor` between sampling windows: probes do nothing (while
  * their detachment waits for a grace period). */
 __u64 paused;
+/* Set by userspace when several processes share the tables (--binary): the
+ * paths and names one process may hold, so that one cannot fill them and
+ * make the others' drop. 0: no limit. */
+__u32 path_share;
+__u32 name_share;
 /* Set once a sampling window has closed: frames open at its end were
  * counted then, so exits found without a frame are not counted again. */
 __u64 windowed;
@@ -369,16 +388,40 @@ static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtp
 	n->text[i][len] = 0;
 }
 
+/* The usage of tgid when the tables are shared, NULL when they are not.
+ * *full: the process may add no more (its share is used, or it cannot be
+ * counted). */
+static __always_inline struct process_usage *usage_of(__u32 tgid, bool *full)
+{
+	struct process_usage zero = {}, *u;
+
+	*full = false;
+	if (!path_share && !name_share)
+		return 0;
+	u = bpf_map_lookup_elem(&process_usage, &tgid);
+	if (!u) {
+		bpf_map_update_elem(&process_usage, &tgid, &zero, BPF_NOEXIST);
+		u = bpf_map_lookup_elem(&process_usage, &tgid);
+	}
+	*full = !u;
+	return u;
+}
+
 /* The first time a process shows a function, its name parts are read and
  * kept: the strings may be gone by the time userspace reads the profile. */
 static __noinline void capture_name(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec, __u32 spec_index,
 				    __u64 func, __u32 tgid)
 {
 	struct usdtprof_name_key key = { .func = func, .tgid = tgid };
+	struct process_usage *u;
 	__u32 zero = 0;
 	struct scratch *s;
+	bool full;
 
 	if (bpf_map_lookup_elem(&names, &key))
+		return;
+	u = usage_of(tgid, &full);
+	if (full || (u && name_share && u->names >= name_share))
 		return;
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
@@ -389,7 +432,8 @@ static __noinline void capture_name(struct pt_regs *ctx, const struct usdtprof_p
 	capture_part(ctx, &spec->parts[1], &s->name, 1);
 	capture_part(ctx, &spec->parts[2], &s->name, 2);
 	capture_part(ctx, &spec->parts[3], &s->name, 3);
-	bpf_map_update_elem(&names, &key, &s->name, BPF_NOEXIST);
+	if (bpf_map_update_elem(&names, &key, &s->name, BPF_NOEXIST) == 0 && u)
+		__sync_fetch_and_add(&u->names, 1);
 }
 
 /* The function id of a runtime probe's hit, its name captured on first sight. */
@@ -426,8 +470,15 @@ static __always_inline void add_to_map(const struct usdtprof_path_slot *t, __u32
 		struct usdtprof_path_stats init = {
 			.parent = t->parent, .func = t->func, .tgid = tgid,
 		};
-		/* Another CPU may create it first: then EEXIST and the lookup finds it. */
-		bpf_map_update_elem(&paths, &t->path, &init, BPF_NOEXIST);
+		bool full;
+		struct process_usage *u = usage_of(tgid, &full);
+
+		/* Beyond its share, a process's new paths are dropped like those
+		 * of a full map. Another CPU may create it first: then EEXIST and
+		 * the lookup finds it. */
+		if (!full && !(u && path_share && u->paths >= path_share) &&
+		    bpf_map_update_elem(&paths, &t->path, &init, BPF_NOEXIST) == 0 && u)
+			__sync_fetch_and_add(&u->paths, 1);
 		s = bpf_map_lookup_elem(&paths, &t->path);
 		if (!s) {
 			count_anomaly(USDTPROF_ANOM_AGG_FULL, 1);

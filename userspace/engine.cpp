@@ -63,7 +63,7 @@ void use_uprobe_multi(bpf_program *prog)
 	bpf_program__set_expected_attach_type(prog, static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
 }
 
-Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &binary,
+Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &kernel_path, const std::string &name,
 				     const std::vector<UprobeSite> &sites)
 {
 	std::vector<uint64_t> offsets, ref_ctrs, cookies;
@@ -75,7 +75,7 @@ Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &bi
 	UprobeMultiAttr attr{};
 	attr.prog_fd = uint32_t(prog_fd);
 	attr.attach_type = kBpfTraceUprobeMulti;
-	attr.path = reinterpret_cast<uintptr_t>(binary.c_str());
+	attr.path = reinterpret_cast<uintptr_t>(kernel_path.c_str());
 	attr.offsets = reinterpret_cast<uintptr_t>(offsets.data());
 	attr.ref_ctr_offsets = reinterpret_cast<uintptr_t>(ref_ctrs.data());
 	attr.cookies = reinterpret_cast<uintptr_t>(cookies.data());
@@ -86,7 +86,7 @@ Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &bi
 		std::string why = errno_text(errno);
 		if (errno == ESRCH)
 			why = "the process is gone";
-		return Error{"cannot attach to " + binary + ": " + why};
+		return Error{"cannot attach to " + name + ": " + why};
 	}
 	return UniqueFd(fd);
 }
@@ -99,6 +99,7 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_
 	if (!engine->skel_)
 		return Error{"cannot open BPF programs: " + errno_text(errno)};
 	bpf_map__set_max_entries(engine->skel_->maps.paths, max_paths);
+	engine->max_paths_ = max_paths;
 	use_uprobe_multi(engine->skel_->progs.usdt_entry);
 	use_uprobe_multi(engine->skel_->progs.usdt_exit);
 	use_uprobe_multi(engine->skel_->progs.usdt_semaphore);
@@ -160,8 +161,7 @@ Result<uint32_t> Engine::add_spec(const usdtprof_probe_spec &spec)
 	return index;
 }
 
-Result<void> Engine::attach(int pid, const std::string &binary, usdtprof_role role,
-			    const std::vector<UprobeSite> &sites)
+Result<void> Engine::attach(int pid, const TargetFile &file, usdtprof_role role, const std::vector<UprobeSite> &sites)
 {
 	bool exit_side = role == USDTPROF_ROLE_EXIT || role == USDTPROF_ROLE_TASK_END;
 	const bpf_program *prog = exit_side ? skel_->progs.usdt_exit : skel_->progs.usdt_entry;
@@ -170,7 +170,7 @@ Result<void> Engine::attach(int pid, const std::string &binary, usdtprof_role ro
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		skel_->bss->start_ns = uint64_t(now.tv_sec) * 1000000000 + uint64_t(now.tv_nsec);
 	}
-	auto link = attach_uprobe_multi(bpf_program__fd(prog), pid, binary, sites);
+	auto link = attach_uprobe_multi(bpf_program__fd(prog), pid, file.fd_path(), file.path, sites);
 	if (!link)
 		return link.error();
 	probe_links_.push_back(std::move(*link));
@@ -178,12 +178,12 @@ Result<void> Engine::attach(int pid, const std::string &binary, usdtprof_role ro
 	return {};
 }
 
-Result<void> Engine::hold_semaphore(int pid, const std::string &binary, uint64_t ref_ctr)
+Result<void> Engine::hold_semaphore(int pid, const TargetFile &file, uint64_t ref_ctr)
 {
-	auto entry = entry_point_offset(binary);
+	auto entry = entry_point_offset(file.fd.get(), file.path);
 	if (!entry)
 		return entry.error();
-	auto link = attach_uprobe_multi(bpf_program__fd(skel_->progs.usdt_semaphore), pid, binary,
+	auto link = attach_uprobe_multi(bpf_program__fd(skel_->progs.usdt_semaphore), pid, file.fd_path(), file.path,
 					{{*entry, ref_ctr, 0}});
 	if (!link)
 		return link.error();
@@ -268,6 +268,14 @@ void Engine::bump_flush_epoch()
 	__atomic_fetch_add(&skel_->bss->flush_epoch, 1, __ATOMIC_RELEASE);
 }
 
+void Engine::share_tables(size_t processes)
+{
+	uint64_t shares = processes + 1;
+	__atomic_store_n(&skel_->bss->path_share, uint32_t(std::max<uint64_t>(1, max_paths_ / shares)), __ATOMIC_RELAXED);
+	__atomic_store_n(&skel_->bss->name_share,
+			 uint32_t(std::max<uint64_t>(1, bpf_map__max_entries(skel_->maps.names) / shares)), __ATOMIC_RELAXED);
+}
+
 void Engine::delete_paths(const std::vector<uint64_t> &paths)
 {
 	int fd = bpf_map__fd(skel_->maps.paths);
@@ -282,6 +290,7 @@ void Engine::delete_names(uint32_t tgid)
 		if (k.tgid == tgid)
 			bpf_map_delete_elem(fd, &k);
 	bpf_map_delete_elem(bpf_map__fd(skel_->maps.process_comms), &tgid);
+	bpf_map_delete_elem(bpf_map__fd(skel_->maps.process_usage), &tgid);
 }
 
 } // namespace usdtprof
@@ -319,7 +328,10 @@ Result<double> Engine::measure_trap_ns()
 		return double(b.tv_sec - a.tv_sec) * 1e9 + double(b.tv_nsec - a.tv_nsec);
 	};
 	double plain = time_calls();
-	auto link = attach_uprobe_multi(bpf_program__fd(skel_->progs.usdt_semaphore), getpid(), m->path,
+	char self[96];
+	snprintf(self, sizeof self, "/proc/self/map_files/%llx-%llx", (unsigned long long)m->start,
+		 (unsigned long long)m->end);
+	auto link = attach_uprobe_multi(bpf_program__fd(skel_->progs.usdt_semaphore), getpid(), self, m->path,
 					{{addr - m->start + m->offset, 0, 0}});
 	if (!link)
 		return link.error();

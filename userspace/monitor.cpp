@@ -168,11 +168,15 @@ int monitor(const MonitorOptions &o)
 	if (!trap_ns)
 		throw UserError("cannot measure the probe cost: " + trap_ns.error().message);
 
+	// Every window attaches to these open files again, never to their paths.
+	TargetFiles opened;
 	std::optional<BinaryProcesses> binary_processes;
-	std::vector<std::string> files = target_files(t, t.pid, binary_processes);
+	FilesByPid files = target_files(t, t.pid, binary_processes, opened);
 	std::vector<const Preset *> chosen = choose_presets(t, files);
 	std::vector<FoundSite> sites = plan_sites(t, t.pid, false, files, chosen, custom);
-	AttachedProbes attached = attach_sites(**engine, t.pid, sites);
+	const bool skip_gone = binary_processes.has_value();
+	bool attached_now = true;
+	AttachedProbes attached = attach_sites(**engine, sites, skip_gone);
 	// binary_processes describes --binary's processes, and reads their maps,
 	// as they start; -p's one process is described here.
 	std::map<int, ProfileProcess> pid_process;
@@ -184,14 +188,26 @@ int monitor(const MonitorOptions &o)
 	}
 	const std::map<int, ProfileProcess> &processes = binary_processes ? binary_processes->seen() : pid_process;
 	const std::map<int, std::vector<Mapping>> &maps = binary_processes ? binary_processes->maps() : pid_maps;
+	// --binary: processes started since the last scan get their libraries
+	// attached, for each of them only.
+	auto scan = [&] {
+		std::vector<int> fresh = binary_processes->scan();
+		if (fresh.empty())
+			return;
+		auto more = more_sites(t, binary_processes->files(fresh), chosen, custom, sites.size());
+		if (attached_now)
+			merge_attached(attached, attach_sites(**engine, more, skip_gone));
+		sites.insert(sites.end(), more.begin(), more.end());
+	};
 	auto target_pids = [&] {
 		if (t.pid)
 			return std::vector<int>{t.pid};
-		binary_processes->scan();
+		scan();
 		std::vector<int> pids;
 		for (const auto &[p, process] : processes)
 			if (process_exists(p))
 				pids.push_back(p);
+		(*engine)->share_tables(pids.size());
 		return pids;
 	};
 	log_line("monitoring %s: %zu probe sites, a hit costs %.0f ns (trap) plus the program; budget %.2g%%, "
@@ -227,7 +243,7 @@ int monitor(const MonitorOptions &o)
 	for (int p : target_pids())
 		last_cpu[p] = process_cpu_ns(p);
 	double duty = 1;
-	bool attached_now = true, stopping = false;
+	bool stopping = false;
 	auto deadline = o.duration_s > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
 							       std::chrono::duration<double>(o.duration_s))
 					 : Clock::time_point::max();
@@ -238,7 +254,7 @@ int monitor(const MonitorOptions &o)
 		auto interval = std::chrono::duration<double>(o.interval_s * (1 + jitter(rng)));
 		// Attached before the interval starts: its window is all probing.
 		if (!attached_now) {
-			attach_sites(**engine, t.pid, sites);
+			merge_attached(attached, attach_sites(**engine, sites, skip_gone));
 			(*engine)->open_window();
 			attached_now = true;
 		}
@@ -307,7 +323,7 @@ int monitor(const MonitorOptions &o)
 			profile.processes.push_back(known != processes.end() ? known->second
 									     : describe_process(int(tgid), comms));
 		}
-		FunctionNamer namer(attached, (*engine)->read_names(), maps);
+		FunctionNamer namer(attached, (*engine)->read_names(), maps, opened);
 		size_t names_cut =
 			add_call_paths(profile, delta.records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); });
 		// The kernel's counters are cumulative; an interval shows its own.
@@ -392,8 +408,10 @@ int monitor(const MonitorOptions &o)
 		for (uint32_t tgid : delta.gone)
 			(*engine)->delete_names(tgid);
 		if (binary_processes)
-			for (int p : binary_processes->forget_exited())
+			for (int p : binary_processes->forget_exited()) {
 				(*engine)->delete_names(uint32_t(p));
+				std::erase_if(sites, [&](const FoundSite &f) { return f.pid == p; });
+			}
 		if (t.pid && !process_exists(t.pid)) {
 			log_line("%s exited", pid_text(t.pid).c_str());
 			stopping = true;

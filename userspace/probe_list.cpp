@@ -133,17 +133,25 @@ std::vector<ListedProbe> group_sites(const std::string &binary, const std::vecto
 	return out;
 }
 
-Result<std::vector<ListedProbe>> list_probes(const std::vector<std::string> &files)
+std::vector<ListedProbe> list_probes(const std::vector<TargetFilePtr> &files)
 {
 	std::vector<ListedProbe> out;
-	for (const std::string &file : files) {
-		auto sites = read_usdt_sites(file);
-		if (!sites)
-			return sites.error();
-		for (ListedProbe &p : group_sites(file, *sites))
+	for (const TargetFilePtr &file : files)
+		for (ListedProbe &p : group_sites(file->path, file->sites))
 			out.push_back(std::move(p));
-	}
 	return out;
+}
+
+Result<std::vector<ListedProbe>> list_probes(const std::vector<std::string> &paths)
+{
+	std::vector<TargetFilePtr> files;
+	for (const std::string &path : paths) {
+		auto file = open_named_file(path);
+		if (!file)
+			return file.error();
+		files.push_back(*file);
+	}
+	return list_probes(files);
 }
 
 std::string render_probe_list(const std::vector<ListedProbe> &probes, bool json)

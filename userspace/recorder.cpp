@@ -214,16 +214,21 @@ bool apply_launch_env(const std::vector<const Preset *> &chosen, bool use_script
 }
 
 // The files a launched command maps at its entry point, and those its presets load later.
-std::vector<std::string> launch_files(const HeldChild &child, const std::string &executable)
+FilesByPid launch_files(const HeldChild &child, const std::string &executable, TargetFiles &opened)
 {
 	auto maps = read_proc_maps(child.pid());
 	if (!maps)
 		throw UserError(maps.error().message);
-	std::vector<std::string> files = executable_files(*maps);
+	std::vector<TargetFilePtr> files = opened.of_process(child.pid(), *maps);
 	for (const Preset &p : presets())
-		if (std::string lib = p.late_library(executable); !lib.empty())
-			files.push_back(lib);
-	return files;
+		if (std::string lib = p.late_library(executable); !lib.empty()) {
+			auto file = open_named_file(lib);
+			if (!file)
+				throw UserError(file.error().message);
+			opened.add(*file);
+			files.push_back(*file);
+		}
+	return {{child.pid(), files}};
 }
 
 } // namespace
@@ -248,9 +253,10 @@ int record(const RecordOptions &o)
 
 	std::vector<std::unique_ptr<LaunchScript>> scripts;
 	std::optional<HeldChild> child;
+	TargetFiles opened;
 	std::optional<BinaryProcesses> binary_processes;
 	int pid = o.pid;
-	std::vector<std::string> files;
+	FilesByPid files;
 	std::vector<const Preset *> chosen;
 	if (!o.command.empty()) {
 		std::string executable = resolve_command(o.command[0]);
@@ -260,7 +266,7 @@ int record(const RecordOptions &o)
 				throw UserError(launched.error().message);
 			child.reset();
 			child.emplace(std::move(*launched));
-			files = launch_files(*child, executable);
+			files = launch_files(*child, executable, opened);
 			chosen = choose_presets(o, files);
 			// The held command has run none of its code: when its runtime
 			// needs an environment variable, it starts again with it.
@@ -269,7 +275,7 @@ int record(const RecordOptions &o)
 		}
 		pid = child->pid();
 	} else {
-		files = target_files(o, pid, binary_processes);
+		files = target_files(o, pid, binary_processes, opened);
 		chosen = choose_presets(o, files);
 	}
 	std::map<int, std::vector<Mapping>> attach_maps;
@@ -282,8 +288,9 @@ int record(const RecordOptions &o)
 	profile.command = o.command;
 	if (pid)
 		profile.processes.push_back(describe_process(pid));
-	AttachedProbes attached = attach_sites(**engine, pid, sites);
-	profile.probes = attached.probes;
+	AttachedProbes attached = attach_sites(**engine, sites, binary_processes.has_value());
+	if (binary_processes)
+		(*engine)->share_tables(binary_processes->running());
 	profile.start_unix_ns = unix_now_ns();
 	auto started = std::chrono::steady_clock::now();
 	if (child)
@@ -301,9 +308,17 @@ int record(const RecordOptions &o)
 	int ticks = 0;
 	StopReason reason = wait_for_stop(pid, o.duration_s, [&] {
 		(*engine)->drain_events(collect);
-		if (binary_processes && ++ticks % 4 == 0)
-			binary_processes->scan();
+		if (binary_processes && ++ticks % 4 == 0) {
+			if (std::vector<int> fresh = binary_processes->scan(); !fresh.empty()) {
+				// Their libraries, attached for each of them only.
+				auto more = more_sites(o, binary_processes->files(fresh), chosen, custom, sites.size());
+				merge_attached(attached, attach_sites(**engine, more, true));
+				sites.insert(sites.end(), more.begin(), more.end());
+			}
+			(*engine)->share_tables(binary_processes->running());
+		}
 	});
+	profile.probes = attached.probes;
 	auto stopped = std::chrono::steady_clock::now();
 	// steady_clock is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
 	auto monotonic_ns = [](std::chrono::steady_clock::time_point t) {
@@ -338,7 +353,7 @@ int record(const RecordOptions &o)
 											    : describe_process(int(tgid), comms));
 		}
 	}
-	FunctionNamer namer(attached, (*engine)->read_names(), attach_maps);
+	FunctionNamer namer(attached, (*engine)->read_names(), attach_maps, opened);
 	NameLookup lookup = [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); };
 	if (size_t cut = add_call_paths(profile, records, lookup))
 		fprintf(stderr, "usdtprof: %zu function names or locations longer than %zu bytes were cut\n", cut,

@@ -50,7 +50,7 @@ TEST_CASE("list_probes groups this binary's sites per probe, sorted, with the na
 	probe_twice();
 	auto sites = read_usdt_sites("/proc/self/exe");
 	REQUIRE(sites);
-	auto probes = list_probes({"/proc/self/exe"});
+	auto probes = list_probes(std::vector<std::string>{"/proc/self/exe"});
 	REQUIRE(probes);
 	for (size_t i = 1; i < probes->size(); i++) {
 		const ListedProbe &a = (*probes)[i - 1], &b = (*probes)[i];
@@ -87,10 +87,10 @@ TEST_CASE("list_probes groups this binary's sites per probe, sorted, with the na
 
 TEST_CASE("list_probes reports an unreadable or non-ELF file")
 {
-	auto missing = list_probes({"/proc/self/exe", "/nonexistent/usdtprof"});
+	auto missing = list_probes(std::vector<std::string>{"/proc/self/exe", "/nonexistent/usdtprof"});
 	REQUIRE_FALSE(missing);
 	CHECK(missing.error().message == "/nonexistent/usdtprof: No such file or directory");
-	auto text = list_probes({"/proc/self/status"});
+	auto text = list_probes(std::vector<std::string>{"/proc/self/status"});
 	REQUIRE_FALSE(text);
 	CHECK(text.error().message == "/proc/self/status: not an ELF file");
 }

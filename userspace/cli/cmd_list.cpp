@@ -6,6 +6,7 @@
 #include "probe_list.h"
 #include "proc_maps.h"
 #include "process.h"
+#include "target_file.h"
 #include "result.h"
 #include "text_escape.h"
 
@@ -29,14 +30,18 @@ Command add_list_command(CLI::App &parent)
 	return {app, [a] {
 			if ((a->pid != 0) == !a->binary.empty())
 				throw UserError("list needs exactly one of -p PID or BINARY", 2);
-			std::vector<std::string> files = {a->binary};
+			Result<std::vector<ListedProbe>> probes = std::vector<ListedProbe>{};
 			if (a->pid) {
 				auto maps = read_proc_maps(a->pid);
 				if (!maps)
 					throw UserError(maps.error().message);
-				files = executable_files(*maps);
+				// Each file opened once, checked against its maps line; one
+				// that is not ELF is skipped with a note.
+				TargetFiles opened;
+				probes = list_probes(opened.of_process(a->pid, *maps));
+			} else {
+				probes = list_probes(std::vector<std::string>{a->binary});
 			}
-			auto probes = list_probes(files);
 			if (!probes)
 				throw UserError(probes.error().message);
 			// Nothing to list is an answer, not an error.
