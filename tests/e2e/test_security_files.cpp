@@ -169,7 +169,7 @@ TEST_CASE("security: --binary attaches a library a target maps to that file, for
 	REQUIRE(kill(victim.pid(), SIGKILL) == 0);
 	victim.wait();
 	require_semaphores_stayed_down(victim.all_stdout());
-	REQUIRE(evil.all_stdout().find("semaphores 2") != std::string::npos); // its own were raised
+	evil.wait_for_line("semaphores 2"); // its own were raised
 }
 
 TEST_CASE("security: a native name is read from the mapped file, never from what its path names", "[security]")
@@ -274,9 +274,10 @@ TEST_CASE("security: with --binary one process cannot fill the path table and cr
 		calls[n.pid] += n.calls;
 	}
 	INFO(rec.rest_of_stderr());
-	// Two processes: each may hold a third of the table.
+	// Two processes: each may hold a third of the table (plus the hog's
+	// "[parent dropped]" root, made by usdtprof, not by the kernel).
 	REQUIRE(paths[hog.pid()] > 0);
-	REQUIRE(paths[hog.pid()] <= kMaxPaths / 3);
+	REQUIRE(paths[hog.pid()] <= kMaxPaths / 3 + 1);
 	REQUIRE(profile->anomalies.at("agg_full") > 0);
 	REQUIRE(paths[small.pid()] == 13);
 	REQUIRE(calls[small.pid()] == 13);

@@ -1,8 +1,8 @@
 /* sec_host LIBRARY [EXEC_FILE]: loads LIBRARY (a copy of libsec_probe.so),
  * maps EXEC_FILE (any file) executable if given, prints "ready", then calls
- * the library's probed function every millisecond and prints "semaphores N"
- * (the library's semaphores in this process) every 10 calls, line-buffered,
- * until killed. */
+ * the library's probed function every millisecond, reading the library's
+ * semaphores in this process after each call: "semaphores N" is printed
+ * (line-buffered) whenever N changes, and once a second, until killed. */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -30,10 +30,12 @@ int main(int argc, char **argv)
 		close(fd);
 	}
 	printf("ready\n");
-	for (unsigned i = 0;; i++) {
+	for (unsigned i = 0, last = ~0u;; i++) {
 		call();
-		if (i % 10 == 0)
-			printf("semaphores %u\n", semaphores());
+		unsigned now = semaphores();
+		if (now != last || i % 1000 == 0)
+			printf("semaphores %u\n", now);
+		last = now;
 		usleep(1000);
 	}
 }
