@@ -129,7 +129,7 @@ TEST_CASE("security: --binary attaches a library a target maps to that file, for
 
 	// record --binary: attached once.
 	std::string data = s.dir + "/record.data";
-	Output rec = run({usdtprof(), "record", "--binary", app, "-d", "1", "-o", data});
+	Output rec = run({e2e::usdtprof(), "record", "--binary", app, "-d", "1", "-o", data});
 	INFO(rec.err);
 	REQUIRE(rec.status == 0);
 	auto profile = usdtprof::load_profile(data);
@@ -138,7 +138,7 @@ TEST_CASE("security: --binary attaches a library a target maps to that file, for
 
 	// monitor --binary: attached again at every sampling window.
 	std::string out = s.dir + "/intervals";
-	Background mon({usdtprof(), "monitor", "--binary", app, "-i", "0.3", "--budget", "0.02", "-o", out});
+	Background mon({e2e::usdtprof(), "monitor", "--binary", app, "-i", "0.3", "--budget", "0.02", "-o", out});
 	mon.wait_for_line("monitoring", true);
 	// Windows close and attach again: wait for intervals sampled in windows,
 	// the attacker's calls counted in some after the first window closed.
@@ -187,7 +187,7 @@ TEST_CASE("security: a native name is read from the mapped file, never from what
 	Background evil(attacker(s, target("sec_host")));
 	evil.wait_for_line("ready");
 	std::string data = s.dir + "/names.data";
-	Background rec({usdtprof(), "record", "-p", std::to_string(evil.pid()), "-o", data});
+	Background rec({e2e::usdtprof(), "record", "-p", std::to_string(evil.pid()), "-o", data});
 	rec.wait_for_line("recording", true);
 	evil.wait_for_line("semaphores 2");
 	// Gone: its memory cannot be read; the name comes from the file it mapped.
@@ -198,7 +198,7 @@ TEST_CASE("security: a native name is read from the mapped file, never from what
 	REQUIRE(profile);
 	CHECK(calls_of(*profile, "sec_probe_call") > 0);
 	REQUIRE(read_all(data).find("TOPSECRET") == std::string::npos);
-	Output report = run({usdtprof(), "report", data});
+	Output report = run({e2e::usdtprof(), "report", data});
 	REQUIRE(report.status == 0);
 	REQUIRE(report.out.find("sec_probe_call") != std::string::npos);
 	REQUIRE(report.out.find("TOPSECRET") == std::string::npos);
@@ -212,13 +212,13 @@ TEST_CASE("security: a FIFO at a mapped path hangs neither list -p nor record -p
 	evil.wait_for_line("ready");
 	std::string pid = std::to_string(evil.pid());
 	// A blocking open of the FIFO would wait for a writer forever.
-	Output list = run({"timeout", "-s", "KILL", "60", usdtprof(), "list", "-p", pid});
+	Output list = run({"timeout", "-s", "KILL", "60", e2e::usdtprof(), "list", "-p", pid});
 	INFO(list.err);
 	REQUIRE(list.status == 0);
 	REQUIRE(list.out.find(s.evil + "/lib.so") != std::string::npos);
 	REQUIRE(list.out.find("usdtprof:enter") != std::string::npos);
 	std::string data = s.dir + "/fifo.data";
-	Output rec = run({"timeout", "-s", "KILL", "60", usdtprof(), "record", "-p", pid, "-d", "0.5", "-o", data});
+	Output rec = run({"timeout", "-s", "KILL", "60", e2e::usdtprof(), "record", "-p", pid, "-d", "0.5", "-o", data});
 	INFO(rec.err);
 	REQUIRE(rec.status == 0);
 	auto profile = usdtprof::load_profile(data);
@@ -238,7 +238,7 @@ TEST_CASE("security: list -p skips an executable mapping that is not ELF, with a
 	std::string lib = s.copy("libsec_probe.so", "lib/libsec.so");
 	Background t({target("sec_host"), lib, text});
 	t.wait_for_line("ready");
-	Output list = run({usdtprof(), "list", "-p", std::to_string(t.pid())});
+	Output list = run({e2e::usdtprof(), "list", "-p", std::to_string(t.pid())});
 	INFO(list.err);
 	REQUIRE(list.status == 0);
 	REQUIRE(list.err == "usdtprof: pid " + std::to_string(t.pid()) + ": " + text + ": not an ELF file: skipped\n");
@@ -257,7 +257,7 @@ TEST_CASE("security: with --binary one process cannot fill the path table and cr
 	small.wait_for_line("ready");
 	std::string data = s.dir + "/fair.data";
 	constexpr int kMaxPaths = 300;
-	Background rec({usdtprof(), "record", "--binary", app, "--max-paths", std::to_string(kMaxPaths), "-o", data});
+	Background rec({e2e::usdtprof(), "record", "--binary", app, "--max-paths", std::to_string(kMaxPaths), "-o", data});
 	rec.wait_for_line("recording", true);
 	// The hog first: its paths fill whatever it may before the other makes any.
 	REQUIRE(kill(hog.pid(), SIGUSR1) == 0);
