@@ -32,9 +32,17 @@ std::vector<std::string> as_nobody(std::vector<std::string> argv)
 	return out;
 }
 
-// A scratch directory (root's, 0755) with a directory the attacker owns.
+// A scratch directory of its own (root's, 0755; not under /tmp, which other
+// runs clean up), with a directory the attacker owns.
+std::string scratch_dir()
+{
+	char tmpl[] = "/var/tmp/usdtprof-sec-files-XXXXXX";
+	REQUIRE(mkdtemp(tmpl) != nullptr);
+	return tmpl;
+}
+
 struct Scratch {
-	std::string dir = temp_dir();
+	std::string dir = scratch_dir();
 	std::string evil = dir + "/evil";
 
 	Scratch()
