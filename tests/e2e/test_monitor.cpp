@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "harness.h"
+#include "intervals.h"
 #include "profile.h"
 
 using namespace e2e;
@@ -18,33 +19,6 @@ using nlohmann::json;
 namespace {
 
 namespace fs = std::filesystem;
-
-std::vector<usdtprof::Profile> interval_profiles(const std::string &dir)
-{
-	std::vector<std::string> files;
-	for (const auto &e : fs::directory_iterator(dir))
-		if (e.path().extension() == ".data")
-			files.push_back(e.path());
-	std::sort(files.begin(), files.end());
-	std::vector<usdtprof::Profile> out;
-	for (const std::string &f : files) {
-		auto p = usdtprof::load_profile(f);
-		REQUIRE(p);
-		out.push_back(*p);
-	}
-	return out;
-}
-
-// Calls of a function over all intervals.
-uint64_t calls_of(const std::vector<usdtprof::Profile> &profiles, const std::string &name)
-{
-	uint64_t calls = 0;
-	for (const usdtprof::Profile &p : profiles)
-		for (const usdtprof::PathNode &n : p.nodes)
-			if (p.functions[n.function] == name)
-				calls += n.calls;
-	return calls;
-}
 
 void sleep_s(double s)
 {
