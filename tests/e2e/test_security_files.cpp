@@ -212,6 +212,44 @@ TEST_CASE("security: a native name is read from the mapped file, never from what
 	REQUIRE(report.out.find("TOPSECRET") == std::string::npos);
 }
 
+// Peak resident memory of a running process, in KiB (VmHWM).
+long peak_rss_kib(int pid)
+{
+	std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+	for (std::string line; std::getline(in, line);)
+		if (line.rfind("VmHWM:", 0) == 0)
+			return std::stol(line.substr(6));
+	return -1;
+}
+
+TEST_CASE("security: a library of 200000 probe notes gets a bounded number of sites and bounded memory",
+	  "[security]")
+{
+	Scratch s;
+	// The attacker writes the library and loads it in a process of its own.
+	std::string lib = s.plant({"cp", target("libmany_notes.so")}, "many.so");
+	Background evil(as_nobody({target("sec_host"), lib}));
+	evil.wait_for_line("ready");
+	Background rec({e2e::usdtprof(), "record", "-p", std::to_string(evil.pid()), "-o", s.dir + "/many.data"});
+	std::string line = rec.wait_for_line("probe sites attached", true, 120);
+	long peak_kib = peak_rss_kib(rec.pid()); // reading and attaching are done
+	REQUIRE(kill(rec.pid(), SIGINT) == 0);
+	REQUIRE(rec.wait() == 0);
+	std::string err = line + rec.rest_of_stderr();
+	INFO(err);
+	REQUIRE_THAT(err, Catch::Matchers::Contains(lib + ": more than 65536 probe sites"));
+	size_t at = line.find(": ", line.find("recording"));
+	REQUIRE(at != std::string::npos);
+	REQUIRE(std::stoul(line.substr(at + 2)) <= 65536); // not 200,000
+	// 1M notes took 644 MB before the caps; 65,536 sites take ~95 MB here.
+	REQUIRE(peak_kib > 0);
+	REQUIRE(peak_kib < 256 * 1024);
+	// The target runs on, unharmed.
+	size_t from = evil.stdout_size();
+	evil.wait_for_line_from(from, "semaphores");
+	REQUIRE(kill(evil.pid(), 0) == 0);
+}
+
 TEST_CASE("security: a FIFO at a mapped path hangs neither list -p nor record -p", "[security][list]")
 {
 	Scratch s;
