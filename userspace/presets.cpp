@@ -180,7 +180,12 @@ std::vector<ProbeRole> postgres_roles()
 // event hook is on. A C hook (libc's labs, a pure function: arguments
 // ignored, nothing done) costs less than a TracePoint, whose block would run
 // at every call. 0x8 | 0x10: RUBY_EVENT_CALL | RUBY_EVENT_RETURN.
-const char kRubyHooks[] = R"(require "fiddle"
+// The script first takes itself out of RUBYOPT: processes this Ruby starts
+// do not load it again (Ruby has read RUBYOPT already).
+const char kRubyHooks[] = R"(# usdtprof record --ruby-call-hook: Ruby fires its method probes only under a call/return hook.
+opts = ENV["RUBYOPT"].to_s.split(" ").reject { |o| o.match?(%r{\A-r/run/usdtprof/[a-z]+-launch\.rb\z}) }
+opts.empty? ? ENV.delete("RUBYOPT") : ENV["RUBYOPT"] = opts.join(" ")
+require "fiddle"
 Fiddle::Function.new(Fiddle::Handle::DEFAULT["rb_add_event_hook"],
                      [Fiddle::TYPE_VOIDP, Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP],
                      Fiddle::TYPE_VOID).call(Fiddle::Handle::DEFAULT["labs"], 0x8 | 0x10, 0)

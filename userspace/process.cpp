@@ -42,13 +42,14 @@ uint64_t entry_point(int pid)
 bool wait_for_trap(int pid, int &status)
 {
 	for (;;) {
-		if (waitpid(pid, &status, 0) < 0)
+		if (waitpid(pid, &status, __WALL) < 0)
 			return false;
 		if (!WIFSTOPPED(status))
 			return false;
-		if (WSTOPSIG(status) == SIGTRAP)
+		bool event = status >> 16; // a ptrace event stop (followed commands): nothing to deliver
+		if (WSTOPSIG(status) == SIGTRAP && !event)
 			return true;
-		ptrace(PTRACE_CONT, pid, 0, WSTOPSIG(status));
+		ptrace(PTRACE_CONT, pid, 0, event ? 0 : WSTOPSIG(status));
 	}
 }
 
@@ -61,8 +62,8 @@ std::string exit_text(int status)
 	return "unknown status";
 }
 
-// Runs a just-exec'd, ptrace-stopped child up to its entry point, so that the
-// dynamic loader has mapped its libraries, by planting a breakpoint there.
+} // namespace
+
 Result<void> run_to_entry(int pid)
 {
 	uint64_t entry = entry_point(pid);
@@ -86,8 +87,6 @@ Result<void> run_to_entry(int pid)
 		return Error{std::string("cannot restore the launched command: ") + strerror(errno)};
 	return {};
 }
-
-} // namespace
 
 Result<HeldChild> HeldChild::launch(const std::vector<std::string> &argv)
 {

@@ -33,6 +33,10 @@ private:
 	bool held_ = true;
 };
 
+// Runs a just-exec'd, ptrace-stopped process up to its entry point, so that
+// the dynamic loader has mapped its libraries, by planting a breakpoint there.
+Result<void> run_to_entry(int pid);
+
 bool process_exists(int pid);
 ProfileProcess describe_process(int pid);
 // A pidfd that becomes readable when the process exits, or -1.

@@ -1,19 +1,23 @@
 #include "recorder.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <fcntl.h>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <set>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <poll.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +25,7 @@
 #include "text_escape.h"
 #include "call_paths.h"
 #include "engine.h"
+#include "follow.h"
 #include "output_file.h"
 #include "presets.h"
 #include "targets.h"
@@ -64,6 +69,8 @@ StopReason wait_for_stop(int pid, double duration_s, const std::function<void()>
 		if (n < 0 && errno != EINTR)
 			break;
 		if (fds[0].revents) {
+			signalfd_siginfo info;
+			(void)!read(sfd, &info, sizeof(info)); // taken: a later one is a second Ctrl-C
 			reason = StopReason::Signal;
 			break;
 		}
@@ -162,73 +169,306 @@ std::string resolve_command(const std::string &name)
 	return name;
 }
 
-// A preset's launch script, in a temporary file removed when recording ends.
-class LaunchScript {
-public:
-	explicit LaunchScript(const char *content)
-	{
-		char name[] = "/tmp/usdtprof-launch-XXXXXX.rb";
-		int fd = mkstemps(name, 3);
-		if (fd < 0)
-			throw UserError(std::string("cannot create a launch script: ") + strerror(errno));
-		bool ok = write(fd, content, strlen(content)) == ssize_t(strlen(content));
-		close(fd);
-		path_ = name;
-		if (!ok)
-			throw UserError("cannot write " + path_);
-	}
-	~LaunchScript() { unlink(path_.c_str()); }
-	const std::string &path() const { return path_; }
+// Where launch scripts live: a directory only root can write, in /run (which
+// only root can write either), so no other user can plant or replace a script
+// that a launched root process loads, not even after usdtprof has exited.
+constexpr const char *kLaunchDir = "/run/usdtprof";
 
-private:
-	std::string path_;
-};
-
-// Sets what the presets need in a launched command's environment; says so.
-bool apply_launch_env(const std::vector<const Preset *> &chosen, bool use_scripts,
-		      std::vector<std::unique_ptr<LaunchScript>> &scripts)
+Result<void> check_launch_dir()
 {
+	if (mkdir(kLaunchDir, 0755) != 0 && errno != EEXIST)
+		return Error{std::string("cannot create ") + kLaunchDir + ": " + strerror(errno)};
+	struct stat st;
+	if (lstat(kLaunchDir, &st) != 0)
+		return Error{std::string("cannot read ") + kLaunchDir + ": " + strerror(errno)};
+	if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
+		return Error{std::string(kLaunchDir) + " is not a directory that only root can write: not using it"};
+	return {};
+}
+
+// A preset's launch script, at a fixed path in kLaunchDir, replaced
+// atomically. It is never removed: a descendant of the launched command that
+// starts the runtime after usdtprof has exited still inherits the variable
+// naming it, and must find the same harmless script (not a missing file, which
+// would stop it, nor one another user planted).
+Result<std::string> install_launch_script(const Preset &preset)
+{
+	if (auto r = check_launch_dir(); !r)
+		return r.error();
+	std::string path = std::string(kLaunchDir) + "/" + preset.name + "-launch.rb";
+	std::string temp = path + ".XXXXXX";
+	int fd = mkstemp(temp.data()); // O_EXCL, 0600: then made readable by any user the command becomes
+	if (fd < 0)
+		return Error{"cannot create a launch script in " + std::string(kLaunchDir) + ": " + strerror(errno)};
+	size_t len = strlen(preset.launch_script);
+	bool ok = write(fd, preset.launch_script, len) == ssize_t(len) && fchmod(fd, 0644) == 0;
+	close(fd);
+	if (!ok || rename(temp.c_str(), path.c_str()) != 0) {
+		unlink(temp.c_str());
+		return Error{"cannot write " + path};
+	}
+	return path;
+}
+
+// Sets what the presets need in a launched command's environment; says so,
+// or (later) keeps what it would say by preset in later.
+bool apply_launch_env(const std::vector<const Preset *> &chosen, bool use_scripts,
+		      std::map<const Preset *, std::string> *later = nullptr)
+{
+	auto say = [&](const Preset *p, const std::string &text) {
+		if (later)
+			(*later)[p] += "usdtprof: " + std::string(p->name) + ": " + text + "\n";
+		else
+			log_line("%s: %s", p->name, text.c_str());
+	};
 	bool changed = false;
 	for (const Preset *p : chosen)
 		for (const auto &[var, templ] : p->launch_env) {
 			const char *old = getenv(var);
 			std::string now = old && *old ? std::string(old) : "", value = templ;
 			if (size_t at = value.find("{script}"); at != std::string::npos) {
-				if (now.find("usdtprof-launch-") != std::string::npos)
-					continue;
 				if (!use_scripts) {
-					log_line("%s: %s", p->name, p->without_script);
+					say(p, p->without_script);
 					continue;
 				}
-				scripts.push_back(std::make_unique<LaunchScript>(p->launch_script));
-				value.replace(at, 8, scripts.back()->path());
-			} else if (now.find(value) != std::string::npos) {
-				continue;
+				auto script = install_launch_script(*p);
+				if (!script)
+					throw UserError(script.error().message);
+				value.replace(at, 8, *script);
 			}
+			if (now.find(value) != std::string::npos)
+				continue;
 			now += (now.empty() ? "" : " ") + value;
 			setenv(var, now.c_str(), 1);
-			log_line("%s: launching with %s=%s", p->name, var, now.c_str());
+			say(p, std::string("launching with ") + var + "=" + now);
 			changed = true;
 		}
 	return changed;
 }
 
 // The files a launched command maps at its entry point, and those its presets load later.
-FilesByPid launch_files(const HeldChild &child, const std::string &executable, TargetFiles &opened)
+Result<FilesByPid> image_files(int pid, const std::vector<Mapping> &maps, const std::string &executable,
+			       TargetFiles &opened)
 {
-	auto maps = read_proc_maps(child.pid());
-	if (!maps)
-		throw UserError(maps.error().message);
-	std::vector<TargetFilePtr> files = opened.of_process(child.pid(), *maps);
+	std::vector<TargetFilePtr> files = opened.of_process(pid, maps);
 	for (const Preset &p : presets())
 		if (std::string lib = p.late_library(executable); !lib.empty()) {
 			auto file = open_named_file(lib);
 			if (!file)
-				throw UserError(file.error().message);
+				return file.error();
 			opened.add(*file);
 			files.push_back(*file);
 		}
-	return {{child.pid(), files}};
+	return FilesByPid{{pid, files}};
+}
+
+FilesByPid launch_files(int pid, const std::string &executable, TargetFiles &opened)
+{
+	auto maps = read_proc_maps(pid);
+	if (!maps)
+		throw UserError(maps.error().message);
+	auto files = image_files(pid, *maps, executable, opened);
+	if (!files)
+		throw UserError(files.error().message);
+	return *files;
+}
+
+std::string preset_list(const std::vector<const Preset *> &chosen)
+{
+	std::string out;
+	for (const Preset *p : chosen)
+		out += (out.empty() ? "" : ", ") + std::string(p->name);
+	return out;
+}
+
+// A forked child maps its parent's files, but not their pages: fork copies no
+// page table entries of file mappings. BPF reads names without faulting, so
+// the read-only mappings of files with native names are faulted in (reading
+// /proc/PID/mem does that) before the child runs.
+void fault_in_names(int pid, const std::vector<Mapping> &maps, const std::vector<FoundSite> &sites)
+{
+	std::set<std::pair<uint64_t, uint64_t>> files; // device, inode
+	for (const FoundSite &f : sites)
+		if (f.probe.parts.size() == 1 && f.probe.parts[0].type == USDTPROF_PART_STR)
+			files.insert({f.file->dev, f.file->ino});
+	int fd = open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	std::vector<char> buf(1 << 20);
+	for (const Mapping &m : maps)
+		if (m.readable && !m.writable && files.count({m.dev, m.inode}))
+			for (uint64_t at = m.start; at < m.end; at += buf.size())
+				if (pread(fd, buf.data(), std::min<uint64_t>(buf.size(), m.end - at), off_t(at)) <= 0)
+					break;
+	close(fd);
+}
+
+// A launched command followed through exec and into its children: the
+// tracer thread hands each new image and fork here, held until attached.
+class FollowedTree {
+public:
+	// Sets the environment every runtime needs (any process of the tree may
+	// exec one); said when a process of that runtime is attached.
+	FollowedTree(const RecordOptions &o, Engine &engine, const std::vector<ProbeRole> &custom, TargetFiles &opened)
+		: o_(o), engine_(engine), custom_(custom), opened_(opened)
+	{
+		std::vector<const Preset *> all;
+		for (const Preset &p : presets())
+			if (o.runtime.empty() || o.runtime == p.name)
+				all.push_back(&p);
+		apply_launch_env(all, o.ruby_call_hook, &env_said_);
+	}
+
+	FollowedCommand::Callbacks callbacks()
+	{
+		return {[this](int pid) { on_image(pid); }, [this](int pid, int parent) { on_fork(pid, parent); }};
+	}
+
+	// Ends attaching, then (outside this) the engine stops: no attach can
+	// come between them.
+	template <typename Stop>
+	void stop(FollowedCommand &command, Stop &&stop_engine)
+	{
+		std::lock_guard lock(mutex_);
+		command.stop_following();
+		stopped_ = true;
+		stop_engine();
+	}
+
+	// The recording's first line; later attaches then say what they add.
+	void announce(int pid)
+	{
+		std::lock_guard lock(mutex_);
+		std::string used = preset_list(used_);
+		log_line("recording %s%s%s, following its execs and children: %zu probe sites attached; Ctrl-C to stop",
+			 pid_text(pid).c_str(), used.empty() ? "" : " with ", used.c_str(), engine_.attached_sites());
+		announced_ = true;
+	}
+
+	// Read once stopped: no more change.
+	const AttachedProbes &attached() const { return attached_; }
+	const std::map<int, std::vector<Mapping>> &maps() const { return maps_; }
+	const std::vector<ProfileProcess> &processes() const { return processes_; }
+	const std::vector<std::string> &searched() const { return searched_; }
+
+private:
+	void on_image(int pid)
+	{
+		std::lock_guard lock(mutex_);
+		if (stopped_)
+			return;
+		std::error_code ec;
+		std::string exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
+		auto maps = read_proc_maps(pid);
+		if (ec || !maps)
+			return; // gone
+		if (std::find(searched_.begin(), searched_.end(), exe) == searched_.end())
+			searched_.push_back(exe);
+		auto files = image_files(pid, *maps, exe, opened_);
+		if (!files) {
+			log_line("%s: %s; not recorded", pid_text(pid).c_str(), files.error().message.c_str());
+			return;
+		}
+		std::vector<const Preset *> chosen = choose_presets(o_, *files);
+		// A pid may run several images in turn: names are not looked up by address afterwards.
+		auto sites = more_sites(o_, *files, chosen, custom_, engine_.attached_sites());
+		capture_native_names(sites);
+		attach(pid, std::move(sites), std::move(*maps), chosen);
+	}
+
+	void on_fork(int pid, int parent)
+	{
+		std::lock_guard lock(mutex_);
+		auto sites = sites_.find(parent);
+		auto maps = maps_.find(parent);
+		if (stopped_ || sites == sites_.end() || maps == maps_.end())
+			return;
+		fault_in_names(pid, maps->second, sites->second);
+		std::vector<FoundSite> of_child = sites->second;
+		for (FoundSite &f : of_child)
+			f.pid = pid;
+		attach(pid, std::move(of_child), maps->second, chosen_[parent]);
+	}
+
+	void attach(int pid, std::vector<FoundSite> sites, std::vector<Mapping> maps,
+		    const std::vector<const Preset *> &chosen)
+	{
+		// After an exec of the same file, the links of the earlier image still serve the pid.
+		std::erase_if(sites, [&](const FoundSite &f) { return attached_files_.count({pid, f.file->dev, f.file->ino}); });
+		if (!has_probe_sites(sites))
+			return;
+		say_if_python_line_held(sites);
+		size_t before = engine_.attached_sites();
+		try {
+			merge_attached(attached_, attach_sites(engine_, sites));
+		} catch (const UserError &e) {
+			log_line("%s: %s; not recorded", pid_text(pid).c_str(), e.what());
+			return;
+		}
+		for (const FoundSite &f : sites)
+			attached_files_.insert({pid, f.file->dev, f.file->ino});
+		for (const Preset *p : chosen)
+			if (std::find(used_.begin(), used_.end(), p) == used_.end()) {
+				used_.push_back(p);
+				fputs(env_said_[p].c_str(), stderr);
+			}
+		ProfileProcess described = describe_process(pid);
+		std::erase_if(processes_, [&](const ProfileProcess &p) { return p.pid == pid; });
+		processes_.push_back(described);
+		maps_[pid] = std::move(maps);
+		sites_[pid] = std::move(sites);
+		chosen_[pid] = chosen;
+		if (announced_)
+			log_line("%s with %s: %zu probe sites attached", pid_text(pid).c_str(), preset_list(chosen).c_str(),
+				 engine_.attached_sites() - before);
+	}
+
+	const RecordOptions &o_;
+	Engine &engine_;
+	const std::vector<ProbeRole> &custom_;
+	TargetFiles &opened_; // the tracer thread's under mutex_, until stopped
+	std::mutex mutex_;
+	bool stopped_ = false, announced_ = false;
+	AttachedProbes attached_;
+	std::map<int, std::vector<Mapping>> maps_;
+	std::map<int, std::vector<FoundSite>> sites_;
+	std::map<int, std::vector<const Preset *>> chosen_;
+	std::set<std::tuple<int, uint64_t, uint64_t>> attached_files_; // pid, device, inode
+	std::vector<ProfileProcess> processes_;
+	std::vector<std::string> searched_;
+	std::vector<const Preset *> used_;
+	std::map<const Preset *, std::string> env_said_;
+};
+
+
+// The launched command is still running when recording stops: says so once,
+// then passes each further SIGINT/SIGTERM on to it; --kill-on-stop kills it.
+void wait_for_command(int pid, const std::string &comm, bool kill_on_stop)
+{
+	if (has_exited(pid))
+		return;
+	if (kill_on_stop) {
+		log_line("--kill-on-stop: killing %s (pid %d)", comm.c_str(), pid);
+		kill(pid, SIGKILL);
+		return;
+	}
+	log_line("waiting for %s (pid %d) to exit; press Ctrl-C again to stop it", comm.c_str(), pid);
+	sigset_t set = stop_signals();
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	int pfd = open_pidfd(pid);
+	for (;;) {
+		pollfd fds[2] = {{sfd, POLLIN, 0}, {pfd, POLLIN, 0}};
+		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (fds[1].revents || pfd < 0)
+			break;
+		signalfd_siginfo info;
+		if (fds[0].revents && read(sfd, &info, sizeof(info)) == sizeof(info))
+			kill(pid, int(info.ssi_signo));
+	}
+	close(sfd);
+	if (pfd >= 0)
+		close(pfd);
 }
 
 } // namespace
@@ -243,6 +483,9 @@ int record(const RecordOptions &o)
 		throw UserError("no process with pid " + std::to_string(o.pid));
 	if (!o.binary.empty() && access(o.binary.c_str(), R_OK) != 0)
 		throw UserError("cannot read " + o.binary + ": " + strerror(errno));
+	bool follow = !o.command.empty() && o.follow;
+	if (follow)
+		choose_presets(o, {}); // an unknown --runtime is refused before the launch
 	// Blocked from here on, read by wait_for_stop: a signal during attach then
 	// stops the recording as soon as it starts, and the profile is saved.
 	sigset_t stop = stop_signals();
@@ -251,57 +494,70 @@ int record(const RecordOptions &o)
 	if (!engine)
 		throw UserError(engine.error().message);
 
-	std::vector<std::unique_ptr<LaunchScript>> scripts;
 	std::optional<HeldChild> child;
 	TargetFiles opened;
+	std::unique_ptr<FollowedCommand> followed;
+	std::optional<FollowedTree> tree;
 	std::optional<BinaryProcesses> binary_processes;
 	int pid = o.pid;
 	FilesByPid files;
 	std::vector<const Preset *> chosen;
-	if (!o.command.empty()) {
-		std::string executable = resolve_command(o.command[0]);
-		for (int attempt = 0; attempt < 2; attempt++) {
-			auto launched = HeldChild::launch(o.command);
-			if (!launched)
-				throw UserError(launched.error().message);
-			child.reset();
-			child.emplace(std::move(*launched));
-			files = launch_files(*child, executable, opened);
-			chosen = choose_presets(o, files);
-			// The held command has run none of its code: when its runtime
-			// needs an environment variable, it starts again with it.
-			if (!apply_launch_env(chosen, o.ruby_call_hook, scripts))
-				break;
-		}
-		pid = child->pid();
-	} else {
-		files = target_files(o, pid, binary_processes, opened);
-		chosen = choose_presets(o, files);
-	}
+	std::vector<FoundSite> sites;
 	std::map<int, std::vector<Mapping>> attach_maps;
-	if (pid)
-		if (auto maps = read_proc_maps(pid))
-			attach_maps[pid] = std::move(*maps);
-	std::vector<FoundSite> sites = plan_sites(o, pid, child.has_value(), files, chosen, custom);
-
+	AttachedProbes attached;
 	Profile profile;
 	profile.command = o.command;
-	if (pid)
-		profile.processes.push_back(describe_process(pid));
-	AttachedProbes attached = attach_sites(**engine, sites, binary_processes.has_value());
-	if (binary_processes)
-		(*engine)->share_tables(binary_processes->running());
+	if (follow) {
+		tree.emplace(o, **engine, custom, opened);
+		auto launched = FollowedCommand::launch(o.command, tree->callbacks());
+		if (!launched)
+			throw UserError(launched.error().message);
+		followed = std::move(*launched);
+		pid = followed->pid();
+	} else {
+		if (!o.command.empty()) {
+			std::string executable = resolve_command(o.command[0]);
+			for (int attempt = 0; attempt < 2; attempt++) {
+				auto launched = HeldChild::launch(o.command);
+				if (!launched)
+					throw UserError(launched.error().message);
+				child.reset();
+				child.emplace(std::move(*launched));
+				files = launch_files(child->pid(), executable, opened);
+				chosen = choose_presets(o, files);
+				// The held command has run none of its code: when its runtime
+				// needs an environment variable, it starts again with it.
+				if (!apply_launch_env(chosen, o.ruby_call_hook))
+					break;
+			}
+			pid = child->pid();
+		} else {
+			files = target_files(o, pid, binary_processes, opened);
+			chosen = choose_presets(o, files);
+		}
+		if (pid)
+			if (auto maps = read_proc_maps(pid))
+				attach_maps[pid] = std::move(*maps);
+		sites = plan_sites(o, pid, child.has_value(), files, chosen, custom);
+		if (pid)
+			profile.processes.push_back(describe_process(pid));
+		attached = attach_sites(**engine, sites, binary_processes.has_value());
+		if (binary_processes)
+			(*engine)->share_tables(binary_processes->running());
+	}
 	profile.start_unix_ns = unix_now_ns();
 	auto started = std::chrono::steady_clock::now();
 	if (child)
 		if (auto r = child->release(); !r)
 			throw UserError(r.error().message);
-	std::string preset_list;
-	for (const Preset *p : chosen)
-		preset_list += (preset_list.empty() ? "" : ", ") + std::string(p->name);
-	log_line("recording %s%s%s: %zu probe sites attached; Ctrl-C to stop",
-		pid ? pid_text(pid).c_str() : ("every process of " + o.binary).c_str(),
-		preset_list.empty() ? "" : " with ", preset_list.c_str(), (*engine)->attached_sites());
+	if (follow) {
+		tree->announce(pid);
+	} else {
+		std::string used = preset_list(chosen);
+		log_line("recording %s%s%s: %zu probe sites attached; Ctrl-C to stop",
+			 pid ? pid_text(pid).c_str() : ("every process of " + o.binary).c_str(),
+			used.empty() ? "" : " with ", used.c_str(), (*engine)->attached_sites());
+	}
 
 	EventLog log{o.trace ? o.trace->max_events : 0, {}, 0};
 	std::function<void(const usdtprof_event &)> collect = [&](const usdtprof_event &e) { log.add(e); };
@@ -318,13 +574,19 @@ int record(const RecordOptions &o)
 			(*engine)->share_tables(binary_processes->running());
 		}
 	});
-	profile.probes = attached.probes;
 	auto stopped = std::chrono::steady_clock::now();
 	// steady_clock is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
 	auto monotonic_ns = [](std::chrono::steady_clock::time_point t) {
 		return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
 	};
-	(*engine)->stop(monotonic_ns(stopped));
+	if (tree) {
+		tree->stop(*followed, [&] { (*engine)->stop(monotonic_ns(stopped)); });
+		attached = tree->attached();
+		attach_maps = tree->maps();
+		profile.processes = tree->processes();
+	} else {
+		(*engine)->stop(monotonic_ns(stopped));
+	}
 	(*engine)->drain_events(collect);
 	if (auto r = (*engine)->flush_open_frames(); !r)
 		throw UserError(r.error().message);
@@ -335,9 +597,9 @@ int record(const RecordOptions &o)
 		profile.anomalies[anomaly_name(a)] = anomalies[a];
 	// A process that has exited maps nothing any more: then native names are
 	// read from the files it mapped at attach time.
-	if (pid)
-		if (auto fresh = read_proc_maps(pid); fresh && !fresh->empty())
-			attach_maps[pid] = std::move(*fresh);
+	for (auto &[p, maps] : attach_maps)
+		if (auto fresh = read_proc_maps(p); fresh && !fresh->empty())
+			maps = std::move(*fresh);
 	std::vector<PathRecord> records = (*engine)->read_paths();
 	if (binary_processes) {
 		binary_processes->scan();
@@ -353,6 +615,20 @@ int record(const RecordOptions &o)
 											    : describe_process(int(tgid), comms));
 		}
 	}
+	std::string comm = describe_process(pid).comm;
+	if (tree && tree->processes().empty()) {
+		std::string searched;
+		for (const std::string &s : tree->searched())
+			searched += (searched.empty() ? "" : ", ") + s;
+		log_line("no probes of %s in %s (the launched command and the processes it started); nothing written",
+			 o.runtime.empty() ? ("any preset (" + preset_names() + ")").c_str()
+					  : ("the " + o.runtime + " preset").c_str(),
+			searched.empty() ? o.command[0].c_str() : searched.c_str());
+		wait_for_command(pid, comm, o.kill_on_stop);
+		followed->wait();
+		return 1;
+	}
+	profile.probes = attached.probes;
 	FunctionNamer namer(attached, (*engine)->read_names(), attach_maps, opened);
 	NameLookup lookup = [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); };
 	if (size_t cut = add_call_paths(profile, records, lookup))
@@ -373,7 +649,10 @@ int record(const RecordOptions &o)
 	if (o.trace)
 		write_trace(*o.trace, log, anomalies[USDTPROF_ANOM_LOST_EVENTS], monotonic_ns(started), monotonic_ns(stopped),
 			    profile, lookup);
-	return child ? child->wait() : 0;
+	if (!child && !followed)
+		return 0;
+	wait_for_command(pid, comm, o.kill_on_stop);
+	return followed ? followed->wait() : child->wait();
 }
 
 } // namespace usdtprof

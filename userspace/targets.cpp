@@ -198,17 +198,23 @@ std::vector<FoundSite> more_sites(const RecordOptions &o, const FilesByPid &file
 	// Processes of a binary may be gone, and their maps unknown, before
 	// names are read: native names are then captured in the kernel too.
 	if (!o.binary.empty())
-		for (FoundSite &f : sites)
-			if (f.probe.ident == USDTPROF_IDENT_NATIVE &&
-			    (f.probe.role == USDTPROF_ROLE_ENTRY || f.probe.role == USDTPROF_ROLE_EXIT)) {
-				f.probe.ident = USDTPROF_IDENT_PTRS;
-				f.probe.ident_args = {f.probe.arg};
-				f.probe.parts = {{USDTPROF_PART_STR, f.probe.arg, 0}};
-				f.probe.format = [](const usdtprof_name &n, const ProbeRole &) {
-					return FunctionName{simplify_function_name(n.text[0]), ""};
-				};
-			}
+		capture_native_names(sites);
 	return sites;
+}
+
+bool has_probe_sites(const std::vector<FoundSite> &sites)
+{
+	return std::any_of(sites.begin(), sites.end(), [](const FoundSite &f) { return !f.probe.semaphore_only; });
+}
+
+void say_if_python_line_held(const std::vector<FoundSite> &sites)
+{
+	static bool said = false;
+	if (!said && std::any_of(sites.begin(), sites.end(), [](const FoundSite &f) { return f.probe.semaphore_only; })) {
+		log_line("python 3.11 skips function entries (CPython gh-98894): holding its python:line "
+			 "semaphore up so they fire, which slows the target down");
+		said = true;
+	}
 }
 
 std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched, const FilesByPid &files,
@@ -220,16 +226,28 @@ std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched
 			if (std::string why = p->check(pid); !why.empty())
 				throw UserError(pid_text(pid) + ": " + why);
 	auto sites = more_sites(o, files, chosen, custom, 0);
-	if (std::any_of(sites.begin(), sites.end(), [](const FoundSite &f) { return f.probe.semaphore_only; }))
-		log_line("python 3.11 skips function entries (CPython gh-98894): holding its python:line "
-			 "semaphore up so they fire, which slows the target down");
+	say_if_python_line_held(sites);
 	std::string target = pid ? pid_text(pid) : o.binary;
-	if (std::none_of(sites.begin(), sites.end(), [](const FoundSite &f) { return !f.probe.semaphore_only; }))
+	if (!has_probe_sites(sites))
 		throw UserError(pid && has_exited(pid) ? target + " exited before its probes could be attached"
 				: !o.runtime.empty() ? target + ": no probes of the " + o.runtime + " preset"
 				: o.pairs.empty() && o.tasks.empty() ? target + ": no probes of any preset (" + preset_names() + ")"
 								     : target + ": none of the given probes in its binaries");
 	return sites;
+}
+
+void capture_native_names(std::vector<FoundSite> &sites)
+{
+	for (FoundSite &f : sites)
+		if (f.probe.ident == USDTPROF_IDENT_NATIVE &&
+		    (f.probe.role == USDTPROF_ROLE_ENTRY || f.probe.role == USDTPROF_ROLE_EXIT)) {
+			f.probe.ident = USDTPROF_IDENT_PTRS;
+			f.probe.ident_args = {f.probe.arg};
+			f.probe.parts = {{USDTPROF_PART_STR, f.probe.arg, 0}};
+			f.probe.format = [](const usdtprof_name &n, const ProbeRole &) {
+				return FunctionName{simplify_function_name(n.text[0]), ""};
+			};
+		}
 }
 
 } // namespace usdtprof

@@ -69,16 +69,23 @@ FilesByPid target_files(const RecordOptions &o, int pid, std::optional<BinaryPro
 std::vector<ProbeRole> custom_roles(const RecordOptions &o);
 // The presets that apply: --runtime's, or those whose probes the files have.
 std::vector<const Preset *> choose_presets(const RecordOptions &o, const FilesByPid &files);
+// Some site to attach a program to (not only a semaphore to hold).
+bool has_probe_sites(const std::vector<FoundSite> &sites);
+// Says once per run that CPython 3.11's python:line semaphore is held up, if it is among sites.
+void say_if_python_line_held(const std::vector<FoundSite> &sites);
 // The sites to attach in files for the presets and custom probes. For a
 // process usdtprof did not launch, a preset's requirement the process lacks
 // is an error that explains it; no site at all is an error. Throws UserError.
 std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched, const FilesByPid &files,
 				  const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom);
-// --binary: the sites in more files (of processes started since), already
-// planned before them. No checks.
+// The sites in more files (of processes started since, or of a followed
+// command's new image), already planned before them. No checks, nothing said.
 std::vector<FoundSite> more_sites(const RecordOptions &o, const FilesByPid &files,
 				  const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom,
 				  size_t already);
+// Native names captured in the kernel, like runtimes' names: for processes
+// whose maps may be gone (or replaced by an exec) when names are read.
+void capture_native_names(std::vector<FoundSite> &sites);
 // "native, php, ...".
 std::string preset_names();
 

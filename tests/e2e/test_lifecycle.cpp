@@ -344,12 +344,13 @@ TEST_CASE("record -p: the target exits inside probed frames, profile saved with 
 	require_consistent(report);
 }
 
-TEST_CASE("fork and exec: only the traced process, and after exec only the same binary (see the top of the file)",
+TEST_CASE("fork and exec with --no-follow: only the launched process, and after exec only the same binary "
+	  "(see the top of the file)",
 	  "[lifecycle]")
 {
 	SECTION("fork: the child's calls are not recorded, the parent's are exact")
 	{
-		auto r = record({target("fork_exec"), "fork"});
+		auto r = record({target("fork_exec"), "fork"}, 0, {"--no-follow"});
 		require_anomalies(r.report, {});
 		require_paths(r.report, {{"main", 1}, {"main;parent_fn", 1}, {"main;parent_fn;parent_leaf", 1}});
 		REQUIRE(r.report["processes"].size() == 1);
@@ -358,7 +359,7 @@ TEST_CASE("fork and exec: only the traced process, and after exec only the same 
 	SECTION("exec of another probed program: nothing of it, the frames open at exec end there")
 	{
 		// before_exec spins 1 ms, then nested (status 7) runs 3 x 10 ms.
-		auto r = record({target("fork_exec"), "exec", target("nested"), "3"}, 7);
+		auto r = record({target("fork_exec"), "exec", target("nested"), "3"}, 7, {"--no-follow"});
 		require_anomalies(r.report, {});
 		require_paths(r.report, {{"main", 1}, {"main;before_exec", 1}});
 		auto before = path(r.report, "main;before_exec");
@@ -369,7 +370,7 @@ TEST_CASE("fork and exec: only the traced process, and after exec only the same 
 	}
 	SECTION("exec of the same binary: the new image is recorded as new roots")
 	{
-		auto r = record({target("fork_exec"), "exec", target("fork_exec"), "after-exec"});
+		auto r = record({target("fork_exec"), "exec", target("fork_exec"), "after-exec"}, 0, {"--no-follow"});
 		require_anomalies(r.report, {});
 		const json &paths = r.report["paths"];
 		INFO(paths.dump());
@@ -387,6 +388,39 @@ TEST_CASE("fork and exec: only the traced process, and after exec only the same 
 		}
 		REQUIRE(complete_roots == 1);
 		REQUIRE(complete_children == 1);
+		require_consistent(r.report);
+	}
+}
+
+TEST_CASE("fork and exec followed (the default): the forked child and the exec'd program are recorded, exactly",
+	  "[lifecycle][launch]")
+{
+	SECTION("fork: the child's calls too, in a process of its own")
+	{
+		auto r = record({target("fork_exec"), "fork"});
+		require_anomalies(r.report, {});
+		require_paths(r.report, {{"main", 1}, {"main;parent_fn", 1}, {"main;parent_fn;parent_leaf", 1},
+					 {"child_fn", 3}});
+		REQUIRE(r.report["processes"].size() == 2);
+		require_consistent(r.report);
+	}
+	SECTION("exec of another probed program: its calls too, after the frames open at exec")
+	{
+		auto r = record({target("fork_exec"), "exec", target("nested"), "3"}, 7);
+		require_anomalies(r.report, {});
+		// fork_exec's main (left open by the exec) and nested's main merge by name.
+		require_paths(r.report, {{"main", 2}, {"main;before_exec", 1}, {"main;outer", 3}, {"main;outer;inner", 9}});
+		REQUIRE(path(r.report, "main;before_exec")["open"] == 1);
+		REQUIRE(path(r.report, "main")["open"] == 1);
+		REQUIRE(path(r.report, "main;outer")["open"] == 0);
+		REQUIRE(r.report["processes"].size() == 1);
+		require_consistent(r.report);
+	}
+	SECTION("exec of the same binary: attached once, each call counted once")
+	{
+		auto r = record({target("fork_exec"), "exec", target("fork_exec"), "after-exec"});
+		require_anomalies(r.report, {});
+		require_paths(r.report, {{"main", 2}, {"main;before_exec", 1}, {"main;after_exec", 1}});
 		require_consistent(r.report);
 	}
 }

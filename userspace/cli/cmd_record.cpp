@@ -38,6 +38,10 @@ void add_launch_options(CLI::App *app, RecordOptions &o)
 	app->add_option("command", o.command, "Command to launch, after --");
 	app->add_flag("--ruby-call-hook", o.ruby_call_hook,
 		      "A launched Ruby gets a call/return hook so its Ruby methods fire probes (see README)");
+	app->add_flag("!--no-follow", o.follow,
+		      "Profile the launched command's first program only: not what it execs, nor its children");
+	app->add_flag("--kill-on-stop", o.kill_on_stop,
+		      "Kill the launched command when recording stops (default: wait for it; a second Ctrl-C is passed on)");
 }
 
 void require_one_target(const RecordOptions &o, const char *command)
