@@ -80,6 +80,15 @@ struct {
 	__type(value, struct process_usage);
 } process_usage SEC(".maps");
 
+/* The name of each probed thread when it exited, by tid: names set after
+ * the launch (pthread_setname_np, prctl) outlive the thread for `trace`. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, char[16]);
+} thread_comms SEC(".maps");
+
 /* Per-CPU room for a name being captured and a query text being hashed:
  * both are beyond the 512-byte BPF stack. */
 struct scratch {
@@ -925,12 +934,21 @@ int BPF_PROG(flush_exiting_thread, struct task_struct *task)
 	struct usdtprof_thread_stack *st = bpf_task_storage_get(&stacks, task, 0, 0);
 	__u32 tgid = task->tgid;
 
-	if (st)
+	__u32 tid = task->pid;
+	char comm[16];
+
+	if (st) {
 		flush_stack(st);
+		if (bpf_probe_read_kernel_str(comm, sizeof(comm), task->comm) > 0)
+			bpf_map_update_elem(&thread_comms, &tid, comm, BPF_ANY);
+	}
 	/* The last thread of a profiled process: the process's CPU time (its
-	 * released threads' and this one's). */
-	if (task->signal->live.counter == 0 && bpf_map_lookup_elem(&process_comms, &tgid))
+	 * released threads' and this one's), and its final name. */
+	if (task->signal->live.counter == 0 && bpf_map_lookup_elem(&process_comms, &tgid)) {
 		__sync_fetch_and_add(&exited_cpu_ns, task->signal->sum_sched_runtime + task->se.sum_exec_runtime);
+		if (bpf_probe_read_kernel_str(comm, sizeof(comm), task->group_leader->comm) > 0)
+			bpf_map_update_elem(&process_comms, &tgid, comm, BPF_EXIST);
+	}
 	return 0;
 }
 

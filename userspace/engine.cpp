@@ -393,8 +393,17 @@ std::vector<PathRecord> Engine::read_paths() const
 
 std::map<uint32_t, std::string> Engine::read_process_comms() const
 {
+	return read_comms(bpf_map__fd(skel_->maps.process_comms));
+}
+
+std::map<uint32_t, std::string> Engine::read_thread_comms() const
+{
+	return read_comms(bpf_map__fd(skel_->maps.thread_comms));
+}
+
+std::map<uint32_t, std::string> Engine::read_comms(int fd)
+{
 	std::map<uint32_t, std::string> out;
-	int fd = bpf_map__fd(skel_->maps.process_comms);
 	for (uint32_t tgid : map_keys<uint32_t>(fd)) {
 		char comm[16];
 		if (bpf_map_lookup_elem(fd, &tgid, comm) == 0)

@@ -107,6 +107,8 @@ public:
 	std::vector<PathRecord> read_paths() const;
 	// The command name of each process a probe fired in, by tgid.
 	std::map<uint32_t, std::string> read_process_comms() const;
+	// The name of each probed thread that has exited, by tid, as it was at its exit.
+	std::map<uint32_t, std::string> read_thread_comms() const;
 	// Names the kernel captured for runtime probes, by (tgid, function id).
 	std::map<std::pair<uint32_t, uint64_t>, usdtprof_name> read_names() const;
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> anomalies() const;
@@ -116,6 +118,8 @@ public:
 
 private:
 	Engine() = default;
+	// A map of command names (char[16]) by id.
+	static std::map<uint32_t, std::string> read_comms(int fd);
 
 	usdtprof_bpf *skel_ = nullptr;
 	std::vector<LinkPtr> scheduler_hooks_; // thread exit, exec, context switch

@@ -357,6 +357,17 @@ int monitor(const MonitorOptions &o)
 			o.budget, o.min_duty);
 		last_own_cpu = own_cpu;
 		last_runs = runs;
+		// Sampling starts or ends: said once each time, with the figures that decided it.
+		if ((budget.next_duty < 1) != (duty < 1))
+			fprintf(stderr,
+				budget.next_duty < 1
+					? "usdtprof: sampling from the next interval: estimated probe cost %.2f%% of the "
+					  "target's CPU (%llu hits, %.0f ns trap each, %.3f s target CPU) is over the budget "
+					  "%.2g%%: probes attached for %.0f%% of each interval\n"
+					: "usdtprof: sampling ends: estimated probe cost %.2f%% of the target's CPU (%llu hits, "
+					  "%.0f ns trap each, %.3f s target CPU) is within the budget %.2g%%: probes attached for %.0f%% of each interval\n",
+				budget.overhead * 100, (unsigned long long)interval_hits, *trap_ns, cpu / 1e9, o.budget * 100,
+				budget.next_duty * 100);
 		duty = budget.next_duty;
 
 		std::string base = o.dir + "/" + kPrefix + stamp(begin_unix);

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <fcntl.h>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <set>
@@ -103,8 +104,19 @@ struct EventLog {
 	}
 };
 
+// A thread's name: as it is now while the thread lives, else as it was when it exited.
+std::string thread_name(uint32_t pid, uint32_t tid, const std::map<uint32_t, std::string> &exited)
+{
+	std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
+	std::string name;
+	if (std::getline(in, name) && !name.empty())
+		return name;
+	auto it = exited.find(tid);
+	return it != exited.end() ? it->second : "";
+}
+
 void write_trace(const TraceOptions &t, const EventLog &log, uint64_t lost, uint64_t start_ns, uint64_t stop_ns,
-		 const Profile &profile, const NameLookup &lookup)
+		 const Profile &profile, const NameLookup &lookup, const std::map<uint32_t, std::string> &thread_comms)
 {
 	TraceInput input;
 	input.start_ns = start_ns;
@@ -125,7 +137,7 @@ void write_trace(const TraceOptions &t, const EventLog &log, uint64_t lost, uint
 			ev.task_id = e.func;
 		}
 		if (!input.thread_names.count(e.tid))
-			input.thread_names[e.tid] = describe_process(int(e.tid)).comm;
+			input.thread_names[e.tid] = thread_name(e.pid, e.tid, thread_comms);
 		input.events.push_back(std::move(ev));
 	}
 	for (const ProfileProcess &p : profile.processes)
@@ -340,8 +352,13 @@ public:
 	{
 		std::lock_guard lock(mutex_);
 		std::string used = preset_list(used_);
-		log_line("recording %s%s%s, following its execs and children: %zu probe sites attached; Ctrl-C to stop",
-			 pid_text(pid).c_str(), used.empty() ? "" : " with ", used.c_str(), engine_.attached_sites());
+		if (used.empty())
+			log_line("recording %s, following its execs and children: no probes in %s; Ctrl-C to stop",
+				 pid_text(pid).c_str(), searched_.empty() ? "it" : searched_.back().c_str());
+		else
+			log_line("recording %s with %s, following its execs and children: %zu probe sites attached; "
+				 "Ctrl-C to stop",
+				 pid_text(pid).c_str(), used.c_str(), engine_.attached_sites());
 		announced_ = true;
 	}
 
@@ -350,6 +367,7 @@ public:
 	const std::map<int, std::vector<Mapping>> &maps() const { return maps_; }
 	const std::vector<ProfileProcess> &processes() const { return processes_; }
 	const std::vector<std::string> &searched() const { return searched_; }
+	bool reimaged(int pid) const { return reimaged_.count(pid); }
 
 private:
 	void on_image(int pid)
@@ -370,9 +388,15 @@ private:
 			return;
 		}
 		std::vector<const Preset *> chosen = choose_presets(o_, *files);
-		// A pid may run several images in turn: names are not looked up by address afterwards.
 		auto sites = more_sites(o_, *files, chosen, custom_, engine_.attached_sites());
-		capture_native_names(sites);
+		if (sites_.count(pid)) {
+			// An exec after an image already recorded: native names are
+			// looked up by address in the maps of the first image, so
+			// this one's are captured in the kernel instead.
+			capture_native_names(sites);
+			fault_in_names(pid, *maps, sites);
+			reimaged_.insert(pid);
+		}
 		attach(pid, std::move(sites), std::move(*maps), chosen);
 	}
 
@@ -415,7 +439,7 @@ private:
 		ProfileProcess described = describe_process(pid);
 		std::erase_if(processes_, [&](const ProfileProcess &p) { return p.pid == pid; });
 		processes_.push_back(described);
-		maps_[pid] = std::move(maps);
+		maps_.emplace(pid, std::move(maps));
 		sites_[pid] = std::move(sites);
 		chosen_[pid] = chosen;
 		if (announced_)
@@ -434,6 +458,7 @@ private:
 	std::map<int, std::vector<FoundSite>> sites_;
 	std::map<int, std::vector<const Preset *>> chosen_;
 	std::set<std::tuple<int, uint64_t, uint64_t>> attached_files_; // pid, device, inode
+	std::set<int> reimaged_; // pids that ran a second recorded image
 	std::vector<ProfileProcess> processes_;
 	std::vector<std::string> searched_;
 	std::vector<const Preset *> used_;
@@ -598,7 +623,7 @@ int record(const RecordOptions &o)
 	// A process that has exited maps nothing any more: then native names are
 	// read from the files it mapped at attach time.
 	for (auto &[p, maps] : attach_maps)
-		if (auto fresh = read_proc_maps(p); fresh && !fresh->empty())
+		if (auto fresh = read_proc_maps(p); fresh && !fresh->empty() && !(tree && tree->reimaged(p)))
 			maps = std::move(*fresh);
 	std::vector<PathRecord> records = (*engine)->read_paths();
 	if (binary_processes) {
@@ -617,18 +642,28 @@ int record(const RecordOptions &o)
 	}
 	std::string comm = describe_process(pid).comm;
 	if (tree && tree->processes().empty()) {
-		std::string searched;
-		for (const std::string &s : tree->searched())
+		std::string searched, hints;
+		for (const std::string &s : tree->searched()) {
 			searched += (searched.empty() ? "" : ", ") + s;
-		log_line("no probes of %s in %s (the launched command and the processes it started); nothing written",
+			hints += probeless_runtime_hint(s);
+		}
+		log_line("no probes of %s in %s (the programs the launched command and the processes it started ran)%s; "
+			 "nothing written",
 			 o.runtime.empty() ? ("any preset (" + preset_names() + ")").c_str()
 					  : ("the " + o.runtime + " preset").c_str(),
-			searched.empty() ? o.command[0].c_str() : searched.c_str());
+			searched.empty() ? o.command[0].c_str() : searched.c_str(), hints.c_str());
 		wait_for_command(pid, comm, o.kill_on_stop);
 		followed->wait();
 		return 1;
 	}
 	profile.probes = attached.probes;
+	// Names set since the attach (prctl, pthread_setname_np): as they are now, or were at the exit.
+	auto comms = (*engine)->read_process_comms();
+	for (ProfileProcess &p : profile.processes)
+		if (std::string now = has_exited(p.pid) ? "" : describe_process(p.pid).comm; !now.empty())
+			p.comm = now;
+		else if (auto c = comms.find(uint32_t(p.pid)); c != comms.end())
+			p.comm = c->second;
 	FunctionNamer namer(attached, (*engine)->read_names(), attach_maps, opened);
 	NameLookup lookup = [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); };
 	if (size_t cut = add_call_paths(profile, records, lookup))
@@ -648,7 +683,7 @@ int record(const RecordOptions &o)
 		profile.duration_ns / 1e9);
 	if (o.trace)
 		write_trace(*o.trace, log, anomalies[USDTPROF_ANOM_LOST_EVENTS], monotonic_ns(started), monotonic_ns(stopped),
-			    profile, lookup);
+			    profile, lookup, (*engine)->read_thread_comms());
 	if (!child && !followed)
 		return 0;
 	wait_for_command(pid, comm, o.kill_on_stop);

@@ -333,6 +333,43 @@ Profile split_by_process(const Profile &profile)
 	return out;
 }
 
+Profile only_process(const Profile &profile, int32_t pid)
+{
+	Profile out = profile;
+	out.nodes.clear();
+	std::erase_if(out.processes, [&](const ProfileProcess &p) { return p.pid != pid; });
+	std::vector<uint32_t> moved(profile.nodes.size(), kNoParent);
+	for (size_t i = 0; i < profile.nodes.size(); i++) {
+		PathNode n = profile.nodes[i];
+		if (n.pid != pid)
+			continue;
+		n.parent = n.parent < i ? moved[n.parent] : kNoParent;
+		moved[i] = uint32_t(out.nodes.size());
+		out.nodes.push_back(n);
+	}
+	return out;
+}
+
+std::string render_per_process_report(const Profile &profile, const ReportOptions &options)
+{
+	std::vector<int32_t> pids;
+	for (const ProfileProcess &p : profile.processes)
+		pids.push_back(p.pid);
+	for (const PathNode &n : profile.nodes)
+		if (std::find(pids.begin(), pids.end(), n.pid) == pids.end())
+			pids.push_back(n.pid);
+	std::string out;
+	for (int32_t pid : pids) {
+		Profile one = only_process(profile, pid);
+		if (one.nodes.empty())
+			continue;
+		std::string comm = one.processes.empty() ? "" : one.processes[0].comm;
+		out += (out.empty() ? "" : "\n") + std::string("process ") + (comm.empty() ? "" : comm + " ") + "(pid " +
+		       std::to_string(pid) + ")\n" + render_report(one, options);
+	}
+	return out;
+}
+
 CallTree build_call_tree(const Profile &profile)
 {
 	CallTree tree;

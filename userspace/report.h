@@ -32,6 +32,8 @@ CallTree build_call_tree(const Profile &profile);
 // The profile with one root per process, "comm (pid N)", above its paths:
 // reports and exports then keep processes apart (--per-process).
 Profile split_by_process(const Profile &profile);
+// The profile of one process only.
+Profile only_process(const Profile &profile, int32_t pid);
 // Names from root to node.
 std::vector<std::string> stack_of(const CallTree &tree, uint32_t node);
 
@@ -65,6 +67,9 @@ struct ReportOptions {
 
 Result<SortKey> parse_sort_key(const std::string &key);
 std::string render_report(const Profile &profile, const ReportOptions &options);
+// The text flat report of --per-process: one table per process, under a
+// "process comm (pid N)" line.
+std::string render_per_process_report(const Profile &profile, const ReportOptions &options);
 
 // Brendan Gregg's folded stacks: "root;...;leaf WEIGHT" per path, weight =
 // exclusive time in integer microseconds.

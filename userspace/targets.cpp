@@ -181,6 +181,33 @@ std::vector<const Preset *> choose_presets(const RecordOptions &o, const FilesBy
 	return {p};
 }
 
+std::string probeless_runtime_hint(const std::string &binary)
+{
+	// Runtimes that are often built without probes (pyenv, asdf, Temurin, PHP
+	// and Ruby from source), and the Debian build that has them.
+	static const struct {
+		const char *prefix, *what, *with_probes;
+	} known[] = {
+		{"python", "python built without USDT probes (configure --with-dtrace)", "/usr/bin/python3.11"},
+		{"ruby", "ruby built without USDT probes (configure --enable-dtrace)", "/usr/bin/ruby3.1"},
+		{"php", "php built without USDT probes (configure --enable-dtrace)", "/usr/bin/php8.2"},
+		{"java", "JVM built without USDT probes (configure --enable-dtrace)",
+		 "/usr/lib/jvm/java-17-openjdk-amd64/bin/java"},
+	};
+	std::error_code ec;
+	for (const auto &k : known) {
+		if (!std::filesystem::path(binary).filename().string().starts_with(k.prefix))
+			continue;
+		// binary is the kernel's name of a process's executable (or root's
+		// --binary): compared as a name, never resolved on a target's behalf.
+		auto suggested = std::filesystem::canonical(k.with_probes, ec);
+		if (ec || suggested == std::filesystem::path(binary))
+			return "";
+		return std::string("; it is a ") + k.what + ": " + k.with_probes + " has them, use it instead";
+	}
+	return "";
+}
+
 std::vector<FoundSite> more_sites(const RecordOptions &o, const FilesByPid &files,
 				  const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom,
 				  size_t already)
@@ -228,10 +255,16 @@ std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched
 	auto sites = more_sites(o, files, chosen, custom, 0);
 	say_if_python_line_held(sites);
 	std::string target = pid ? pid_text(pid) : o.binary;
+	// The executable searched, as the kernel names it (or --binary as given).
+	std::error_code ec;
+	std::string exe = pid ? std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec).string() : o.binary;
+	std::string searched = exe.empty() ? "" : " in " + exe + " or the libraries it maps";
 	if (!has_probe_sites(sites))
 		throw UserError(pid && has_exited(pid) ? target + " exited before its probes could be attached"
-				: !o.runtime.empty() ? target + ": no probes of the " + o.runtime + " preset"
-				: o.pairs.empty() && o.tasks.empty() ? target + ": no probes of any preset (" + preset_names() + ")"
+				: !o.runtime.empty() ? target + ": no probes of the " + o.runtime + " preset" + searched +
+							       probeless_runtime_hint(exe)
+				: o.pairs.empty() && o.tasks.empty() ? target + ": no probes of any preset (" + preset_names() + ")" +
+									       searched + probeless_runtime_hint(exe)
 								     : target + ": none of the given probes in its binaries");
 	return sites;
 }

