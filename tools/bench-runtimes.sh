@@ -1,8 +1,10 @@
 #!/bin/sh
 # The cost of usdtprof record per runtime: a call-heavy script (N calls of an
-# empty function) times its own loop, run plain, with only the runtime's probe
-# switch, and under `usdtprof record`. Prints the best of RUNS runs of each
-# and the cost per call. Usage: tools/bench-runtimes.sh [N] [RUNS] (as root).
+# empty function) measures the CPU time of its own loop (user + system: the
+# uprobe traps are system time; CPU time, not wall time, so that other load on
+# the machine does not count), run plain, with only the runtime's probe switch,
+# and under `usdtprof record`. Prints the best of RUNS runs of each and the
+# cost per call. Usage: tools/bench-runtimes.sh [N] [RUNS] (as root).
 set -eu
 N=${1:-300000}
 RUNS=${2:-3}
@@ -13,31 +15,34 @@ trap 'rm -rf "$D"' EXIT
 cat > "$D/calls.py" <<PY
 import time, sys
 def f(): pass
-n = int(sys.argv[1]); t = time.perf_counter()
+n = int(sys.argv[1]); t = time.process_time_ns()
 for _ in range(n): f()
-print(int((time.perf_counter() - t) * 1e9))
+print(time.process_time_ns() - t)
 PY
 cat > "$D/calls.rb" <<RB
 def f; end
-n = ARGV[0].to_i; t = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
+n = ARGV[0].to_i; t = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID, :nanosecond)
 n.times { f }
-puts Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond) - t
+puts Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID, :nanosecond) - t
 RB
 cat > "$D/calls.php" <<PHP
 <?php
 function f() {}
-\$n = (int)\$argv[1]; \$t = hrtime(true);
+function cpu() { \$r = getrusage(); return (\$r["ru_utime.tv_sec"] + \$r["ru_stime.tv_sec"]) * 1000000000
+    + (\$r["ru_utime.tv_usec"] + \$r["ru_stime.tv_usec"]) * 1000; }
+\$n = (int)\$argv[1]; \$t = cpu();
 for (\$i = 0; \$i < \$n; \$i++) f();
-echo hrtime(true) - \$t, "\n";
+echo cpu() - \$t, "\n";
 PHP
 cat > "$D/Calls.java" <<JAVA
 public class Calls {
     static int x;
     static void f() { x++; }
     public static void main(String[] a) {
-        int n = Integer.parseInt(a[0]); long t = System.nanoTime();
+        java.lang.management.ThreadMXBean m = java.lang.management.ManagementFactory.getThreadMXBean();
+        int n = Integer.parseInt(a[0]); long t = m.getCurrentThreadCpuTime();
         for (int i = 0; i < n; i++) f();
-        System.out.println(System.nanoTime() - t);
+        System.out.println(m.getCurrentThreadCpuTime() - t);
     }
 }
 JAVA
@@ -64,9 +69,9 @@ printf "%-8s %10s %10s %10s %9s %8s\n" runtime plain switch record slowdown us/c
 P=$(best /usr/bin/python3.11 "$D/calls.py" "$N")
 R=$(best "$U" record -o "$D/p.data" -- /usr/bin/python3.11 "$D/calls.py" "$N")
 row python "$P" "$P" "$R"
-P=$(best ruby "$D/calls.rb" "$N")
-R=$(best "$U" record --ruby-call-hook -o "$D/r.data" -- ruby "$D/calls.rb" "$N")
-S=$(best env RUBYOPT=-r/run/usdtprof/ruby-launch.rb ruby "$D/calls.rb" "$N") # the hook record installed
+P=$(best ruby --disable-gems "$D/calls.rb" "$N")
+R=$(best "$U" record --ruby-call-hook -o "$D/r.data" -- ruby --disable-gems "$D/calls.rb" "$N")
+S=$(best env RUBYOPT=-r/run/usdtprof/ruby-launch.rb ruby --disable-gems "$D/calls.rb" "$N") # the hook record installed
 row ruby "$P" "$S" "$R"
 P=$(best php "$D/calls.php" "$N")
 S=$(best env USE_ZEND_DTRACE=1 php "$D/calls.php" "$N")

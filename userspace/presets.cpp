@@ -213,7 +213,7 @@ const std::vector<Preset> &presets()
 		{"ruby", "Ruby: ruby:method__entry/return and cmethod__entry/return, named Class#method", ruby_roles,
 		 no_check, {{"RUBYOPT", "-r{script}"}}, kRubyHooks,
 		 "Ruby fires method__entry/return only while a call/return hook is on: recording C methods only; "
-		 "--ruby-call-hook installs one (Ruby calls ~3x slower; Ruby 3.1 can crash in rb_dtrace_setup with "
+		 "--ruby-call-hook installs one (Ruby calls 3x slower, before the probes' own cost; Ruby 3.1 can crash in rb_dtrace_setup with "
 		 "any such hook, seen in 1 launch of 20 with rubygems)",
 		 no_library},
 		{"java", "Java (HotSpot): hotspot:method__entry/return, named pkg.Class.method", java_roles, java_check,
