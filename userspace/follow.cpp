@@ -115,29 +115,16 @@ Result<int> FollowedCommand::Tracer::start(const std::vector<std::string> &argv)
 	int report[2], go[2];
 	if (pipe2(report, O_CLOEXEC) || pipe2(go, O_CLOEXEC))
 		return Error{"cannot launch the command"};
-	std::vector<char *> args;
-	for (const auto &a : argv)
-		args.push_back(const_cast<char *>(a.c_str()));
-	args.push_back(nullptr);
+	std::vector<char *> args = exec_args(argv);
 	pid_t pid = fork();
 	if (pid < 0)
 		return Error{std::string("fork: ") + strerror(errno)};
 	if (pid == 0) {
 		close(report[0]);
 		close(go[1]);
-		// usdtprof blocks these for its signalfd; the command must not inherit that.
-		sigset_t stop;
-		sigemptyset(&stop);
-		sigaddset(&stop, SIGINT);
-		sigaddset(&stop, SIGTERM);
-		sigprocmask(SIG_UNBLOCK, &stop, nullptr);
 		char c;
-		// Never run the command untraced: wait until the tracer has seized us.
-		if (read(go[0], &c, 1) == 1)
-			execvp(args[0], args.data());
-		int err = errno;
-		(void)!write(report[1], &err, sizeof(err));
-		_exit(127);
+		// Never run the command untraced: the tracer seizes it first.
+		exec_in_child(args.data(), report[1], read(go[0], &c, 1) == 1);
 	}
 	close(report[1]);
 	close(go[0]);

@@ -88,33 +88,43 @@ Result<void> run_to_entry(int pid)
 	return {};
 }
 
+std::vector<char *> exec_args(const std::vector<std::string> &argv)
+{
+	std::vector<char *> args;
+	for (const auto &a : argv)
+		args.push_back(const_cast<char *>(a.c_str()));
+	args.push_back(nullptr);
+	return args;
+}
+
+void exec_in_child(char *const *args, int report_fd, bool may_exec)
+{
+	// usdtprof blocks these for its signalfd; the command must not inherit that.
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigprocmask(SIG_UNBLOCK, &stop, nullptr);
+	if (may_exec)
+		execvp(args[0], args);
+	int err = errno;
+	(void)!write(report_fd, &err, sizeof(err));
+	_exit(127);
+}
+
 Result<HeldChild> HeldChild::launch(const std::vector<std::string> &argv)
 {
 	int pipefd[2];
 	if (argv.empty() || pipe2(pipefd, O_CLOEXEC))
 		return Error{"cannot launch the command"};
-	std::vector<char *> args;
-	for (const auto &a : argv)
-		args.push_back(const_cast<char *>(a.c_str()));
-	args.push_back(nullptr);
-
+	std::vector<char *> args = exec_args(argv);
 	pid_t pid = fork();
 	if (pid < 0)
 		return Error{std::string("fork: ") + strerror(errno)};
 	if (pid == 0) {
 		close(pipefd[0]);
-		// usdtprof blocks these for its signalfd; the command must not inherit that.
-		sigset_t stop;
-		sigemptyset(&stop);
-		sigaddset(&stop, SIGINT);
-		sigaddset(&stop, SIGTERM);
-		sigprocmask(SIG_UNBLOCK, &stop, nullptr);
 		// Never run the command unheld: probes would miss its start.
-		if (ptrace(PTRACE_TRACEME, 0, 0, 0) == 0)
-			execvp(args[0], args.data());
-		int err = errno;
-		(void)!write(pipefd[1], &err, sizeof(err));
-		_exit(127);
+		exec_in_child(args.data(), pipefd[1], ptrace(PTRACE_TRACEME, 0, 0, 0) == 0);
 	}
 	close(pipefd[1]);
 	int err = 0;
