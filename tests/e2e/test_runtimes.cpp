@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "java_calls.h"
 #include "profile.h"
 
 using namespace e2e;
@@ -274,15 +275,8 @@ TEST_CASE("java: record -- java turns DTraceMethodProbes on, exact calls per Cla
 	const auto &report = java_calls_report();
 	// inc is JIT-compiled midway, main is OSR-compiled with thrower inlined: counts stay exact, even
 	// for thrower, whose compiled frames left by its exception fire no method__return.
-	const std::map<std::string, int> expected = {{"Calls.main", 1}, {"Calls.fib", 1973}, {"Calls$Counter.<init>", 1},
-		{"Calls$Counter.inc", 100000}, {"Calls$Counter.get", 1}, {"Calls$Util.twice", 7},
-		{"Calls$Child.<init>", 1}, {"Calls$Base.<init>", 1}, {"Calls$Base.hello", 3}, {"Calls.thrower", 2}};
-	std::map<std::string, int> got;
-	for (const auto &f : report["functions"]) {
-		std::string name = f["name"];
-		if (name.starts_with("Calls.") || name.starts_with("Calls$"))
-			got[name] = f["calls"];
-	}
+	const auto &expected = java_expected_calls();
+	std::map<std::string, int> got = java_class_calls(report);
 	for (const auto &[name, calls] : expected) {
 		INFO(name);
 		REQUIRE(got[name] == calls);
