@@ -113,10 +113,15 @@ struct {
 const volatile bool trace_events = false;
 
 __u64 anomalies[USDTPROF_ANOM_COUNT];
-/* Set by userspace when recording stops: from then on the probes do nothing
- * (while their detachment waits for a grace period) and open frames are
- * charged up to this time. */
-__u64 stop_ns;
+/* Set by userspace when recording stops and when a `monitor` sampling window
+ * closes: from then on the probes do nothing (while their detachment waits
+ * for a grace period). */
+__u64 paused;
+/* The logical end of the recording or of the sampling window (monotonic ns),
+ * which userspace reads from the clock after setting `paused`, 0 while
+ * recording: open frames are charged up to it and off-CPU time ends at it,
+ * however long the detachment and the flush take after it. */
+__u64 close_ns;
 /* Set by userspace before the first probe is attached (monotonic ns). */
 __u64 start_ns;
 /* `usdtprof monitor`: the CPU time of profiled processes that have exited,
@@ -126,9 +131,6 @@ __u64 exited_cpu_ns;
  * flushed in an older epoch adds it to the paths map at its next exit, so
  * periodic reads of the map miss nothing for long. */
 __u64 flush_epoch;
-/* `usdtprof monitor` between sampling windows: probes do nothing (while
- * their detachment waits for a grace period). */
-__u64 paused;
 /* Set by userspace when several processes share the tables (--binary): the
  * paths and names one process may hold, so that one cannot fill them and
  * make the others' drop. 0: no limit. */
@@ -139,6 +141,7 @@ __u32 name_share;
 __u64 windowed;
 
 #define FRAME_MASK (USDTPROF_MAX_DEPTH - 1)
+#define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
 
 static __always_inline void count_anomaly(enum usdtprof_anomaly a, __u64 n)
 {
@@ -543,10 +546,9 @@ static __always_inline void pop_frame(struct usdtprof_thread_stack *st, __u32 d,
 	f = &st->frames[(d - 1) & FRAME_MASK];
 	if (d > 1)
 		parent = &st->frames[(d - 2) & FRAME_MASK];
-	/* Only a flush at stop_ns can come before a frame's last resume, when an
-	 * event read its clock after userspace took the stop time: the frame then
-	 * ends at that resume, so its total still covers its self time and its
-	 * children's totals. */
+	/* A flush at close_ns never comes before a frame's last resume (hits
+	 * after the close charge nothing); should it, the frame ends at that
+	 * resume, so its total still covers its self time and its children's. */
 	end = now > f->resume ? now : f->resume;
 	self = f->self + (end - f->resume);
 	total = end - f->start;
@@ -673,13 +675,18 @@ begin_hit(struct pt_regs *ctx, const struct usdtprof_probe_spec **spec, __u64 *f
 	__u32 spec_index;
 
 	*spec = probe_spec(ctx, &spec_index);
-	if (!*spec || stop_ns || paused)
+	if (!*spec || READ_ONCE(paused))
 		return 0;
 	st = thread_stack();
 	if (!st)
 		return 0;
 	*func = hit_function(ctx, *spec, spec_index, st);
 	*now = bpf_ktime_get_ns();
+	/* Userspace sets `paused` before it reads close_ns from the clock: a hit
+	 * whose clock reads later than close_ns sees it set here, so no time
+	 * beyond the close is ever charged (a load, no helper). */
+	if (READ_ONCE(paused))
+		return 0;
 	return st;
 }
 
@@ -853,13 +860,13 @@ int usdt_exit(struct pt_regs *ctx)
 	return 0;
 }
 
-/* Charges every frame of a stack up to now (or the stop) as an open
+/* Charges every frame of a stack up to now (or the close) as an open
  * activation and adds the thread's path cache to the map. */
 static __always_inline void drain_stack(struct usdtprof_thread_stack *st)
 {
 	struct pop_ctx c = { .st = st };
 	__u32 d = st->depth;
-	__u64 now = stop_ns ? stop_ns : bpf_ktime_get_ns();
+	__u64 close = READ_ONCE(close_ns), now = close ? close : bpf_ktime_get_ns();
 
 	if (d > USDTPROF_MAX_DEPTH)
 		return;
@@ -903,7 +910,7 @@ int BPF_PROG(track_offcpu, bool preempt, struct task_struct *prev, struct task_s
 {
 	struct usdtprof_thread_stack *out = bpf_task_storage_get(&stacks, prev, 0, 0);
 	struct usdtprof_thread_stack *in = bpf_task_storage_get(&stacks, next, 0, 0);
-	__u64 now;
+	__u64 now, close;
 
 	if (!out && !(in && in->switched_out))
 		return 0;
@@ -912,10 +919,12 @@ int BPF_PROG(track_offcpu, bool preempt, struct task_struct *prev, struct task_s
 		out->switched_out = now;
 	if (!in || !in->switched_out)
 		return 0;
-	/* Like self time, off-CPU time ends at the stop: a frame that the stop
-	 * iterator charges later never has more off-CPU than self time. */
-	if (stop_ns && now > stop_ns)
-		now = stop_ns;
+	/* Like self time, off-CPU time ends at the close (stop or window): a
+	 * frame that the iterator charges later never has more off-CPU than
+	 * self time. */
+	close = READ_ONCE(close_ns);
+	if (close && now > close)
+		now = close;
 	if (now > in->switched_out) {
 		if (in->depth > 0 && in->depth <= USDTPROF_MAX_DEPTH)
 			in->frames[(in->depth - 1) & FRAME_MASK].offcpu += now - in->switched_out;
@@ -971,7 +980,8 @@ static __always_inline struct usdtprof_thread_stack *iter_task_stack(struct bpf_
 
 /* `usdtprof monitor`, when a sampling window closes (probes paused and
  * detached, so no probe runs on any stack): open frames are charged up to
- * now as open activations and every stack starts empty, path caches flushed. */
+ * the window's close_ns as open activations and every stack starts empty,
+ * path caches flushed. */
 SEC("iter/task")
 int close_window(struct bpf_iter__task *ctx)
 {

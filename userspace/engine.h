@@ -69,18 +69,27 @@ public:
 	// Holds the USDT semaphore at ref_ctr (a file offset in file) up for
 	// pid while attached, probing only the entry point, which never runs again.
 	Result<void> hold_semaphore(int pid, const TargetFile &file, uint64_t ref_ctr);
-	// Ends recording at monotonic time stop_ns: the probes stop counting at
-	// once, then are detached in the reverse order of attachment.
-	void stop(uint64_t stop_ns);
+	// Ends recording now: the probes stop counting at once, then are
+	// detached in the reverse order of attachment. Returns the stop time
+	// (monotonic ns): no hit is counted after it, open frames end there.
+	uint64_t stop();
+	// The monotonic time recording started: set at the first attach, before
+	// any probe can fire. A launched command, held while probes attach, sets
+	// it when it releases the command.
+	uint64_t start_ns() const;
+	void set_start_ns(uint64_t ns);
 	size_t attached_sites() const { return attached_sites_; }
 	// Charges frames still open on every thread up to the stop, as open activations.
 	Result<void> flush_open_frames();
 
 	// `usdtprof monitor`'s sampling windows. close_window() pauses the
-	// probes, detaches them, charges open frames up to now as open
-	// activations and empties every stack; attach again, then open_window().
-	Result<void> close_window();
-	void open_window();
+	// probes, takes the close time, detaches them, charges open frames up to
+	// that time as open activations and empties every stack; it returns the
+	// close time (monotonic ns), after which nothing is charged. Attach
+	// again, then open_window(), which returns the time the window opens:
+	// no hit of the window is earlier.
+	Result<uint64_t> close_window();
+	uint64_t open_window();
 	// CPU time of profiled processes that have exited (all their threads), ns.
 	uint64_t exited_cpu_ns() const;
 	// Makes each thread add its path cache to the paths map at its next exit.
@@ -120,6 +129,8 @@ private:
 	Engine() = default;
 	// A map of command names (char[16]) by id.
 	static std::map<uint32_t, std::string> read_comms(int fd);
+	// Makes the probes do nothing from now on; returns the time taken after that.
+	uint64_t pause();
 
 	usdtprof_bpf *skel_ = nullptr;
 	std::vector<LinkPtr> scheduler_hooks_; // thread exit, exec, context switch

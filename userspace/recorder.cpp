@@ -532,8 +532,17 @@ int record(const RecordOptions &o)
 	AttachedProbes attached;
 	Profile profile;
 	profile.command = o.command;
+	// steady_clock is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
+	auto monotonic_now = [] {
+		return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+					std::chrono::steady_clock::now().time_since_epoch())
+					.count());
+	};
 	if (follow) {
 		tree.emplace(o, **engine, custom, opened);
+		// The command runs none of its code before it is launched: its
+		// recording starts there, not at the first attach.
+		(*engine)->set_start_ns(monotonic_now());
 		auto launched = FollowedCommand::launch(o.command, tree->callbacks());
 		if (!launched)
 			throw UserError(launched.error().message);
@@ -569,9 +578,13 @@ int record(const RecordOptions &o)
 		attached = attach_sites(**engine, sites, binary_processes.has_value());
 		if (binary_processes)
 			(*engine)->share_tables(binary_processes->running());
+		// A launched command runs none of its code before its release: its
+		// recording starts there, not at the first attach.
+		if (child)
+			(*engine)->set_start_ns(monotonic_now());
 	}
-	profile.start_unix_ns = unix_now_ns();
-	auto started = std::chrono::steady_clock::now();
+	uint64_t start_ns = (*engine)->start_ns();
+	profile.start_unix_ns = unix_now_ns() - int64_t(monotonic_now() - start_ns);
 	if (child)
 		if (auto r = child->release(); !r)
 			throw UserError(r.error().message);
@@ -599,24 +612,22 @@ int record(const RecordOptions &o)
 			(*engine)->share_tables(binary_processes->running());
 		}
 	});
-	auto stopped = std::chrono::steady_clock::now();
-	// steady_clock is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
-	auto monotonic_ns = [](std::chrono::steady_clock::time_point t) {
-		return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
-	};
+	// The profile covers what the probes could see: from the start to the
+	// stop, after which no hit counts.
+	uint64_t stop_ns = 0;
 	if (tree) {
-		tree->stop(*followed, [&] { (*engine)->stop(monotonic_ns(stopped)); });
+		tree->stop(*followed, [&] { stop_ns = (*engine)->stop(); });
 		attached = tree->attached();
 		attach_maps = tree->maps();
 		profile.processes = tree->processes();
 	} else {
-		(*engine)->stop(monotonic_ns(stopped));
+		stop_ns = (*engine)->stop();
 	}
+	profile.stop_unix_ns = unix_now_ns() - int64_t(monotonic_now() - stop_ns);
 	(*engine)->drain_events(collect);
 	if (auto r = (*engine)->flush_open_frames(); !r)
 		throw UserError(r.error().message);
-	profile.stop_unix_ns = unix_now_ns();
-	profile.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(stopped - started).count();
+	profile.duration_ns = stop_ns - start_ns;
 	auto anomalies = (*engine)->anomalies();
 	for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
 		profile.anomalies[anomaly_name(a)] = anomalies[a];
@@ -682,7 +693,7 @@ int record(const RecordOptions &o)
 		o.output.c_str(), profile.nodes.size(), (unsigned long long)calls,
 		profile.duration_ns / 1e9);
 	if (o.trace)
-		write_trace(*o.trace, log, anomalies[USDTPROF_ANOM_LOST_EVENTS], monotonic_ns(started), monotonic_ns(stopped),
+		write_trace(*o.trace, log, anomalies[USDTPROF_ANOM_LOST_EVENTS], start_ns, stop_ns,
 			    profile, lookup, (*engine)->read_thread_comms());
 	if (!child && !followed)
 		return 0;

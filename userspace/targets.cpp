@@ -81,19 +81,11 @@ std::vector<int> BinaryProcesses::scan()
 	return found;
 }
 
-std::vector<int> BinaryProcesses::forget_exited()
+void BinaryProcesses::forget(int pid)
 {
-	std::vector<int> exited;
-	for (auto it = seen_.begin(); it != seen_.end();)
-		if (!process_exists(it->first)) {
-			exited.push_back(it->first);
-			maps_.erase(it->first);
-			libraries_.erase(it->first);
-			it = seen_.erase(it);
-		} else {
-			++it;
-		}
-	return exited;
+	maps_.erase(pid);
+	libraries_.erase(pid);
+	seen_.erase(pid);
 }
 
 size_t BinaryProcesses::running() const

@@ -40,9 +40,9 @@ public:
 	BinaryProcesses(const std::string &binary, TargetFiles &files);
 	// Finds processes started since the last scan; returns their pids.
 	std::vector<int> scan();
-	// Drops the processes that have exited (a later one may reuse a pid) and
-	// returns their pids, for the caller to drop what it keeps of them.
-	std::vector<int> forget_exited();
+	// Drops a process that has exited (a later one may reuse its pid); the
+	// caller decides when: after a read that holds all it counted.
+	void forget(int pid);
 	// The binary (for every process) and the other files of the processes
 	// pids (for each process only): all when pids is empty.
 	FilesByPid files(const std::vector<int> &pids = {}) const;
