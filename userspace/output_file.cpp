@@ -211,8 +211,42 @@ bool write_all_nonblocking(int fd, const std::string &contents)
 	return ok;
 }
 
+// SIGINT and SIGTERM held blocked while a stream is written, so that
+// stop_signal_pending() sees them end the wait (record and trace block them
+// already). For a caller that had them unblocked (export), one that came is
+// taken here: the write ends with its error line and exit 1 rather than death.
+class StopSignalsHeld {
+public:
+	StopSignalsHeld()
+	{
+		sigset_t stop;
+		sigemptyset(&stop);
+		sigaddset(&stop, SIGINT);
+		sigaddset(&stop, SIGTERM);
+		pthread_sigmask(SIG_BLOCK, &stop, &old_);
+	}
+	~StopSignalsHeld()
+	{
+		sigset_t taken;
+		sigemptyset(&taken);
+		for (int sig : {SIGINT, SIGTERM})
+			if (!sigismember(&old_, sig))
+				sigaddset(&taken, sig);
+		static const timespec now{};
+		while (sigtimedwait(&taken, nullptr, &now) > 0)
+			;
+		pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+	}
+	StopSignalsHeld(const StopSignalsHeld &) = delete;
+	StopSignalsHeld &operator=(const StopSignalsHeld &) = delete;
+
+private:
+	sigset_t old_;
+};
+
 Result<void> write_stream(const std::string &path, const std::string &shown, const std::string &contents)
 {
+	StopSignalsHeld held;
 	auto fd = open_stream(path, shown);
 	if (!fd)
 		return fd.error();

@@ -501,17 +501,25 @@ std::string render_folded(const CallTree &tree)
 	return out;
 }
 
+// Percent-encodes the separators and every byte of what a terminal would act
+// on (escape_text's choice: C0, DEL, C1, bidi overrides, invalid UTF-8):
+// folded stacks go to stdout.
 std::string escape_folded_frame(const std::string &name)
 {
 	std::string out;
-	for (char c : name) {
-		unsigned char u = static_cast<unsigned char>(c);
-		if (c == ';' || c == '%' || u < 0x20 || u == 0x7f) {
+	for (size_t i = 0; i < name.size();) {
+		TextUnit unit = text_unit_at(name, i);
+		bool encode = unit.unsafe || name[i] == ';' || name[i] == '%';
+		for (size_t k = 0; k < unit.length; k++) {
+			if (!encode) {
+				out += name[i + k];
+				continue;
+			}
 			char buf[4];
-			snprintf(buf, sizeof buf, "%%%02X", u);
+			snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(name[i + k]));
 			out += buf;
-		} else
-			out += c;
+		}
+		i += unit.length;
 	}
 	return out;
 }

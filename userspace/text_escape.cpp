@@ -83,6 +83,12 @@ std::string escape_text(std::string_view s)
 	return out;
 }
 
+TextUnit text_unit_at(std::string_view s, size_t i)
+{
+	Decoded d = decode_utf8(s, i);
+	return {d.length, !d.valid || d.code_point < 0x20 || d.code_point == 0x7F || is_format_control(d.code_point)};
+}
+
 std::string valid_utf8(std::string_view s)
 {
 	std::string out;

@@ -19,6 +19,15 @@ namespace usdtprof {
 // may also be those four characters in the name itself.
 std::string escape_text(std::string_view s);
 
+// The text unit at s[i]: a UTF-8 sequence, or an ill-formed run of bytes; unsafe
+// when escape_text escapes it. For writers with an escaping of their own
+// (folded stacks), so that they escape what escape_text does.
+struct TextUnit {
+	size_t length; // >= 1
+	bool unsafe;
+};
+TextUnit text_unit_at(std::string_view s, size_t i);
+
 // s with each ill-formed UTF-8 sequence (its maximal subpart, as Unicode
 // recommends and nlohmann::json's error_handler_t::replace does) replaced by
 // U+FFFD; valid UTF-8 is returned unchanged.

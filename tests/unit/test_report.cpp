@@ -283,6 +283,8 @@ TEST_CASE("report: folded stacks", "[report]")
 	CHECK(escape_folded_frame("a;b%c") == "a%3Bb%25c");
 	CHECK(escape_folded_frame(std::string("t\tn\n\x7f\x1f", 6)) == "t%09n%0A%7F%1F");
 	CHECK(escape_folded_frame("caf\xc3\xa9") == "caf\xc3\xa9");
+	// C1 controls and bidi overrides in UTF-8, and invalid UTF-8: every byte.
+	CHECK(escape_folded_frame("a\xc2\x9b" "31m\xe2\x80\xae" "b\xff") == "a%C2%9B31m%E2%80%AEb%FF");
 }
 
 TEST_CASE("report: simplify_function_name", "[report]")
