@@ -103,6 +103,16 @@ Result<void> check_symlink_owner(const std::string &link, const struct stat &st)
 	return {};
 }
 
+// Only our own or root's FIFOs are written through: another user's FIFO,
+// planted at the output's name, would hand root's output to its reader.
+// (Character devices can only be made by root.)
+Result<void> check_fifo_owner(const std::string &fifo, const struct stat &st)
+{
+	if (S_ISFIFO(st.st_mode) && st.st_uid != geteuid() && st.st_uid != 0)
+		return Error{"FIFO " + fifo + " belongs to uid " + std::to_string(st.st_uid) + ", not written"};
+	return {};
+}
+
 // /proc/self/fd/N and the like (/dev/stdout) are the kernel's links to open
 // files, pipes and sockets: written through whatever they are, as a shell does.
 bool is_proc_link(const std::string &path) { return path.rfind("/proc/", 0) == 0; }
@@ -135,6 +145,8 @@ Result<Destination> resolve(const std::string &path)
 		std::string shown = p == path ? "" : " (" + p + ")";
 		if (const char *refused = refused_kind(st.st_mode))
 			return Error{refused + shown};
+		if (auto r = check_fifo_owner(p, st); !r)
+			return r.error();
 		if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))
 			return Destination{Kind::Stream, p};
 		if (!S_ISLNK(st.st_mode))
@@ -254,6 +266,9 @@ Result<void> write_stream(const std::string &path, const std::string &shown, con
 	struct stat st;
 	if (fstat(fd->get(), &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || is_proc_link(path)))
 		return Error{"changed while being opened"};
+	if (!is_proc_link(path))
+		if (auto r = check_fifo_owner(path, st); !r)
+			return r.error();
 	if (S_ISREG(st.st_mode) && ftruncate(fd->get(), 0) != 0) // > /dev/stdout on a file
 		return Error{strerror(errno)};
 	if (!write_all_nonblocking(fd->get(), contents))

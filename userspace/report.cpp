@@ -363,7 +363,7 @@ std::string render_per_process_report(const Profile &profile, const ReportOption
 		Profile one = only_process(profile, pid);
 		if (one.nodes.empty())
 			continue;
-		std::string comm = one.processes.empty() ? "" : one.processes[0].comm;
+		std::string comm = one.processes.empty() ? "" : escape_text(one.processes[0].comm);
 		out += (out.empty() ? "" : "\n") + std::string("process ") + (comm.empty() ? "" : comm + " ") + "(pid " +
 		       std::to_string(pid) + ")\n" + render_report(one, options);
 	}

@@ -252,7 +252,21 @@ TEST_CASE("outputs: -o to a FIFO is written through to its reader; without one S
 		REQUIRE(S_ISFIFO(st.st_mode));
 		REQUIRE((st.st_mode & 07777) == 0600);
 		for (const std::string &name : entries(s.dir)) // nothing beside: no temporary file
-			REQUIRE(std::set<std::string>{"fifo", "got", "in.data", "trace-profile.data"}.count(name) == 1);
+			REQUIRE(std::set<std::string>{"fifo", "got", "in.data", "trace-profile.data", "nobodys"}.count(name) == 1);
+	}
+	// Another user's FIFO at the output's name would hand root's output to
+	// its reader: refused before anything is recorded, like its symlinks.
+	std::string nobodys = s.dir + "/nobodys";
+	REQUIRE(mkfifo(nobodys.c_str(), 0666) == 0);
+	REQUIRE(chown(nobodys.c_str(), kNobody, kNobody) == 0);
+	for (std::string kind : kKinds) {
+		INFO(kind);
+		fs::remove(s.trace_profile);
+		Output refused = run(s.writer(kind, nobodys));
+		REQUIRE(refused.status == 1);
+		REQUIRE(refused.err == "usdtprof: cannot write " + nobodys + ": FIFO " + nobodys + " belongs to uid 65534, not written\n");
+		REQUIRE(S_ISFIFO(lstat_of(nobodys).st_mode));
+		REQUIRE(!fs::exists(s.trace_profile));
 	}
 }
 
@@ -519,15 +533,16 @@ TEST_CASE("escaping: a target's hostile names and path reach no terminal raw", "
 	REQUIRE(trace.status == 0);
 	require_terminal_safe(trace.err);
 	nlohmann::json timeline = require_clean_json(read_all(s.dir + "/t.json"));
-	// The names are kept, in JSON's own escaping (a thread is named after its
-	// end from /proc: the main thread's is the process name it set).
+	// The names are kept, in JSON's own escaping: those the process and its
+	// worker thread set after the launch (kept at their exit).
 	std::set<std::string> named;
 	for (const auto &e : timeline.at("traceEvents"))
 		if (e.value("ph", "") == "M")
 			named.insert(e.at("name").get<std::string>() + " " + e.at("args").at("name").get<std::string>());
 	INFO(nlohmann::json(named).dump());
-	REQUIRE(named.count("process_name bin\x1b[2J\r\nfake\xef\xbf\xbd") == 1);
+	REQUIRE(named.count("process_name p\x1b[31m\r\nfake\xef\xbf\xbd\xef\xbf\xbd") == 1);
 	REQUIRE(named.count("thread_name p\x1b[31m\r\nfake\xef\xbf\xbd\xef\xbf\xbd") == 1);
+	REQUIRE(named.count("thread_name w\x1b[2J\r\nfake\xef\xbf\xbd") == 1);
 
 	// An error line naming a hostile path.
 	std::string no_such = s.dir + "/no\x1b]0;t\x07such\r\nfake";
