@@ -681,6 +681,58 @@ begin_hit(struct pt_regs *ctx, const struct usdtprof_probe_spec **spec, __u64 *f
 	return st;
 }
 
+struct chain_ctx {
+	struct usdtprof_thread_stack *st;
+	__u64 parent, total;
+	__u32 n;
+};
+
+static long record_chain_frame(__u32 i, void *data)
+{
+	struct chain_ctx *c = data;
+	struct usdtprof_attach_frame *f;
+	struct usdtprof_path_slot slot = {};
+
+	if (i >= c->n)
+		return 1;
+	f = &c->st->attach_chain[(c->n - 1 - i) & (USDTPROF_ATTACH_CHAIN - 1)];
+	slot.path = path_hash(c->parent, f->func);
+	slot.parent = c->parent;
+	slot.func = f->func;
+	slot.calls = 1;
+	slot.self_ns = f->self;
+	slot.total_ns = c->total;
+	slot.self_offcpu_ns = f->offcpu;
+	add_to_map(&slot, c->st->tgid, 0);
+	c->parent = slot.path;
+	c->total -= f->self < c->total ? f->self : c->total;
+	return 0;
+}
+
+/* Records the thread's attach chain under its [running at attach] root,
+ * outermost first, each frame's total its own self time plus its callee's
+ * total: the tree adds up, and a thread's recorded time never exceeds the
+ * time it was recorded. */
+static __always_inline void record_attach_chain(struct usdtprof_thread_stack *st)
+{
+	struct chain_ctx c = { .st = st, .n = st->chain_len };
+	struct usdtprof_path_slot root = {
+		.path = path_hash(st->tgid, USDTPROF_FUNC_RUNNING_AT_ATTACH),
+		.func = USDTPROF_FUNC_RUNNING_AT_ATTACH,
+	};
+	__u32 i;
+
+	if (c.n == 0 || c.n > USDTPROF_ATTACH_CHAIN)
+		return;
+	for (i = 0; i < USDTPROF_ATTACH_CHAIN && i < c.n; i++)
+		root.total_ns += st->attach_chain[i].self;
+	c.total = root.total_ns;
+	c.parent = root.path;
+	add_to_map(&root, st->tgid, 0);
+	bpf_loop(USDTPROF_ATTACH_CHAIN, record_chain_frame, &c, 0);
+	st->chain_len = 0;
+}
+
 /* Path id of the marker under which calls beyond the tracked depth are counted. */
 static __always_inline __u64 truncated_path(struct usdtprof_thread_stack *st)
 {
@@ -763,32 +815,27 @@ int usdt_entry(struct pt_regs *ctx)
 }
 
 /* The exit of a function entered before the probes were attached: it has
- * been the innermost probed frame whenever the stack was empty since then.
- * Recorded under the [running at attach] root, one level deep. */
+ * been the innermost probed frame whenever the stack was empty since the
+ * previous such exit, whose caller it is. Kept in the thread's attach chain
+ * until the stack is flushed (a full chain is recorded first and restarts). */
 static __always_inline void exit_running_at_attach(struct usdtprof_thread_stack *st, __u64 func,
 						   __u64 now)
 {
-	struct usdtprof_path_slot root = {
-		.path = path_hash(st->tgid, USDTPROF_FUNC_RUNNING_AT_ATTACH),
-		.func = USDTPROF_FUNC_RUNNING_AT_ATTACH,
-		.total_ns = now - start_ns,
-	};
-	struct usdtprof_path_slot call = {
-		.path = path_hash(root.path, func),
-		.parent = root.path,
-		.func = func,
-		.calls = 1,
-		.self_ns = st->unknown_self + (now - st->idle_since),
-		.total_ns = now - start_ns,
-		.self_offcpu_ns = st->unknown_offcpu,
-	};
+	struct usdtprof_attach_frame *c;
+	__u32 n = st->chain_len;
 
-	add_to_map(&root, st->tgid, 0);
-	add_to_map(&call, st->tgid, 0);
+	if (n >= USDTPROF_ATTACH_CHAIN) {
+		record_attach_chain(st);
+		n = 0;
+	}
+	c = &st->attach_chain[n & (USDTPROF_ATTACH_CHAIN - 1)];
+	c->func = func;
+	c->self = st->unknown_self + (now - st->idle_since);
+	c->offcpu = st->unknown_offcpu;
+	st->chain_len = n + 1;
 	st->unknown_self = 0;
 	st->unknown_offcpu = 0;
 	st->idle_since = now;
-	count_anomaly(USDTPROF_ANOM_EXIT_NO_FRAME, 1);
 }
 
 SEC("uprobe")
@@ -868,6 +915,7 @@ static __always_inline void drain_stack(struct usdtprof_thread_stack *st)
 	st->depth = 0;
 	st->overflow = 0;
 	st->idle_since = now;
+	record_attach_chain(st);
 	bpf_loop(USDTPROF_PATH_CACHE, flush_slot, &c, 0);
 }
 
