@@ -690,6 +690,58 @@ begin_hit(struct pt_regs *ctx, const struct usdtprof_probe_spec **spec, __u64 *f
 	return st;
 }
 
+struct chain_ctx {
+	struct usdtprof_thread_stack *st;
+	__u64 parent, total;
+	__u32 n;
+};
+
+static long record_chain_frame(__u32 i, void *data)
+{
+	struct chain_ctx *c = data;
+	struct usdtprof_attach_frame *f;
+	struct usdtprof_path_slot slot = {};
+
+	if (i >= c->n)
+		return 1;
+	f = &c->st->attach_chain[(c->n - 1 - i) & (USDTPROF_ATTACH_CHAIN - 1)];
+	slot.path = path_hash(c->parent, f->func);
+	slot.parent = c->parent;
+	slot.func = f->func;
+	slot.calls = 1;
+	slot.self_ns = f->self;
+	slot.total_ns = c->total;
+	slot.self_offcpu_ns = f->offcpu;
+	add_to_map(&slot, c->st->tgid, 0);
+	c->parent = slot.path;
+	c->total -= f->self < c->total ? f->self : c->total;
+	return 0;
+}
+
+/* Records the thread's attach chain under its [running at attach] root,
+ * outermost first, each frame's total its own self time plus its callee's
+ * total: the tree adds up, and a thread's recorded time never exceeds the
+ * time it was recorded. */
+static __always_inline void record_attach_chain(struct usdtprof_thread_stack *st)
+{
+	struct chain_ctx c = { .st = st, .n = st->chain_len };
+	struct usdtprof_path_slot root = {
+		.path = path_hash(st->tgid, USDTPROF_FUNC_RUNNING_AT_ATTACH),
+		.func = USDTPROF_FUNC_RUNNING_AT_ATTACH,
+	};
+	__u32 i;
+
+	if (c.n == 0 || c.n > USDTPROF_ATTACH_CHAIN)
+		return;
+	for (i = 0; i < USDTPROF_ATTACH_CHAIN && i < c.n; i++)
+		root.total_ns += st->attach_chain[i].self;
+	c.total = root.total_ns;
+	c.parent = root.path;
+	add_to_map(&root, st->tgid, 0);
+	bpf_loop(USDTPROF_ATTACH_CHAIN, record_chain_frame, &c, 0);
+	st->chain_len = 0;
+}
+
 /* Path id of the marker under which calls beyond the tracked depth are counted. */
 static __always_inline __u64 truncated_path(struct usdtprof_thread_stack *st)
 {
@@ -708,13 +760,66 @@ static __always_inline void task_create(struct usdtprof_thread_stack *st, __u64 
 	emit(USDTPROF_EV_TASK_CREATE, id, now);
 }
 
+/* A frame entered at site S with stack pointer P is proved gone by a later
+ * entry at the same site S whose stack pointer lies above P (the code at S
+ * runs in a frame above the one that held the frame: that one has returned,
+ * even when S is in an out-of-line helper such as usdtprof::Scope's
+ * constructor), or at P with the same function (the same code entered again
+ * from the same frame: not a recursion, which lies below). Other sites prove
+ * nothing: a site in an out-of-line helper records a stack pointer below the
+ * frame it times, which a callee of that frame can lie above. */
+struct dead_ctx {
+	struct usdtprof_thread_stack *st;
+	__u64 sp, site, func;
+	__u32 depth, dead;
+};
+
+static long find_dead(__u32 i, void *data)
+{
+	struct dead_ctx *c = data;
+	struct usdtprof_frame *f;
+
+	if (i >= c->depth)
+		return 1;
+	f = &c->st->frames[(c->depth - 1 - i) & FRAME_MASK];
+	if (f->sp && f->site == c->site && (c->sp > f->sp || (c->sp == f->sp && f->func == c->func)))
+		c->dead = i + 1; /* the outermost proof wins: frames above it are its callees */
+	return 0;
+}
+
+/* Before an entry of a probe that nests on the native stack: frames left
+ * without their exit (longjmp, an exception, an early return) that the
+ * entry proves gone are popped now, charged up to now, with one
+ * exit_mismatch for the repair. Returns the depth left. The search runs only
+ * when the entry's stack pointer is not below the top frame's (a callee's
+ * always is). */
+static __always_inline __u32 pop_dead_frames(struct usdtprof_thread_stack *st, __u32 d, __u64 sp, __u64 site,
+					     __u64 func, __u64 now)
+{
+	struct dead_ctx c = { .st = st, .sp = sp, .site = site, .func = func, .depth = d };
+	struct usdtprof_frame *top;
+
+	if (d == 0 || d > USDTPROF_MAX_DEPTH || st->overflow)
+		return d;
+	top = &st->frames[(d - 1) & FRAME_MASK];
+	if (!top->sp || sp < top->sp)
+		return d;
+	bpf_loop(USDTPROF_MAX_DEPTH, find_dead, &c, 0);
+	if (c.dead == 0 || c.dead > d)
+		return d;
+	count_anomaly(USDTPROF_ANOM_EXIT_MISMATCH, 1);
+	pop_frames(st, d, c.dead, now, 0);
+	st->depth = d - c.dead;
+	return d - c.dead;
+}
+
 SEC("uprobe")
 int usdt_entry(struct pt_regs *ctx)
 {
 	const struct usdtprof_probe_spec *spec;
 	struct usdtprof_thread_stack *st;
 	struct usdtprof_frame *f;
-	__u64 func, parent_path, key, *creator, now;
+	__u64 func, parent_path, key, *creator, now, sp;
 	__u32 d;
 
 	st = begin_hit(ctx, &spec, &func, &now);
@@ -724,7 +829,10 @@ int usdt_entry(struct pt_regs *ctx)
 		task_create(st, func, now);
 		return 0;
 	}
+	sp = spec->nests ? CTX_LOAD(sp) : 0;
 	d = st->depth;
+	if (sp)
+		d = pop_dead_frames(st, d, sp, CTX_LOAD(ip), func, now);
 	if (d >= USDTPROF_MAX_DEPTH) {
 		/* Deeper calls run inside the deepest frame, which keeps their time;
 		 * their exits count them under a [truncated] marker. */
@@ -767,37 +875,34 @@ int usdt_entry(struct pt_regs *ctx)
 	f->resume = now;
 	f->self = 0;
 	f->offcpu = 0;
+	f->sp = sp;
+	f->site = CTX_LOAD(ip);
 	st->depth = d + 1;
 	return 0;
 }
 
 /* The exit of a function entered before the probes were attached: it has
- * been the innermost probed frame whenever the stack was empty since then.
- * Recorded under the [running at attach] root, one level deep. */
+ * been the innermost probed frame whenever the stack was empty since the
+ * previous such exit, whose caller it is. Kept in the thread's attach chain
+ * until the stack is flushed (a full chain is recorded first and restarts). */
 static __always_inline void exit_running_at_attach(struct usdtprof_thread_stack *st, __u64 func,
 						   __u64 now)
 {
-	struct usdtprof_path_slot root = {
-		.path = path_hash(st->tgid, USDTPROF_FUNC_RUNNING_AT_ATTACH),
-		.func = USDTPROF_FUNC_RUNNING_AT_ATTACH,
-		.total_ns = now - start_ns,
-	};
-	struct usdtprof_path_slot call = {
-		.path = path_hash(root.path, func),
-		.parent = root.path,
-		.func = func,
-		.calls = 1,
-		.self_ns = st->unknown_self + (now - st->idle_since),
-		.total_ns = now - start_ns,
-		.self_offcpu_ns = st->unknown_offcpu,
-	};
+	struct usdtprof_attach_frame *c;
+	__u32 n = st->chain_len;
 
-	add_to_map(&root, st->tgid, 0);
-	add_to_map(&call, st->tgid, 0);
+	if (n >= USDTPROF_ATTACH_CHAIN) {
+		record_attach_chain(st);
+		n = 0;
+	}
+	c = &st->attach_chain[n & (USDTPROF_ATTACH_CHAIN - 1)];
+	c->func = func;
+	c->self = st->unknown_self + (now - st->idle_since);
+	c->offcpu = st->unknown_offcpu;
+	st->chain_len = n + 1;
 	st->unknown_self = 0;
 	st->unknown_offcpu = 0;
 	st->idle_since = now;
-	count_anomaly(USDTPROF_ANOM_EXIT_NO_FRAME, 1);
 }
 
 SEC("uprobe")
@@ -877,6 +982,7 @@ static __always_inline void drain_stack(struct usdtprof_thread_stack *st)
 	st->depth = 0;
 	st->overflow = 0;
 	st->idle_since = now;
+	record_attach_chain(st);
 	bpf_loop(USDTPROF_PATH_CACHE, flush_slot, &c, 0);
 }
 
