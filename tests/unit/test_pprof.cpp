@@ -56,9 +56,9 @@ std::string gunzip(const std::string &gz)
 	return out;
 }
 
-pp::Profile decode(const Profile &profile)
+pp::Profile decode(const Profile &profile, TimeMode time = TimeMode::Wall)
 {
-	std::string gz = render_pprof(profile);
+	std::string gz = render_pprof(profile, time);
 	REQUIRE(gz.size() > 2);
 	CHECK(static_cast<unsigned char>(gz[0]) == 0x1f);
 	CHECK(static_cast<unsigned char>(gz[1]) == 0x8b);
@@ -243,4 +243,39 @@ TEST_CASE("pprof: an empty profile is a valid pprof profile", "[pprof]")
 	CHECK(out.sample_size() == 0);
 	CHECK(out.function_size() == 0);
 	CHECK(d.sample_types() == std::vector<std::string>{"calls/count", "self_time/nanoseconds"});
+}
+
+TEST_CASE("pprof: cum is the report's inclusive time in the chosen domain, tasks under their creator", "[pprof][tasks]")
+{
+	// main;spawn created a task whose work ran on another thread, whose own
+	// frame thread_body measured 811 us of wall-clock time around it.
+	Profile p;
+	p.functions = {"main", "spawn", "[task]", "work", "thread_body"};
+	p.nodes = {
+		{kNoParent, 0, 7, 1, 0, 40'000, 150'000, 0},
+		{0, 1, 7, 1, 0, 110'000, 110'000, 100'000},
+		{1, 2, 7, 1, 0, 1'000, 761'000, 0},
+		{2, 3, 7, 1, 0, 760'000, 760'000, 60'000},
+		{kNoParent, 4, 7, 1, 0, 50'000, 811'000, 30'000},
+	};
+	for (TimeMode time : {TimeMode::Wall, TimeMode::Cpu, TimeMode::Offcpu}) {
+		INFO(time_mode_name(time));
+		pp::Profile out = decode(p, time);
+		Decoded d{out};
+		// The default sample type's column, as pprof's cum adds it up.
+		std::string type = d.str(out.default_sample_type());
+		size_t column = 0;
+		while (d.str(out.sample_type(int(column)).type()) != type)
+			column++;
+		std::map<std::string, int64_t> cum;
+		for (const pp::Sample &s : out.sample())
+			for (const std::string &frame : d.stack(s))
+				cum[frame] += s.value(int(column));
+		CallTree tree = with_self_time(build_call_tree(p), time);
+		for (const FunctionSummary &f : summarize_functions(tree))
+			CHECK(cum[f.name] == int64_t(f.total_ns));
+		CHECK(type == (time == TimeMode::Wall ? "self_time" : time == TimeMode::Cpu ? "self_oncpu_time"
+											      : "self_offcpu_time"));
+	}
+	CHECK(decode(p).sample_type_size() == 4);
 }
