@@ -8,6 +8,7 @@
 #include "pprof.h"
 #include "profile.h"
 #include "proto/profile.pb.h"
+#include "task_profile.h"
 
 using namespace usdtprof;
 namespace pp = perftools::profiles;
@@ -247,17 +248,7 @@ TEST_CASE("pprof: an empty profile is a valid pprof profile", "[pprof]")
 
 TEST_CASE("pprof: cum is the report's inclusive time in the chosen domain, tasks under their creator", "[pprof][tasks]")
 {
-	// main;spawn created a task whose work ran on another thread, whose own
-	// frame thread_body measured 811 us of wall-clock time around it.
-	Profile p;
-	p.functions = {"main", "spawn", "[task]", "work", "thread_body"};
-	p.nodes = {
-		{kNoParent, 0, 7, 1, 0, 40'000, 150'000, 0},
-		{0, 1, 7, 1, 0, 110'000, 110'000, 100'000},
-		{1, 2, 7, 1, 0, 1'000, 761'000, 0},
-		{2, 3, 7, 1, 0, 760'000, 760'000, 60'000},
-		{kNoParent, 4, 7, 1, 0, 50'000, 811'000, 30'000},
-	};
+	Profile p = task_profile();
 	for (TimeMode time : {TimeMode::Wall, TimeMode::Cpu, TimeMode::Offcpu}) {
 		INFO(time_mode_name(time));
 		pp::Profile out = decode(p, time);

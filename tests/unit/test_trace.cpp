@@ -296,7 +296,8 @@ TEST_CASE("trace: random event sequences always give valid traces")
 			for (const json &e : p["events"])
 				frames += e["type"] == "O";
 		CHECK(slices == opens);
-		CHECK(frames == opens);
+		// speedscope also opens a task's creator frames, and reopens the worker's after it.
+		CHECK(frames >= opens);
 		CHECK(out.chrome["otherData"]["events"] == in.events.size());
 	}
 }
