@@ -143,7 +143,7 @@ Row text_row(const std::string &text, const std::string &name, bool tree)
 
 json report_in(const std::string &data, const std::string &time, bool tree = false)
 {
-	std::vector<std::string> argv = {usdtprof(), "report", data, "--format", "json", "--time", time};
+	std::vector<std::string> argv = {e2e::usdtprof(), "report", data, "--format", "json", "--time", time};
 	if (tree)
 		argv.push_back("--tree");
 	Output o = run(argv);
@@ -156,7 +156,7 @@ json report_in(const std::string &data, const std::string &time, bool tree = fal
 TEST_CASE("tasks: report, tree, JSON, folded, pprof and metrics agree on a task's inclusive time", "[tasks][views]")
 {
 	std::string dir = temp_dir(), data = dir + "/tasks.data";
-	Output o = run({usdtprof(), "record", "-o", data, "--", target("tasks"), "10"});
+	Output o = run({e2e::usdtprof(), "record", "-o", data, "--", target("tasks"), "10"});
 	INFO(o.err);
 	REQUIRE(o.status == 0);
 	double slack = slack_ns(o.out);
@@ -184,8 +184,8 @@ TEST_CASE("tasks: report, tree, JSON, folded, pprof and metrics agree on a task'
 	REQUIRE(n(body["total_ns"]) < n(work["self_ns"]));
 
 	// The text reports show the same numbers.
-	Output flat = run({usdtprof(), "report", data});
-	Output tree = run({usdtprof(), "report", data, "--tree", "--min-percent", "0"});
+	Output flat = run({e2e::usdtprof(), "report", data});
+	Output tree = run({e2e::usdtprof(), "report", data, "--tree", "--min-percent", "0"});
 	REQUIRE(flat.status == 0);
 	REQUIRE(tree.status == 0);
 	for (const char *name : {"spawn", "[task]", "thread_body", "work"}) {
@@ -199,7 +199,7 @@ TEST_CASE("tasks: report, tree, JSON, folded, pprof and metrics agree on a task'
 	REQUIRE(text_row(tree.out, "[task]", true).total <= text_row(tree.out, "spawn", true).total);
 
 	// Folded: the weights below a frame add up to its total.
-	Output folded = run({usdtprof(), "export", data, "--format", "folded"});
+	Output folded = run({e2e::usdtprof(), "export", data, "--format", "folded"});
 	REQUIRE(folded.status == 0);
 	uint64_t under_spawn = 0, under_body = 0, lines = 0;
 	std::istringstream in(folded.out);
@@ -221,7 +221,7 @@ TEST_CASE("tasks: report, tree, JSON, folded, pprof and metrics agree on a task'
 		require_tree_sums(r);
 		REQUIRE(r["tree"].is_array());
 		std::string pb = dir + "/p-" + time + ".pb.gz";
-		REQUIRE(run({usdtprof(), "export", data, "--format", "pprof", "--time", time, "-o", pb}).status == 0);
+		REQUIRE(run({e2e::usdtprof(), "export", data, "--format", "pprof", "--time", time, "-o", pb}).status == 0);
 		std::map<std::string, int64_t> cum = pprof_cum(pb);
 		for (const json &f : r["functions"]) {
 			INFO(f.dump());
@@ -246,7 +246,7 @@ TEST_CASE("tasks: report, tree, JSON, folded, pprof and metrics agree on a task'
 TEST_CASE("tasks: --time cpu and offcpu put every number in one domain", "[tasks][views][time]")
 {
 	std::string dir = temp_dir(), data = dir + "/tasks.data";
-	Output o = run({usdtprof(), "record", "-o", data, "--", target("tasks"), "10"});
+	Output o = run({e2e::usdtprof(), "record", "-o", data, "--", target("tasks"), "10"});
 	INFO(o.err);
 	REQUIRE(o.status == 0);
 	json wall = report_in(data, "wall"), cpu = report_in(data, "cpu"), off = report_in(data, "offcpu");
@@ -268,7 +268,7 @@ TEST_CASE("tasks: --time cpu and offcpu put every number in one domain", "[tasks
 	REQUIRE(n(path(cpu, "main")["total_ns"]) >= n(path(cpu, "main;spawn;[task];work")["self_ns"]));
 
 	for (const char *time : {"cpu", "offcpu"}) {
-		Output tree = run({usdtprof(), "report", data, "--tree", "--time", time, "--min-percent", "0"});
+		Output tree = run({e2e::usdtprof(), "report", data, "--tree", "--time", time, "--min-percent", "0"});
 		REQUIRE(tree.status == 0);
 		INFO(tree.out);
 		json r = time == std::string("cpu") ? cpu : off;
@@ -283,7 +283,7 @@ TEST_CASE("tasks: --time cpu and offcpu put every number in one domain", "[tasks
 TEST_CASE("tasks: the trace names each task's creator; speedscope's totals are the report's", "[tasks][views][trace]")
 {
 	std::string dir = temp_dir();
-	Output o = run({usdtprof(), "trace", "-o", dir + "/t.json", "--profile", dir + "/t.data", "--", target("tasks"), "10"});
+	Output o = run({e2e::usdtprof(), "trace", "-o", dir + "/t.json", "--profile", dir + "/t.data", "--", target("tasks"), "10"});
 	INFO(o.err);
 	REQUIRE(o.status == 0);
 	json trace = json::parse(file_text(dir + "/t.json"));
@@ -295,7 +295,7 @@ TEST_CASE("tasks: the trace names each task's creator; speedscope's totals are t
 		}
 	REQUIRE(tasks == 10);
 
-	Output s = run({usdtprof(), "trace", "--format", "speedscope", "-o", dir + "/s.json", "--profile", dir + "/s.data",
+	Output s = run({e2e::usdtprof(), "trace", "--format", "speedscope", "-o", dir + "/s.json", "--profile", dir + "/s.data",
 			"--", target("tasks"), "10"});
 	INFO(s.err);
 	REQUIRE(s.status == 0);
