@@ -16,6 +16,7 @@
 #include <zlib.h>
 
 #include "proto/profile.pb.h"
+#include "text_escape.h"
 
 namespace usdtprof {
 
@@ -30,12 +31,14 @@ int64_t to_int64(uint64_t v)
 									       : static_cast<int64_t>(v);
 }
 
-// Profile::string_table with deduplication; index 0 is always "".
+// Profile::string_table with deduplication; index 0 is always "". Protobuf
+// strings must be UTF-8 and names need not be: ill-formed bytes become U+FFFD.
 class StringTable {
 public:
 	explicit StringTable(pp::Profile &out) : out_(out) { index(""); }
-	int64_t index(const std::string &s)
+	int64_t index(const std::string &name)
 	{
+		std::string s = valid_utf8(name);
 		auto [it, inserted] = indices_.try_emplace(s, static_cast<int64_t>(out_.string_table_size()));
 		if (inserted)
 			out_.add_string_table(s);

@@ -240,16 +240,13 @@ const Preset *find_preset(std::string_view name)
 	return nullptr;
 }
 
-std::vector<const Preset *> detect_presets(const std::vector<std::string> &files)
+std::vector<const Preset *> detect_presets(const std::vector<TargetFilePtr> &files)
 {
 	std::vector<const Preset *> found;
-	for (const std::string &file : files) {
-		auto sites = read_usdt_sites(file);
-		if (!sites)
-			continue;
+	for (const TargetFilePtr &file : files) {
 		for (const Preset &p : presets()) {
 			ProbeRole first = p.roles().front();
-			bool has = std::any_of(sites->begin(), sites->end(), [&](const UsdtSite &s) {
+			bool has = std::any_of(file->sites.begin(), file->sites.end(), [&](const UsdtSite &s) {
 				return s.provider == first.provider && s.name == first.name;
 			});
 			if (has && std::find(found.begin(), found.end(), &p) == found.end())

@@ -16,9 +16,6 @@ namespace usdtprof {
 
 namespace {
 
-// Longer names are cut here and marked with "...".
-constexpr size_t kMaxName = 4096;
-
 std::string read_file(const std::string &path)
 {
 	std::ifstream in(path, std::ios::binary);
@@ -195,36 +192,6 @@ ProfileProcess describe_process(int pid)
 int open_pidfd(int pid)
 {
 	return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-}
-
-namespace {
-
-Result<std::string> read_string_at(const std::string &file, uint64_t offset)
-{
-	int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return Error{file + ": " + strerror(errno)};
-	char buf[kMaxName];
-	ssize_t n = pread(fd, buf, sizeof(buf), static_cast<off_t>(offset));
-	close(fd);
-	if (n <= 0)
-		return Error{"cannot read " + file};
-	size_t len = strnlen(buf, static_cast<size_t>(n));
-	if (len == sizeof(buf))
-		return std::string(buf, len - 3) + "...";
-	return std::string(buf, len);
-}
-
-} // namespace
-
-Result<std::string> read_target_string(int pid, const std::vector<Mapping> &maps, uint64_t addr)
-{
-	if (auto s = read_string_at("/proc/" + std::to_string(pid) + "/mem", addr))
-		return s;
-	auto m = mapping_for(maps, addr);
-	if (!m || m->path.empty() || m->path[0] == '[')
-		return Error{"address not in a mapped file"};
-	return read_string_at(m->path, addr - m->start + m->offset);
 }
 
 } // namespace usdtprof

@@ -38,8 +38,4 @@ ProfileProcess describe_process(int pid);
 // A pidfd that becomes readable when the process exits, or -1.
 int open_pidfd(int pid);
 
-// Reads a NUL-terminated string at addr in the process: from its memory while
-// it lives, else from the file that the snapshot maps there.
-Result<std::string> read_target_string(int pid, const std::vector<Mapping> &maps, uint64_t addr);
-
 } // namespace usdtprof

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text_escape.h"
 #include "call_paths.h"
 #include "engine.h"
 #include "output_file.h"
@@ -127,19 +128,18 @@ void write_trace(const TraceOptions &t, const EventLog &log, uint64_t lost, uint
 		doc["otherData"]["lost_events"] = lost;
 		doc["otherData"]["max_events_reached"] = log.not_kept > 0;
 	}
-	if (auto r = write_file_atomically(t.output, doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+	if (auto r = write_output(t.output, doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 	    !r)
 		throw UserError(r.error().message);
-	fprintf(stderr, "usdtprof: wrote %s (%zu events%s%s)\n", t.output.c_str(), log.events.size(),
+	log_line("wrote %s (%zu events%s%s)", t.output.c_str(), log.events.size(),
 		lost ? (", " + std::to_string(lost) + " lost: ring buffer full").c_str() : "",
 		log.not_kept ? (", " + std::to_string(log.not_kept) + " beyond --max-events not written").c_str() : "");
 }
 
-void check_output_dir(const std::string &output)
+void check_output_path(const std::string &output)
 {
-	std::string dir = output.find('/') == std::string::npos ? "." : output.substr(0, output.rfind('/') + 1);
-	if (access(dir.c_str(), W_OK) != 0)
-		throw UserError("cannot write " + output + ": " + strerror(errno));
+	if (auto r = check_output(output); !r)
+		throw UserError(r.error().message);
 }
 
 // The command's executable, as execvp finds it.
@@ -197,7 +197,7 @@ bool apply_launch_env(const std::vector<const Preset *> &chosen, bool use_script
 				if (now.find("usdtprof-launch-") != std::string::npos)
 					continue;
 				if (!use_scripts) {
-					fprintf(stderr, "usdtprof: %s: %s\n", p->name, p->without_script);
+					log_line("%s: %s", p->name, p->without_script);
 					continue;
 				}
 				scripts.push_back(std::make_unique<LaunchScript>(p->launch_script));
@@ -207,23 +207,28 @@ bool apply_launch_env(const std::vector<const Preset *> &chosen, bool use_script
 			}
 			now += (now.empty() ? "" : " ") + value;
 			setenv(var, now.c_str(), 1);
-			fprintf(stderr, "usdtprof: %s: launching with %s=%s\n", p->name, var, now.c_str());
+			log_line("%s: launching with %s=%s", p->name, var, now.c_str());
 			changed = true;
 		}
 	return changed;
 }
 
 // The files a launched command maps at its entry point, and those its presets load later.
-std::vector<std::string> launch_files(const HeldChild &child, const std::string &executable)
+FilesByPid launch_files(const HeldChild &child, const std::string &executable, TargetFiles &opened)
 {
 	auto maps = read_proc_maps(child.pid());
 	if (!maps)
 		throw UserError(maps.error().message);
-	std::vector<std::string> files = executable_files(*maps);
+	std::vector<TargetFilePtr> files = opened.of_process(child.pid(), *maps);
 	for (const Preset &p : presets())
-		if (std::string lib = p.late_library(executable); !lib.empty())
-			files.push_back(lib);
-	return files;
+		if (std::string lib = p.late_library(executable); !lib.empty()) {
+			auto file = open_named_file(lib);
+			if (!file)
+				throw UserError(file.error().message);
+			opened.add(*file);
+			files.push_back(*file);
+		}
+	return {{child.pid(), files}};
 }
 
 } // namespace
@@ -231,9 +236,9 @@ std::vector<std::string> launch_files(const HeldChild &child, const std::string 
 int record(const RecordOptions &o)
 {
 	std::vector<ProbeRole> custom = custom_roles(o);
-	check_output_dir(o.output);
+	check_output_path(o.output);
 	if (o.trace)
-		check_output_dir(o.trace->output);
+		check_output_path(o.trace->output);
 	if (o.pid && !process_exists(o.pid))
 		throw UserError("no process with pid " + std::to_string(o.pid));
 	if (!o.binary.empty() && access(o.binary.c_str(), R_OK) != 0)
@@ -248,9 +253,10 @@ int record(const RecordOptions &o)
 
 	std::vector<std::unique_ptr<LaunchScript>> scripts;
 	std::optional<HeldChild> child;
+	TargetFiles opened;
 	std::optional<BinaryProcesses> binary_processes;
 	int pid = o.pid;
-	std::vector<std::string> files;
+	FilesByPid files;
 	std::vector<const Preset *> chosen;
 	if (!o.command.empty()) {
 		std::string executable = resolve_command(o.command[0]);
@@ -260,7 +266,7 @@ int record(const RecordOptions &o)
 				throw UserError(launched.error().message);
 			child.reset();
 			child.emplace(std::move(*launched));
-			files = launch_files(*child, executable);
+			files = launch_files(*child, executable, opened);
 			chosen = choose_presets(o, files);
 			// The held command has run none of its code: when its runtime
 			// needs an environment variable, it starts again with it.
@@ -269,7 +275,7 @@ int record(const RecordOptions &o)
 		}
 		pid = child->pid();
 	} else {
-		files = target_files(o, pid, binary_processes);
+		files = target_files(o, pid, binary_processes, opened);
 		chosen = choose_presets(o, files);
 	}
 	std::map<int, std::vector<Mapping>> attach_maps;
@@ -282,17 +288,28 @@ int record(const RecordOptions &o)
 	profile.command = o.command;
 	if (pid)
 		profile.processes.push_back(describe_process(pid));
-	AttachedProbes attached = attach_sites(**engine, pid, sites);
-	profile.probes = attached.probes;
-	profile.start_unix_ns = unix_now_ns();
-	auto started = std::chrono::steady_clock::now();
+	AttachedProbes attached = attach_sites(**engine, sites, binary_processes.has_value());
+	if (binary_processes)
+		(*engine)->share_tables(binary_processes->running());
+	// steady_clock is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
+	auto monotonic_now = [] {
+		return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+					std::chrono::steady_clock::now().time_since_epoch())
+					.count());
+	};
+	// A launched command runs none of its code before its release: its
+	// recording starts there, not at the first attach.
+	if (child)
+		(*engine)->set_start_ns(monotonic_now());
+	uint64_t start_ns = (*engine)->start_ns();
+	profile.start_unix_ns = unix_now_ns() - int64_t(monotonic_now() - start_ns);
 	if (child)
 		if (auto r = child->release(); !r)
 			throw UserError(r.error().message);
 	std::string preset_list;
 	for (const Preset *p : chosen)
 		preset_list += (preset_list.empty() ? "" : ", ") + std::string(p->name);
-	fprintf(stderr, "usdtprof: recording %s%s%s: %zu probe sites attached; Ctrl-C to stop\n",
+	log_line("recording %s%s%s: %zu probe sites attached; Ctrl-C to stop",
 		pid ? pid_text(pid).c_str() : ("every process of " + o.binary).c_str(),
 		preset_list.empty() ? "" : " with ", preset_list.c_str(), (*engine)->attached_sites());
 
@@ -301,20 +318,25 @@ int record(const RecordOptions &o)
 	int ticks = 0;
 	StopReason reason = wait_for_stop(pid, o.duration_s, [&] {
 		(*engine)->drain_events(collect);
-		if (binary_processes && ++ticks % 4 == 0)
-			binary_processes->scan();
+		if (binary_processes && ++ticks % 4 == 0) {
+			if (std::vector<int> fresh = binary_processes->scan(); !fresh.empty()) {
+				// Their libraries, attached for each of them only.
+				auto more = more_sites(o, binary_processes->files(fresh), chosen, custom, sites.size());
+				merge_attached(attached, attach_sites(**engine, more, true));
+				sites.insert(sites.end(), more.begin(), more.end());
+			}
+			(*engine)->share_tables(binary_processes->running());
+		}
 	});
-	auto stopped = std::chrono::steady_clock::now();
-	// steady_clock is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
-	auto monotonic_ns = [](std::chrono::steady_clock::time_point t) {
-		return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
-	};
-	(*engine)->stop(monotonic_ns(stopped));
+	profile.probes = attached.probes;
+	// The profile covers what the probes could see: from the start to the
+	// stop, after which no hit counts.
+	uint64_t stop_ns = (*engine)->stop();
+	profile.stop_unix_ns = unix_now_ns() - int64_t(monotonic_now() - stop_ns);
 	(*engine)->drain_events(collect);
 	if (auto r = (*engine)->flush_open_frames(); !r)
 		throw UserError(r.error().message);
-	profile.stop_unix_ns = unix_now_ns();
-	profile.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(stopped - started).count();
+	profile.duration_ns = stop_ns - start_ns;
 	auto anomalies = (*engine)->anomalies();
 	for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
 		profile.anomalies[anomaly_name(a)] = anomalies[a];
@@ -338,7 +360,7 @@ int record(const RecordOptions &o)
 											    : describe_process(int(tgid), comms));
 		}
 	}
-	FunctionNamer namer(attached, (*engine)->read_names(), attach_maps);
+	FunctionNamer namer(attached, (*engine)->read_names(), attach_maps, opened);
 	NameLookup lookup = [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); };
 	if (size_t cut = add_call_paths(profile, records, lookup))
 		fprintf(stderr, "usdtprof: %zu function names or locations longer than %zu bytes were cut\n", cut,
@@ -352,11 +374,11 @@ int record(const RecordOptions &o)
 	const char *why = reason == StopReason::Signal ? "stopped by signal"
 			  : reason == StopReason::TargetExited ? "target exited"
 							       : "duration elapsed";
-	fprintf(stderr, "usdtprof: %s; wrote %s (%zu call paths, %llu calls, %.3f s)\n", why,
+	log_line("%s; wrote %s (%zu call paths, %llu calls, %.3f s)", why,
 		o.output.c_str(), profile.nodes.size(), (unsigned long long)calls,
 		profile.duration_ns / 1e9);
 	if (o.trace)
-		write_trace(*o.trace, log, anomalies[USDTPROF_ANOM_LOST_EVENTS], monotonic_ns(started), monotonic_ns(stopped),
+		write_trace(*o.trace, log, anomalies[USDTPROF_ANOM_LOST_EVENTS], start_ns, stop_ns,
 			    profile, lookup);
 	return child ? child->wait() : 0;
 }

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text_escape.h"
+
 namespace usdtprof {
 
 namespace {
@@ -114,7 +116,7 @@ std::string render_anomalies(const Profile &profile)
 		for (const auto &[known, description] : kAnomalies)
 			if (name == known)
 				what = description;
-		out += "  " + name + ": " + std::to_string(count) + (*what ? std::string("  (") + what + ")" : "") + "\n";
+		out += "  " + escape_text(name) + ": " + std::to_string(count) + (*what ? std::string("  (") + what + ")" : "") + "\n";
 	}
 	return out.empty() ? "anomalies: none\n" : "anomalies:\n" + out;
 }
@@ -140,7 +142,7 @@ std::string render_flat(const Profile &profile, const CallTree &tree, const Repo
 		out += line("%12llu %10s %5.1f%% %10s %10s  ", static_cast<unsigned long long>(f.calls),
 			human_ns(f.self_ns).c_str(), percent(f.self_ns, tree.total_self_ns), human_ns(f.total_ns).c_str(),
 			f.calls ? human_ns(average(f)).c_str() : "-") +
-			f.name + (f.recursive ? " [recursive]" : "") + open_marker(f.open) + "\n";
+			escape_text(f.name) + (f.recursive ? " [recursive]" : "") + open_marker(f.open) + "\n";
 	if (cut)
 		out += "... " + std::to_string(cut) + " more functions not shown\n";
 	return out;
@@ -194,7 +196,7 @@ void render_tree_lines(const CallTree &tree, const ReportOptions &options, std::
 		const TreeNode &n = tree.nodes[it.node];
 		out += line("%10s %6.1f%% %10s %12llu  ", human_ns(n.total_ns).c_str(), percent(n.total_ns, tree.total_self_ns),
 			human_ns(n.self_ns).c_str(), static_cast<unsigned long long>(n.calls)) +
-			indent + n.name + open_marker(n.open) + "\n";
+			indent + escape_text(n.name) + open_marker(n.open) + "\n";
 		push_group(n.children, it.depth + 1);
 	}
 }
@@ -515,17 +517,25 @@ std::string render_folded(const CallTree &tree)
 	return out;
 }
 
+// Percent-encodes the separators and every byte of what a terminal would act
+// on (escape_text's choice: C0, DEL, C1, bidi overrides, invalid UTF-8):
+// folded stacks go to stdout.
 std::string escape_folded_frame(const std::string &name)
 {
 	std::string out;
-	for (char c : name) {
-		unsigned char u = static_cast<unsigned char>(c);
-		if (c == ';' || c == '%' || u < 0x20 || u == 0x7f) {
+	for (size_t i = 0; i < name.size();) {
+		TextUnit unit = text_unit_at(name, i);
+		bool encode = unit.unsafe || name[i] == ';' || name[i] == '%';
+		for (size_t k = 0; k < unit.length; k++) {
+			if (!encode) {
+				out += name[i + k];
+				continue;
+			}
 			char buf[4];
-			snprintf(buf, sizeof buf, "%%%02X", u);
+			snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(name[i + k]));
 			out += buf;
-		} else
-			out += c;
+		}
+		i += unit.length;
 	}
 	return out;
 }

@@ -148,6 +148,17 @@ struct usdtprof_path_slot {
 	__u64 self_offcpu_ns;
 };
 
+/* Frames entered before the probes were attached, as their exits show them:
+ * the first exit is the innermost frame, each later one its caller. Kept per
+ * thread and recorded nested (outermost first) when the thread's stack is
+ * flushed, since a frame's callers are known only after its exit. */
+#define USDTPROF_ATTACH_CHAIN 16
+struct usdtprof_attach_frame {
+	__u64 func;
+	__u64 self;   /* time it was the innermost frame */
+	__u64 offcpu; /* the part of self spent switched out */
+};
+
 struct usdtprof_thread_stack {
 	__u32 depth;    /* frames in use */
 	__u32 overflow; /* calls entered beyond USDTPROF_MAX_DEPTH, not yet exited */
@@ -160,6 +171,9 @@ struct usdtprof_thread_stack {
 	__u64 unknown_offcpu;
 	__u64 switched_out; /* when the thread last left its CPU, 0 while running */
 	__u64 epoch;        /* the flush_epoch its path cache was last flushed in */
+	__u32 chain_len;    /* entries of attach_chain in use */
+	__u32 pad;
+	struct usdtprof_attach_frame attach_chain[USDTPROF_ATTACH_CHAIN]; /* innermost first */
 	struct usdtprof_frame frames[USDTPROF_MAX_DEPTH];
 	struct usdtprof_path_slot cache[USDTPROF_PATH_CACHE];
 };

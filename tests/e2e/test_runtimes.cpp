@@ -399,6 +399,41 @@ TEST_CASE("python3.11: calls per function equal cProfile's ncalls for the same s
 	REQUIRE(function(report, "calls.py:fib")["recursive"] == true);
 }
 
+TEST_CASE("python3.11: record -p mid-call: the frames running at attach nest as their exits show, within the recording",
+	  "[runtimes]")
+{
+	Background py({kPython311, runtime_file("attach.py")});
+	py.wait_for_line("ready");
+	std::string data = temp_dir() + "/attach.data";
+	Background rec({e2e::usdtprof(), "record", "-p", std::to_string(py.pid()), "-o", data});
+	rec.wait_for_line("recording", true);
+	REQUIRE(kill(py.pid(), SIGUSR1) == 0);
+	REQUIRE(py.wait() == 0);
+	REQUIRE(rec.wait() == 0);
+
+	auto report = report_json(data);
+	for (const auto &[name, count] : report["anomalies"].items()) {
+		INFO(name); // an ordinary attach: frames running at it are no anomaly
+		REQUIRE(count == 0);
+	}
+	// leaf returns first, <module> last: nested so, one call each.
+	std::string stack = "[running at attach]";
+	for (const char *name : {"<module>", "top", "mid", "leaf"}) {
+		stack += std::string(";attach.py:") + name;
+		INFO(stack);
+		REQUIRE(path(report, stack)["calls"] == 1);
+	}
+	REQUIRE(function(report, "attach.py:after")["calls"] == 3);
+	// One thread: its roots' totals (its recorded time) within the recording.
+	double roots = 0;
+	for (const auto &p : report["paths"])
+		if (p["stack"].size() == 1)
+			roots += p["total_ns"].get<double>();
+	INFO("roots " << roots << " ns, self " << report["total_self_ns"] << " ns, duration " << report["duration_ns"]);
+	REQUIRE(roots <= report["duration_ns"].get<double>());
+	REQUIRE(report["total_self_ns"].get<double>() <= report["duration_ns"].get<double>());
+}
+
 // ---------------------------------------------------------------------------------------------
 // PostgreSQL 15
 

@@ -9,6 +9,7 @@
 #include "profile.h"
 #include "proto/profile.pb.h"
 #include "task_profile.h"
+#include "text_escape.h"
 
 using namespace usdtprof;
 namespace pp = perftools::profiles;
@@ -269,4 +270,18 @@ TEST_CASE("pprof: cum is the report's inclusive time in the chosen domain, tasks
 											      : "self_offcpu_time"));
 	}
 	CHECK(decode(p).sample_type_size() == 4);
+}
+
+TEST_CASE("pprof: names with invalid UTF-8 become valid strings (U+FFFD), so the protobuf parses", "[pprof][escape]")
+{
+	Profile p = sample_profile();
+	p.functions[2] = "bad\xff\xfe name";
+	p.processes[0].comm = "comm\x9b";
+	pp::Profile out = decode(p); // ParseFromString rejects invalid UTF-8 in a string field
+	bool found = false;
+	for (const std::string &s : out.string_table()) {
+		CHECK(valid_utf8(s) == s);
+		found |= s == "bad\xef\xbf\xbd\xef\xbf\xbd name";
+	}
+	CHECK(found);
 }

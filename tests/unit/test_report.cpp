@@ -285,6 +285,8 @@ TEST_CASE("report: folded stacks", "[report]")
 	CHECK(escape_folded_frame("a;b%c") == "a%3Bb%25c");
 	CHECK(escape_folded_frame(std::string("t\tn\n\x7f\x1f", 6)) == "t%09n%0A%7F%1F");
 	CHECK(escape_folded_frame("caf\xc3\xa9") == "caf\xc3\xa9");
+	// C1 controls and bidi overrides in UTF-8, and invalid UTF-8: every byte.
+	CHECK(escape_folded_frame("a\xc2\x9b" "31m\xe2\x80\xae" "b\xff") == "a%C2%9B31m%E2%80%AEb%FF");
 }
 
 TEST_CASE("report: simplify_function_name", "[report]")
@@ -490,4 +492,25 @@ TEST_CASE("report: json --tree nests the tree view, pruned like the text", "[rep
 	CHECK(task["children"][0]["children"] == json::array());
 	o.min_percent = 0;
 	CHECK(json::parse(render_report(task_profile(), o))["tree"].size() == 2);
+}
+
+TEST_CASE("report: names from the target are escaped in flat, tree and per-process text", "[report][escape]")
+{
+	Profile p = make_profile({"main", "evil\x1b]0;pwned\x07\r\nfake\xff"}, {{kNoParent, 0, 7, 1, 1000}, {0, 1, 7, 2, 500}});
+	p.processes = {{7, "p\x1b[31m\nfake", {}}};
+	p.anomalies = {{"odd\x1b[2J", 1}};
+	for (bool tree : {false, true})
+		for (bool per_process : {false, true}) {
+			ReportOptions o;
+			o.tree = tree;
+			std::string text = render_report(per_process ? split_by_process(p) : p, o);
+			INFO(text);
+			for (unsigned char c : text)
+				REQUIRE(((c >= 0x20 || c == '\n') && c != 0x7f && c < 0x80));
+			CHECK(text.find("evil\\x1b]0;pwned\\x07\\x0d\\x0afake\\xff") != std::string::npos);
+			CHECK(text.find("odd\\x1b[2J: 1") != std::string::npos);
+			CHECK(text.find("\nfake") == std::string::npos);
+			if (per_process && tree)
+				CHECK(text.find("p\\x1b[31m\\x0afake (pid 7)") != std::string::npos);
+		}
 }

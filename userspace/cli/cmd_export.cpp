@@ -48,7 +48,7 @@ Command add_export_command(CLI::App &parent)
 				fwrite(out.data(), 1, out.size(), stdout);
 				return 0;
 			}
-			if (auto r = write_file_atomically(a->output, out); !r)
+			if (auto r = write_output(a->output, out); !r)
 				throw UserError(r.error().message);
 			return 0;
 		}};
