@@ -1,8 +1,11 @@
 /* Work handed to a task on another thread (issue 11): spawn runs 300 us of
- * its own, then creates a task and returns without waiting for it; a worker
- * thread's thread_body runs the task (work: 1000 us), then 100 us of its own
- * (own). main waits (off-CPU) until the task is done before the next round,
- * so the spins run one after another and the slack is the run's. ROUNDS rounds (argument, default 10).
+ * its own, then creates a task and returns without waiting for it; main then
+ * hands the task to a worker thread, whose thread_body runs it (work:
+ * 1000 us), then 100 us of its own (own). main waits (off-CPU) until the task
+ * is done before the next round. The worker is woken only after spawn has
+ * returned, so no timed frame runs beside another: a preemption of one thread
+ * while the other spins would stretch a frame without adding to the measured
+ * slack. ROUNDS rounds (argument, default 10).
  *
  * Reports count work under main;spawn;[task] and in spawn's inclusive time,
  * not in thread_body's (docs/report-json.md "Inclusive time and tasks"). */
@@ -47,11 +50,15 @@ static void spawn(long long id)
 	USDTPROF_ENTER("spawn");
 	spin_us(300);
 	USDTPROF_TASK_CREATE(id);
+	USDTPROF_EXIT("spawn");
+}
+
+static void hand_over(long long id)
+{
 	pthread_mutex_lock(&lock);
 	queued = id;
 	pthread_cond_broadcast(&changed);
 	pthread_mutex_unlock(&lock);
-	USDTPROF_EXIT("spawn");
 }
 
 int main(int argc, char **argv)
@@ -68,6 +75,7 @@ int main(int argc, char **argv)
 	mark_work_start();
 	for (long long id = 1; id <= rounds; id++) {
 		spawn(id);
+		hand_over(id);
 		pthread_mutex_lock(&lock);
 		while (done < id)
 			pthread_cond_wait(&changed, &lock);
