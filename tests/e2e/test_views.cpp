@@ -7,8 +7,8 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <zlib.h>
 
+#include "gzip.h"
 #include "harness.h"
 #include "metrics.h"
 #include "profile.h"
@@ -43,32 +43,14 @@ std::string file_text(const std::string &file)
 	return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-std::string gunzip(const std::string &gz)
-{
-	z_stream zs{};
-	REQUIRE(inflateInit2(&zs, 15 + 16) == Z_OK);
-	zs.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(gz.data()));
-	zs.avail_in = uInt(gz.size());
-	std::string out;
-	char buf[65536];
-	int rc;
-	do {
-		zs.next_out = reinterpret_cast<Bytef *>(buf);
-		zs.avail_out = sizeof buf;
-		rc = inflate(&zs, Z_NO_FLUSH);
-		REQUIRE((rc == Z_OK || rc == Z_STREAM_END));
-		out.append(buf, sizeof buf - zs.avail_out);
-	} while (rc != Z_STREAM_END);
-	inflateEnd(&zs);
-	return out;
-}
-
 // pprof's cum per function in its default sample type: each sample counted
 // once per function in its stack.
 std::map<std::string, int64_t> pprof_cum(const std::string &file)
 {
 	perftools::profiles::Profile p;
-	REQUIRE(p.ParseFromString(gunzip(file_text(file))));
+	std::string raw;
+	REQUIRE(gunzip(file_text(file), raw));
+	REQUIRE(p.ParseFromString(raw));
 	auto str = [&](int64_t i) { return p.string_table(int(i)); };
 	int column = 0;
 	while (p.sample_type(column).type() != p.default_sample_type())
