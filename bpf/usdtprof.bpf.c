@@ -769,13 +769,66 @@ static __always_inline void task_create(struct usdtprof_thread_stack *st, __u64 
 	emit(USDTPROF_EV_TASK_CREATE, id, now);
 }
 
+/* A frame entered at site S with stack pointer P is proved gone by a later
+ * entry at the same site S whose stack pointer lies above P (the code at S
+ * runs in a frame above the one that held the frame: that one has returned,
+ * even when S is in an out-of-line helper such as usdtprof::Scope's
+ * constructor), or at P with the same function (the same code entered again
+ * from the same frame: not a recursion, which lies below). Other sites prove
+ * nothing: a site in an out-of-line helper records a stack pointer below the
+ * frame it times, which a callee of that frame can lie above. */
+struct dead_ctx {
+	struct usdtprof_thread_stack *st;
+	__u64 sp, site, func;
+	__u32 depth, dead;
+};
+
+static long find_dead(__u32 i, void *data)
+{
+	struct dead_ctx *c = data;
+	struct usdtprof_frame *f;
+
+	if (i >= c->depth)
+		return 1;
+	f = &c->st->frames[(c->depth - 1 - i) & FRAME_MASK];
+	if (f->sp && f->site == c->site && (c->sp > f->sp || (c->sp == f->sp && f->func == c->func)))
+		c->dead = i + 1; /* the outermost proof wins: frames above it are its callees */
+	return 0;
+}
+
+/* Before an entry of a probe that nests on the native stack: frames left
+ * without their exit (longjmp, an exception, an early return) that the
+ * entry proves gone are popped now, charged up to now, with one
+ * exit_mismatch for the repair. Returns the depth left. The search runs only
+ * when the entry's stack pointer is not below the top frame's (a callee's
+ * always is). */
+static __always_inline __u32 pop_dead_frames(struct usdtprof_thread_stack *st, __u32 d, __u64 sp, __u64 site,
+					     __u64 func, __u64 now)
+{
+	struct dead_ctx c = { .st = st, .sp = sp, .site = site, .func = func, .depth = d };
+	struct usdtprof_frame *top;
+
+	if (d == 0 || d > USDTPROF_MAX_DEPTH || st->overflow)
+		return d;
+	top = &st->frames[(d - 1) & FRAME_MASK];
+	if (!top->sp || sp < top->sp)
+		return d;
+	bpf_loop(USDTPROF_MAX_DEPTH, find_dead, &c, 0);
+	if (c.dead == 0 || c.dead > d)
+		return d;
+	count_anomaly(USDTPROF_ANOM_EXIT_MISMATCH, 1);
+	pop_frames(st, d, c.dead, now, 0);
+	st->depth = d - c.dead;
+	return d - c.dead;
+}
+
 SEC("uprobe")
 int usdt_entry(struct pt_regs *ctx)
 {
 	const struct usdtprof_probe_spec *spec;
 	struct usdtprof_thread_stack *st;
 	struct usdtprof_frame *f;
-	__u64 func, parent_path, key, *creator, now;
+	__u64 func, parent_path, key, *creator, now, sp;
 	__u32 d;
 
 	st = begin_hit(ctx, &spec, &func, &now);
@@ -785,7 +838,10 @@ int usdt_entry(struct pt_regs *ctx)
 		task_create(st, func, now);
 		return 0;
 	}
+	sp = spec->nests ? CTX_LOAD(sp) : 0;
 	d = st->depth;
+	if (sp)
+		d = pop_dead_frames(st, d, sp, CTX_LOAD(ip), func, now);
 	if (d >= USDTPROF_MAX_DEPTH) {
 		/* Deeper calls run inside the deepest frame, which keeps their time;
 		 * their exits count them under a [truncated] marker. */
@@ -828,6 +884,8 @@ int usdt_entry(struct pt_regs *ctx)
 	f->resume = now;
 	f->self = 0;
 	f->offcpu = 0;
+	f->sp = sp;
+	f->site = CTX_LOAD(ip);
 	st->depth = d + 1;
 	return 0;
 }

@@ -109,6 +109,10 @@ struct usdtprof_probe_spec {
 	__u32 content_mask; /* IDENT_PTRS: bit i set: args[i] is hashed by content;
 			       bit USDTPROF_CONTENT_PREFIXED(i) also: with the 8
 			       bytes before the string (see PART_STR_PREFIXED) */
+	__u32 nests;        /* the probed calls nest on the native stack (our
+			       header): frames keep their entry's stack pointer
+			       and site, which can prove them gone */
+	__u32 pad;
 };
 
 #define USDTPROF_CONTENT_PREFIXED(i) (1u << (16 + (i)))
@@ -135,6 +139,9 @@ struct usdtprof_frame {
 	__u64 resume; /* when this frame last became the running one */
 	__u64 self;   /* exclusive time accumulated so far */
 	__u64 offcpu; /* the part of self spent switched out */
+	__u64 sp;     /* stack pointer at the entry probe; 0 if the probe does
+			 not nest on the native stack */
+	__u64 site;   /* address of the entry probe */
 };
 
 /* A path's totals accumulated by one thread, not yet added to the paths map. */

@@ -167,6 +167,34 @@ TEST_CASE("longjmp out of probed frames: one exit_mismatch per repair, popped fr
 	require_consistent(report);
 }
 
+TEST_CASE("longjmp, then the same function entered again before any exit: its entry's stack pointer pops the dead frames",
+	  "[lifecycle]")
+{
+	constexpr int kJumps = 10;
+	auto r = record({target("longjmp"), "0", "0", std::to_string(kJumps)});
+	auto m = measured(r.output.out);
+	const json &report = r.report;
+
+	// Each jump1 entry after a jump is at the dead jump1's site and stack
+	// pointer: jump1 and jump2 above it are gone, one repair each (9); the
+	// next jump1 is at its true path, not under the dead frames. after() is
+	// another site, which proves nothing (see docs/design.md): the last
+	// jump's frames stay until main's exit repairs them (the 10th repair).
+	require_anomalies(report, {{"exit_mismatch", kJumps}});
+	require_paths(report, {{"main", 1},
+			       {"main;jump1", kJumps},
+			       {"main;jump1;jump2", kJumps},
+			       {"main;jump1;jump2;after", kJumps}});
+	// A dead frame is charged up to the entry that proves it gone: jump2 holds
+	// its spin and the jump back, jump1 only its own spin.
+	for (const char *name : {"jump1", "jump2", "after"}) {
+		auto f = function(report, name);
+		REQUIRE(f["open"] == 0);
+		require_measured(f["self_ns"], m[name], m["off_cpu"]);
+	}
+	require_consistent(report);
+}
+
 TEST_CASE("exceptions: through ENTER/EXIT frames repaired like a longjmp, through USDTPROF_FUNC scopes exact",
 	  "[lifecycle]")
 {
