@@ -365,12 +365,28 @@ static __noinline __u64 content_hash(__u64 addr)
 	return c.hash;
 }
 
-/* An identity argument: its value, or the hash of the string it points to. */
+/* The 8 bytes before a string: where a runtime keeps its length (PHP's
+ * zend_string), and what a literal of the same text lacks. 0 if unreadable. */
+static __always_inline __u64 string_prefix(__u64 addr)
+{
+	__u64 prefix = 0;
+
+	if (bpf_probe_read_user(&prefix, sizeof(prefix), (void *)(addr - sizeof(prefix))))
+		return 0;
+	return prefix;
+}
+
+/* An identity argument: its value, or the hash of the string it points to
+ * (and of the 8 bytes before it). */
 static __always_inline __u64 ident_arg(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec, int i)
 {
 	__u64 v = read_arg_slow(ctx, &spec->args[i]);
 
-	return spec->content_mask & (1u << i) ? content_hash(v) : v;
+	if (!(spec->content_mask & (1u << i)))
+		return v;
+	if (spec->content_mask & USDTPROF_CONTENT_PREFIXED(i))
+		return path_hash(content_hash(v), string_prefix(v));
+	return content_hash(v);
 }
 
 static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtprof_name_part *part,
@@ -388,8 +404,10 @@ static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtp
 		return;
 	}
 	src = (void *)read_arg_slow(ctx, &part->arg);
-	if (part->type == USDTPROF_PART_STR) {
+	if (part->type == USDTPROF_PART_STR || part->type == USDTPROF_PART_STR_PREFIXED) {
 		bpf_probe_read_user_str(n->text[i], USDTPROF_NAME_LEN, src);
+		if (part->type == USDTPROF_PART_STR_PREFIXED)
+			n->num[i] = string_prefix((__u64)src);
 		return;
 	}
 	len = read_arg_slow(ctx, &part->len);

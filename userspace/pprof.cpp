@@ -92,12 +92,12 @@ void set_value_type(pp::ValueType *vt, StringTable &strings, const char *type, c
 
 } // namespace
 
-std::string render_pprof(const Profile &profile)
+std::string render_pprof(const Profile &profile, TimeMode time)
 {
 	pp::Profile out;
 	StringTable strings(out);
 
-	bool has_offcpu = false;
+	bool has_offcpu = time != TimeMode::Wall;
 	for (const PathNode &n : profile.nodes)
 		has_offcpu |= n.self_offcpu_ns > 0;
 
@@ -174,7 +174,9 @@ std::string render_pprof(const Profile &profile)
 	out.set_duration_nanos(to_int64(profile.duration_ns));
 	set_value_type(out.mutable_period_type(), strings, "calls", "count");
 	out.set_period(1);
-	out.set_default_sample_type(strings.index("self_time"));
+	out.set_default_sample_type(strings.index(time == TimeMode::Cpu	   ? "self_oncpu_time"
+						  : time == TimeMode::Offcpu ? "self_offcpu_time"
+									     : "self_time"));
 	if (profile.sampled_fraction < 1) {
 		char comment[256];
 		if (profile.sampled_fraction > 0)

@@ -56,18 +56,29 @@ ProbeRole constant(const char *provider, const char *name, usdtprof_role role, c
 	return r;
 }
 
+// The name Xdebug gives PHP's top-level code (of the script, of an included
+// file, of eval'd code).
+constexpr const char *kPhpTopLevel = "{main}";
+
 // php:function__entry/return(function, file, line, class, scope). Names are
-// keyed by content: PHP-FPM frees them at the end of each request.
+// keyed by content: PHP-FPM frees them at the end of each request. PHP names
+// top-level code "main" too, a literal in its binary, where a user function's
+// name is a zend_string, its length in the 8 bytes before the text: the
+// function name is keyed and captured with those bytes, so the two differ.
 std::vector<ProbeRole> php_roles()
 {
-	const std::vector<NamePart> parts = {
-		{USDTPROF_PART_STR, 0}, {USDTPROF_PART_STR, 1}, {USDTPROF_PART_INT, 2}, {USDTPROF_PART_STR, 3}};
+	const std::vector<NamePart> parts = {{USDTPROF_PART_STR_PREFIXED, 0}, {USDTPROF_PART_STR, 1},
+					     {USDTPROF_PART_INT, 2}, {USDTPROF_PART_STR, 3}};
 	auto name = [](const usdtprof_name &n, const ProbeRole &) -> FunctionName {
 		std::string cls = text(n, 3), fn = text(n, 0);
+		bool zend_string = static_cast<uint64_t>(n.num[0]) == fn.size();
+		if (cls.empty() && fn == "main" && !zend_string)
+			fn = kPhpTopLevel;
 		return {cls.empty() ? fn : cls + "::" + fn, location(text(n, 1), n.num[2])};
 	};
-	return {runtime("php", "function__entry", USDTPROF_ROLE_ENTRY, {0, 3}, 0b11, parts, name),
-		runtime("php", "function__return", USDTPROF_ROLE_EXIT, {0, 3}, 0b11, parts, name)};
+	const uint32_t content = 0b11 | USDTPROF_CONTENT_PREFIXED(0);
+	return {runtime("php", "function__entry", USDTPROF_ROLE_ENTRY, {0, 3}, content, parts, name),
+		runtime("php", "function__return", USDTPROF_ROLE_EXIT, {0, 3}, content, parts, name)};
 }
 
 std::string php_check(int pid)

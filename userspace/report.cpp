@@ -148,6 +148,21 @@ std::string render_flat(const Profile &profile, const CallTree &tree, const Repo
 	return out;
 }
 
+// Largest total first, then by name: the order of the tree views.
+std::vector<uint32_t> by_total(const CallTree &tree, std::vector<uint32_t> group)
+{
+	std::sort(group.begin(), group.end(), [&](uint32_t a, uint32_t b) {
+		const TreeNode &x = tree.nodes[a], &y = tree.nodes[b];
+		return x.total_ns != y.total_ns ? x.total_ns > y.total_ns : x.name < y.name;
+	});
+	return group;
+}
+
+bool below_min_percent(const CallTree &tree, uint32_t node, const ReportOptions &options)
+{
+	return tree.total_self_ns && percent(tree.nodes[node].total_ns, tree.total_self_ns) < options.min_percent;
+}
+
 // Iterative, so a deep (hand-made) profile cannot overflow the stack.
 void render_tree_lines(const CallTree &tree, const ReportOptions &options, std::string &out)
 {
@@ -156,15 +171,11 @@ void render_tree_lines(const CallTree &tree, const ReportOptions &options, std::
 		size_t depth, pruned;
 	};
 	std::vector<Item> todo;
-	auto push_group = [&](std::vector<uint32_t> group, size_t depth) {
+	auto push_group = [&](const std::vector<uint32_t> &ids, size_t depth) {
 		// Largest total first; popping from the back, so push in reverse.
-		std::sort(group.begin(), group.end(), [&](uint32_t a, uint32_t b) {
-			const TreeNode &x = tree.nodes[a], &y = tree.nodes[b];
-			return x.total_ns != y.total_ns ? x.total_ns < y.total_ns : x.name > y.name;
-		});
-		auto below = [&](uint32_t i) {
-			return tree.total_self_ns && percent(tree.nodes[i].total_ns, tree.total_self_ns) < options.min_percent;
-		};
+		std::vector<uint32_t> group = by_total(tree, ids);
+		std::reverse(group.begin(), group.end());
+		auto below = [&](uint32_t i) { return below_min_percent(tree, i, options); };
 		size_t pruned = std::count_if(group.begin(), group.end(), below);
 		if (pruned)
 			todo.push_back({kNoParent, depth, pruned});
@@ -202,17 +213,39 @@ std::string render_tree(const Profile &profile, const CallTree &tree, const Repo
 	return out;
 }
 
+// The --tree view as nested JSON, pruned like the text tree. Built from the
+// leaves up (children come after their parents), so depth costs no stack.
+json json_tree(const CallTree &tree, const ReportOptions &options)
+{
+	std::vector<json> built(tree.nodes.size());
+	auto group = [&](const std::vector<uint32_t> &ids) {
+		json out = json::array();
+		for (uint32_t c : by_total(tree, ids))
+			if (!below_min_percent(tree, c, options))
+				out.push_back(std::move(built[c]));
+		return out;
+	};
+	for (size_t i = tree.nodes.size(); i-- > 0;) {
+		const TreeNode &n = tree.nodes[i];
+		json children = group(n.children);
+		size_t omitted = n.children.size() - children.size();
+		built[i] = {{"name", n.name}, {"calls", n.calls}, {"open", n.open}, {"self_ns", n.self_ns},
+			    {"total_ns", n.total_ns}, {"omitted_children", omitted}, {"children", std::move(children)}};
+	}
+	return group(tree.roots);
+}
+
 std::string render_json(const Profile &profile, const CallTree &tree, const ReportOptions &options)
 {
 	json functions = json::array(), paths = json::array(), processes = json::array();
 	for (const FunctionSummary &f : ranked_functions(tree, options).first)
 		functions.push_back({{"name", f.name}, {"calls", f.calls}, {"open", f.open}, {"self_ns", f.self_ns},
-			{"self_oncpu_ns", f.self_ns - f.self_offcpu_ns}, {"self_offcpu_ns", f.self_offcpu_ns},
+			{"self_oncpu_ns", f.self_oncpu_ns}, {"self_offcpu_ns", f.self_offcpu_ns},
 			{"total_ns", f.total_ns}, {"recursive", f.recursive}});
 	for (uint32_t i = 0; i < tree.nodes.size(); i++) {
 		const TreeNode &n = tree.nodes[i];
 		paths.push_back({{"stack", stack_of(tree, i)}, {"calls", n.calls}, {"open", n.open},
-			{"self_ns", n.self_ns}, {"self_oncpu_ns", n.self_ns - n.self_offcpu_ns},
+			{"self_ns", n.self_ns}, {"self_oncpu_ns", n.self_oncpu_ns},
 			{"self_offcpu_ns", n.self_offcpu_ns}, {"total_ns", n.total_ns}});
 	}
 	// The known counters first, in kernel order, then any others the profile has.
@@ -226,6 +259,7 @@ std::string render_json(const Profile &profile, const CallTree &tree, const Repo
 	for (const ProfileProcess &p : profile.processes)
 		processes.push_back({{"pid", p.pid}, {"comm", p.comm}});
 	json report = {
+		{"time", time_mode_name(tree.time)},
 		{"functions", functions},
 		{"paths", paths},
 		{"anomalies", anomalies},
@@ -234,6 +268,8 @@ std::string render_json(const Profile &profile, const CallTree &tree, const Repo
 		{"sampled_fraction", profile.sampled_fraction},
 		{"processes", processes},
 	};
+	if (options.tree)
+		report["tree"] = json_tree(tree, options);
 	// Names may not be UTF-8: replace invalid bytes rather than throw.
 	return report.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
@@ -392,13 +428,27 @@ CallTree build_call_tree(const Profile &profile)
 		TreeNode &n = tree.nodes[slot->second];
 		n.calls += pn.calls;
 		n.open += pn.open;
+		uint64_t offcpu = std::min(pn.self_offcpu_ns, pn.self_ns);
 		n.self_ns += pn.self_ns;
-		n.self_offcpu_ns += pn.self_offcpu_ns;
-		n.total_ns += pn.total_ns;
-		tree.total_self_ns += pn.self_ns;
+		n.self_oncpu_ns += pn.self_ns - offcpu;
+		n.self_offcpu_ns += offcpu;
 		tree_index[i] = slot->second;
 	}
+	sum_subtrees(tree);
 	return tree;
+}
+
+void sum_subtrees(CallTree &tree)
+{
+	tree.total_self_ns = 0;
+	for (TreeNode &n : tree.nodes) {
+		n.total_ns = n.self_ns;
+		tree.total_self_ns += n.self_ns;
+	}
+	// Children come after their parents: add each finished subtree upwards.
+	for (size_t i = tree.nodes.size(); i-- > 0;)
+		if (tree.nodes[i].parent != kNoParent)
+			tree.nodes[tree.nodes[i].parent].total_ns += tree.nodes[i].total_ns;
 }
 
 std::vector<std::string> stack_of(const CallTree &tree, uint32_t node)
@@ -426,6 +476,7 @@ std::vector<FunctionSummary> summarize_functions(const CallTree &tree)
 		f.calls += n.calls;
 		f.open += n.open;
 		f.self_ns += n.self_ns;
+		f.self_oncpu_ns += n.self_oncpu_ns;
 		f.self_offcpu_ns += n.self_offcpu_ns;
 		// Only outermost activations add to total: an inner one's time is inside the outer's.
 		bool nested = false;
@@ -461,28 +512,30 @@ Result<TimeMode> parse_time_mode(const std::string &mode)
 	return Error{"unknown time '" + mode + "' (expected wall, cpu or offcpu)"};
 }
 
+const char *time_mode_name(TimeMode mode)
+{
+	return mode == TimeMode::Cpu ? "cpu" : mode == TimeMode::Offcpu ? "offcpu" : "wall";
+}
+
 CallTree with_self_time(CallTree tree, TimeMode mode)
 {
-	if (mode == TimeMode::Wall)
-		return tree;
-	tree.total_self_ns = 0;
-	for (TreeNode &n : tree.nodes) {
-		n.self_ns = mode == TimeMode::Cpu ? n.self_ns - n.self_offcpu_ns : n.self_offcpu_ns;
-		n.self_offcpu_ns = mode == TimeMode::Cpu ? 0 : n.self_ns;
-		tree.total_self_ns += n.self_ns;
-	}
+	for (TreeNode &n : tree.nodes)
+		n.self_ns = mode == TimeMode::Cpu	  ? n.self_oncpu_ns
+			    : mode == TimeMode::Offcpu ? n.self_offcpu_ns
+						       : n.self_oncpu_ns + n.self_offcpu_ns;
+	tree.time = mode;
+	sum_subtrees(tree);
 	return tree;
 }
 
 std::string render_report(const Profile &profile, const ReportOptions &options)
 {
-	CallTree tree = build_call_tree(profile);
+	CallTree tree = with_self_time(build_call_tree(profile), options.time);
 	if (options.format == ReportFormat::Json)
 		return render_json(profile, tree, options);
-	tree = with_self_time(std::move(tree), options.time);
 	std::string out = options.tree ? render_tree(profile, tree, options) : render_flat(profile, tree, options);
-	if (options.time != TimeMode::Wall) // "usdtprof report (on-CPU self time): ..."
-		out.insert(out.find(':'), options.time == TimeMode::Cpu ? " (on-CPU self time)" : " (off-CPU self time)");
+	if (options.time != TimeMode::Wall) // "usdtprof report (on-CPU time): ..."
+		out.insert(out.find(':'), options.time == TimeMode::Cpu ? " (on-CPU time)" : " (off-CPU time)");
 	return out + "\n" + render_anomalies(profile);
 }
 

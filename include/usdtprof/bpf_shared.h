@@ -85,6 +85,8 @@ enum usdtprof_part_type {
 	USDTPROF_PART_STR,     /* NUL-terminated string at arg */
 	USDTPROF_PART_STR_LEN, /* string at arg, length in len (not NUL-terminated) */
 	USDTPROF_PART_INT,     /* arg's value */
+	USDTPROF_PART_STR_PREFIXED, /* as PART_STR; num = the 8 bytes before the string
+				       (a runtime's length field, e.g. PHP's zend_string) */
 };
 
 struct usdtprof_name_part {
@@ -104,12 +106,16 @@ struct usdtprof_probe_spec {
 	__u32 role;  /* enum usdtprof_role */
 	__u32 ident; /* enum usdtprof_ident */
 	__u32 nargs; /* identity arguments used (IDENT_PTRS) */
-	__u32 content_mask; /* IDENT_PTRS: bit i set: args[i] is hashed by content */
+	__u32 content_mask; /* IDENT_PTRS: bit i set: args[i] is hashed by content;
+			       bit USDTPROF_CONTENT_PREFIXED(i) also: with the 8
+			       bytes before the string (see PART_STR_PREFIXED) */
 	__u32 nests;        /* the probed calls nest on the native stack (our
 			       header): frames keep their entry's stack pointer
 			       and site, which can prove them gone */
 	__u32 pad;
 };
+
+#define USDTPROF_CONTENT_PREFIXED(i) (1u << (16 + (i)))
 
 /* A function's captured name, keyed by (process, function id). */
 struct usdtprof_name_key {

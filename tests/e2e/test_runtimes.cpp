@@ -143,7 +143,7 @@ TEST_CASE("php: record -- php sets USE_ZEND_DTRACE itself, exact calls per Class
 	auto report = report_json(data);
 	require_no_anomalies(report);
 	const std::pair<const char *, int> expected[] = {{"fib", 1973}, {"Counter::inc", 1000}, {"Counter::get", 1},
-		{"Util::twice", 7}, {"Base::hello", 3}, {"{closure}", 5}, {"thrower", 2}, {"main", 1}};
+		{"Util::twice", 7}, {"Base::hello", 3}, {"{closure}", 5}, {"thrower", 2}, {"{main}", 1}};
 	for (const auto &[name, calls] : expected) {
 		INFO(name);
 		auto f = function(report, name);
@@ -153,15 +153,45 @@ TEST_CASE("php: record -- php sets USE_ZEND_DTRACE itself, exact calls per Class
 	// Internal functions (count, printf ...) have no probes: nothing else is there.
 	REQUIRE(report["functions"].size() == std::size(expected));
 	REQUIRE(function(report, "fib")["recursive"] == true);
-	REQUIRE(path(report, "main")["calls"] == 1);
-	REQUIRE(path(report, "main;fib")["calls"] == 1);
-	REQUIRE(path(report, "main;Counter::inc")["calls"] == 1000);
-	REQUIRE(path(report, "main;Base::hello")["calls"] == 3);
-	// thrower's exception unwinds through a function__return: its caller is still main.
-	REQUIRE(path(report, "main;thrower")["calls"] == 2);
-	REQUIRE(path(report, "main;Counter::get")["calls"] == 1);
+	REQUIRE(path(report, "{main}")["calls"] == 1);
+	REQUIRE(path(report, "{main};fib")["calls"] == 1);
+	REQUIRE(path(report, "{main};Counter::inc")["calls"] == 1000);
+	REQUIRE(path(report, "{main};Base::hello")["calls"] == 3);
+	// thrower's exception unwinds through a function__return: its caller is still {main}.
+	REQUIRE(path(report, "{main};thrower")["calls"] == 2);
+	REQUIRE(path(report, "{main};Counter::get")["calls"] == 1);
 	// The preset resolves a file:line location per function, but `report --format json` has no
 	// field for it (docs/report-json.md): nothing to check here.
+}
+
+TEST_CASE("php: top-level code is {main}, a user function main() is main, each once", "[runtimes]")
+{
+	// Top-level code, a user function main(), an included file's top-level code, and
+	// a method main() of a class.
+	std::string dir = temp_dir();
+	{
+		std::ofstream inc(dir + "/inc.php");
+		inc << "<?php\n$included = 1;\n";
+		std::ofstream script(dir + "/main.php");
+		script << "<?php\nfunction main($n) { return $n > 0 ? main($n - 1) : 0; }\n"
+			  "class App { public function main() { return main(2); } }\n"
+			  "main(0);\n(new App())->main();\ninclude __DIR__ . '/inc.php';\necho \"done\\n\";\n";
+	}
+	auto [o, data] = record_launch({"php", dir + "/main.php"});
+	INFO(o.err);
+	REQUIRE(o.out == "done\n");
+	auto report = report_json(data);
+	require_no_anomalies(report);
+	// main(0) once, then App::main -> main(2) -> main(1) -> main(0).
+	REQUIRE(function(report, "main")["calls"] == 4);
+	REQUIRE(function(report, "App::main")["calls"] == 1);
+	REQUIRE(path(report, "{main}")["calls"] == 1);
+	REQUIRE(path(report, "{main};main")["calls"] == 1);
+	REQUIRE(path(report, "{main};App::main;main;main;main")["calls"] == 1);
+	// The included file's top-level code is top-level code too.
+	REQUIRE(path(report, "{main};{main}")["calls"] == 1);
+	REQUIRE(function(report, "{main}")["calls"] == 2);
+	REQUIRE(function(report, "{main}")["recursive"] == true);
 }
 
 TEST_CASE("php: record -p of a php started without USE_ZEND_DTRACE is refused in one line, nothing written",

@@ -30,8 +30,8 @@ Command add_export_command(CLI::App &parent)
 		->required()
 		->check(CLI::IsMember({"folded", "pprof"}));
 	app->add_option("-o,--output", a->output, "Write here instead of stdout");
-	app->add_option("--time", a->time, "folded: weight by self time: wall, cpu (on-CPU part) or offcpu; "
-			"ignored by pprof, which has each part as a sample type")
+	app->add_option("--time", a->time, "Time domain: wall, cpu (on-CPU part) or offcpu. folded: the weights; "
+			"pprof: the default sample type (each part is a sample type)")
 		->capture_default_str()
 		->check(CLI::IsMember({"wall", "cpu", "offcpu"}));
 	return {app, [a] {
@@ -41,9 +41,9 @@ Command add_export_command(CLI::App &parent)
 			auto profile = load_profile(a->file);
 			if (!profile)
 				throw UserError(profile.error().message);
-			std::string out =
-				binary ? render_pprof(*profile)
-				       : render_folded(with_self_time(build_call_tree(*profile), *parse_time_mode(a->time)));
+			TimeMode time = *parse_time_mode(a->time);
+			std::string out = binary ? render_pprof(*profile, time)
+						 : render_folded(with_self_time(build_call_tree(*profile), time));
 			if (a->output.empty()) {
 				fwrite(out.data(), 1, out.size(), stdout);
 				return 0;
