@@ -101,7 +101,7 @@ int main(int argc, char **argv)
 	jumps(jump);
 	USDTPROF_EXIT("main");
 	printf("measured a %lld\nmeasured b %lld\nmeasured c %lld\nmeasured a2 %lld\nmeasured b2 %lld\n"
-	       "measured jump1 %lld\nmeasured jump2 %lld\nmeasured after %lld\nmeasured off_cpu %lld\n",
-	       a_self, b_self, c_self, a2_self, b2_self, jump1_self, jump2_self, after_self, off_cpu_outside_spins());
+	       "measured jump1 %lld\nmeasured jump2 %lld\nmeasured after %lld\nmeasured off_cpu %lld\nmeasured outside %lld\n",
+	       a_self, b_self, c_self, a2_self, b2_self, jump1_self, jump2_self, after_self, off_cpu_outside_spins(), wall_outside_spins());
 	return 0;
 }
