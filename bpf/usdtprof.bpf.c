@@ -778,18 +778,28 @@ static __always_inline void task_create(struct usdtprof_thread_stack *st, __u64 
 	emit(USDTPROF_EV_TASK_CREATE, id, now);
 }
 
-/* A frame entered at site S with stack pointer P is proved gone by a later
- * entry at the same site S whose stack pointer lies above P (the code at S
- * runs in a frame above the one that held the frame: that one has returned,
- * even when S is in an out-of-line helper such as usdtprof::Scope's
- * constructor), or at P with the same function (the same code entered again
- * from the same frame: not a recursion, which lies below). Other sites prove
- * nothing: a site in an out-of-line helper records a stack pointer below the
- * frame it times, which a callee of that frame can lie above. */
+/* NESTS_SITE: a frame entered at site S with stack pointer P is proved gone
+ * by a later entry at the same site S whose stack pointer lies above P (the
+ * code at S runs in a frame above the one that held the frame: that one has
+ * returned, even when S is in an out-of-line helper such as
+ * usdtprof::Scope's constructor), or at P with the same function (the same
+ * code entered again from the same frame: not a recursion, which lies
+ * below). Other sites prove nothing: a site in an out-of-line helper records
+ * a stack pointer below the frame it times, which a callee of that frame can
+ * lie above.
+ *
+ * NESTS_CALLER (HotSpot): only an entry of the same function from the same
+ * code at the same stack pointer proves a frame gone (a call from the same
+ * frame again). A higher stack pointer proves nothing: a JVM moves live
+ * frames (on-stack replacement swaps an interpreted frame for a smaller
+ * compiled one, whose callees lie above the old frame's entry), and C1
+ * inlines a callee, its probe called from the caller's frame at the
+ * caller's stack pointer (a recursion inlined once included), from other
+ * code. */
 struct dead_ctx {
 	struct usdtprof_thread_stack *st;
 	__u64 sp, site, func;
-	__u32 depth, dead;
+	__u32 depth, dead, caller;
 };
 
 static long find_dead(__u32 i, void *data)
@@ -800,7 +810,9 @@ static long find_dead(__u32 i, void *data)
 	if (i >= c->depth)
 		return 1;
 	f = &c->st->frames[(c->depth - 1 - i) & FRAME_MASK];
-	if (f->sp && f->site == c->site && (c->sp > f->sp || (c->sp == f->sp && f->func == c->func)))
+	if (!f->sp || f->site != c->site)
+		return 0;
+	if (c->sp == f->sp ? f->func == c->func : c->sp > f->sp && !c->caller)
 		c->dead = i + 1; /* the outermost proof wins: frames above it are its callees */
 	return 0;
 }
@@ -812,9 +824,10 @@ static long find_dead(__u32 i, void *data)
  * when the entry's stack pointer is not below the top frame's (a callee's
  * always is). */
 static __always_inline __u32 pop_dead_frames(struct usdtprof_thread_stack *st, __u32 d, __u64 sp, __u64 site,
-					     __u64 func, __u64 now)
+					     __u32 nests, __u64 func, __u64 now)
 {
-	struct dead_ctx c = { .st = st, .sp = sp, .site = site, .func = func, .depth = d };
+	struct dead_ctx c = { .st = st, .sp = sp, .site = site, .func = func, .depth = d,
+			      .caller = nests == USDTPROF_NESTS_CALLER };
 	struct usdtprof_frame *top;
 
 	if (d == 0 || d > USDTPROF_MAX_DEPTH || st->overflow)
@@ -831,13 +844,30 @@ static __always_inline __u32 pop_dead_frames(struct usdtprof_thread_stack *st, _
 	return d - c.dead;
 }
 
+/* What tells an entry's code apart (see find_dead): the probe's address, or
+ * for NESTS_CALLER the return address of the runtime's helper, read through
+ * its frame pointer (with bit 63 set); 0 if that cannot be read. */
+static __always_inline __u64 entry_site(struct pt_regs *ctx, __u32 nests)
+{
+	__u64 bp, sp, ret = 0;
+
+	if (nests != USDTPROF_NESTS_CALLER)
+		return CTX_LOAD(ip);
+	bp = CTX_LOAD(bp);
+	sp = CTX_LOAD(sp);
+	/* A frame pointer points into the helper's own (small) frame. */
+	if (bp < sp || bp - sp > 4096 || bpf_probe_read_user(&ret, sizeof(ret), (void *)(bp + 8)) || !ret)
+		return 0;
+	return ret | (1ULL << 63);
+}
+
 SEC("uprobe")
 int usdt_entry(struct pt_regs *ctx)
 {
 	const struct usdtprof_probe_spec *spec;
 	struct usdtprof_thread_stack *st;
 	struct usdtprof_frame *f;
-	__u64 func, parent_path, key, *creator, now, sp;
+	__u64 func, parent_path, key, *creator, now, sp, site;
 	__u32 d;
 
 	st = begin_hit(ctx, &spec, &func, &now);
@@ -848,9 +878,10 @@ int usdt_entry(struct pt_regs *ctx)
 		return 0;
 	}
 	sp = spec->nests ? CTX_LOAD(sp) : 0;
+	site = entry_site(ctx, spec->nests);
 	d = st->depth;
-	if (sp)
-		d = pop_dead_frames(st, d, sp, CTX_LOAD(ip), func, now);
+	if (sp && site)
+		d = pop_dead_frames(st, d, sp, site, spec->nests, func, now);
 	if (d >= USDTPROF_MAX_DEPTH) {
 		/* Deeper calls run inside the deepest frame, which keeps their time;
 		 * their exits count them under a [truncated] marker. */
@@ -893,8 +924,8 @@ int usdt_entry(struct pt_regs *ctx)
 	f->resume = now;
 	f->self = 0;
 	f->offcpu = 0;
-	f->sp = sp;
-	f->site = CTX_LOAD(ip);
+	f->sp = site ? sp : 0;
+	f->site = site;
 	st->depth = d + 1;
 	return 0;
 }

@@ -119,8 +119,13 @@ std::vector<ProbeRole> java_roles()
 		std::replace(cls.begin(), cls.end(), '/', '.');
 		return {cls + "." + text(n, 1), ""};
 	};
-	return {runtime("hotspot", "method__entry", USDTPROF_ROLE_ENTRY, {1, 3, 5}, 0, parts, name),
-		runtime("hotspot", "method__return", USDTPROF_ROLE_EXIT, {1, 3, 5}, 0, parts, name)};
+	std::vector<ProbeRole> roles = {runtime("hotspot", "method__entry", USDTPROF_ROLE_ENTRY, {1, 3, 5}, 0, parts, name),
+					runtime("hotspot", "method__return", USDTPROF_ROLE_EXIT, {1, 3, 5}, 0, parts, name)};
+	// The probes fire in SharedRuntime::dtrace_method_entry/exit, called by
+	// the method's own code (interpreted or compiled), on the thread's stack.
+	for (ProbeRole &r : roles)
+		r.nests = USDTPROF_NESTS_CALLER;
+	return roles;
 }
 
 std::string java_check(int pid)

@@ -115,7 +115,7 @@ std::vector<ProbeRole> native_probe_roles()
 	};
 	// The header's probes sit in the functions they time (or a task's run loop).
 	for (ProbeRole &r : roles)
-		r.nests_on_stack = true;
+		r.nests = USDTPROF_NESTS_SITE;
 	return roles;
 }
 

@@ -49,7 +49,7 @@ usdtprof_probe_spec probe_spec(const FoundSite &f)
 	usdtprof_probe_spec spec{};
 	spec.role = p.role;
 	spec.ident = p.ident;
-	spec.nests = p.nests_on_stack;
+	spec.nests = p.nests;
 	switch (p.ident) {
 	case USDTPROF_IDENT_NATIVE:
 		spec.args[0] = site_arg(f, p.arg);

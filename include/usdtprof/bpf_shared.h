@@ -71,6 +71,20 @@ enum usdtprof_ident {
 				  replaced by placeholders: one frame per statement shape */
 };
 
+/* How a probe's calls nest on the native stack (usdtprof_probe_spec.nests):
+ * what a frame's stack pointer at entry can prove (bpf/usdtprof.bpf.c,
+ * find_dead). */
+enum usdtprof_nests {
+	USDTPROF_NESTS_NONE,
+	USDTPROF_NESTS_SITE,   /* our header: the probe sits in the function it
+				  times; frames keep the probe's address */
+	USDTPROF_NESTS_CALLER, /* the probe sits in a runtime's helper that keeps
+				  a frame pointer, called by the code of the
+				  function entered (HotSpot's dtrace_method_entry):
+				  frames keep that code's address, the helper's
+				  return address */
+};
+
 /* Identity arguments hashed together, and name parts captured per function. */
 #define USDTPROF_MAX_IDENT_ARGS 3
 #define USDTPROF_NAME_PARTS 4
@@ -109,9 +123,8 @@ struct usdtprof_probe_spec {
 	__u32 content_mask; /* IDENT_PTRS: bit i set: args[i] is hashed by content;
 			       bit USDTPROF_CONTENT_PREFIXED(i) also: with the 8
 			       bytes before the string (see PART_STR_PREFIXED) */
-	__u32 nests;        /* the probed calls nest on the native stack (our
-			       header): frames keep their entry's stack pointer
-			       and site, which can prove them gone */
+	__u32 nests;        /* enum usdtprof_nests: frames keep their entry's
+			       stack pointer and site, which can prove them gone */
 	__u32 pad;
 };
 
@@ -141,7 +154,9 @@ struct usdtprof_frame {
 	__u64 offcpu; /* the part of self spent switched out */
 	__u64 sp;     /* stack pointer at the entry probe; 0 if the probe does
 			 not nest on the native stack */
-	__u64 site;   /* address of the entry probe */
+	__u64 site;   /* address of the entry probe (NESTS_SITE), or of the code
+			 that called the runtime's helper with bit 63 set
+			 (NESTS_CALLER), so the two never compare equal */
 };
 
 /* A path's totals accumulated by one thread, not yet added to the paths map. */

@@ -284,13 +284,14 @@ TEST_CASE("ruby: list -p shows libruby's probes and the ruby preset", "[runtimes
 
 namespace {
 
-// Calls.java and Sleep.java compiled once into a temporary directory.
+// Calls.java, Sleep.java and Ex2.java compiled once into a temporary directory.
 const std::string &java_classes()
 {
 	static std::string dir;
 	if (dir.empty()) {
 		std::string d = temp_dir();
-		Output o = run({"javac", "-d", d, runtime_file("Calls.java"), runtime_file("Sleep.java")});
+		Output o = run({"javac", "-d", d, runtime_file("Calls.java"), runtime_file("Sleep.java"),
+				runtime_file("Ex2.java")});
 		INFO(o.out << o.err);
 		REQUIRE(o.status == 0);
 		dir = d;
@@ -353,6 +354,65 @@ TEST_CASE("java: frames an exception leaves without method__return are repaired 
 	REQUIRE(report["anomalies"]["exit_mismatch"].get<uint64_t>() >= 1);
 	REQUIRE(function(report, "Calls.main")["calls"] == 1);
 	REQUIRE(function(report, "Calls.main")["open"] == 0);
+}
+
+TEST_CASE("java: exceptions through compiled frames leave the profile exact: calls, paths, times (Ex2)",
+	  "[runtimes]")
+{
+	// C1-compiled frames an exception unwinds fire no method__return: before the stack-pointer
+	// repair the dead parseInt frames piled up past 128 (parseInt "recursive", loop and main
+	// twice, after 0 ns, depth_overflow). Only parseInt and loop compiled, at first call: quick.
+	const int n = 500;
+	auto [o, data] = record_launch({"java", "-Xcomp", "-XX:TieredStopAtLevel=1", "-XX:CompileCommand=quiet",
+					"-XX:CompileCommand=compileonly,java.lang.Integer::parseInt",
+					"-XX:CompileCommand=compileonly,Ex2::loop", "-cp", java_classes(), "Ex2",
+					std::to_string(n)},
+				       kNoJavaOptions);
+	std::smatch m;
+	const std::regex line(R"(^bad (\d+) after_in_ns (\d+) after_out_ns (\d+)\n$)");
+	INFO(o.out);
+	REQUIRE(std::regex_match(o.out, m, line));
+	const uint64_t bad = std::stoull(m[1]);
+	const double inside = std::stod(m[2]), outside = std::stod(m[3]);
+	REQUIRE(bad == n / 2);
+
+	auto report = report_json(data);
+	for (const char *anomaly : {"depth_overflow", "exit_no_frame"}) {
+		INFO(anomaly);
+		REQUIRE(report["anomalies"][anomaly] == 0);
+	}
+	// One repair per exception: the next parseInt from loop's frame (the last: loop's return).
+	REQUIRE(report["anomalies"]["exit_mismatch"] == bad);
+	for (const char *name : {"Ex2.main", "Ex2.loop", "Ex2.after"}) {
+		INFO(name);
+		auto f = function(report, name);
+		REQUIRE(f["calls"] == 1);
+		REQUIRE(f["open"] == 0);
+		REQUIRE(f["recursive"] == false);
+	}
+	REQUIRE(path(report, "Ex2.main;Ex2.loop")["calls"] == 1);
+	REQUIRE(path(report, "Ex2.main;Ex2.after")["calls"] == 1);
+	// parseInt(String) from loop, each calling parseInt(String, int) once (whatever the names of
+	// the two overloads): paths ending in parseInt, n and n, none nested deeper.
+	uint64_t from_loop = 0, nested = 0, deeper = 0;
+	for (const auto &p : report["paths"]) {
+		const auto &stack = p["stack"];
+		size_t parse = 0;
+		for (const auto &frame : stack)
+			parse += frame.get<std::string>().starts_with("java.lang.Integer.parseInt");
+		if (stack.size() < 3 || stack[0] != "Ex2.main" || stack[1] != "Ex2.loop" ||
+		    !stack.back().get<std::string>().starts_with("java.lang.Integer.parseInt"))
+			continue;
+		(parse == 1 ? from_loop : parse == 2 ? nested : deeper) += p["calls"].get<uint64_t>();
+	}
+	REQUIRE(from_loop == n);
+	REQUIRE(nested == n);
+	REQUIRE(deeper == 0);
+	// after's time, as Ex2 measured it inside and around the call.
+	double after_ns = function(report, "Ex2.after")["total_ns"];
+	INFO("after " << after_ns << " ns, measured " << inside << " inside, " << outside << " around");
+	REQUIRE(after_ns >= inside);
+	REQUIRE(after_ns <= outside);
 }
 
 TEST_CASE("java: a JVM without DTraceMethodProbes is refused in one line; list -p shows libjvm's probes",
