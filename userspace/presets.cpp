@@ -138,11 +138,13 @@ std::string java_check(int pid)
 	       "restart the JVM with it (record -- java ... sets it)";
 }
 
+// Every launcher of a JDK (java, jar, javac, javadoc, jshell ...) loads its
+// JDK's libjvm.so, bin/../lib/server, with dlopen after start.
 std::string java_library(const std::string &executable)
 {
 	std::error_code ec;
 	auto exe = std::filesystem::canonical(executable, ec);
-	if (ec || exe.filename() != "java")
+	if (ec || exe.parent_path().filename() != "bin")
 		return "";
 	auto jvm = exe.parent_path().parent_path() / "lib" / "server" / "libjvm.so";
 	return std::filesystem::exists(jvm, ec) ? jvm.string() : "";
@@ -253,7 +255,7 @@ const std::vector<Preset> &presets()
 		 "any such hook, seen in 1 launch of 20 with rubygems)",
 		 no_library},
 		{"java", "Java (HotSpot): hotspot:method__entry/return, named pkg.Class.method", java_roles, java_check,
-		 {{"JDK_JAVA_OPTIONS", "-XX:+DTraceMethodProbes"}}, nullptr, nullptr, java_library},
+		 {{"JAVA_TOOL_OPTIONS", "-XX:+DTraceMethodProbes"}}, nullptr, nullptr, java_library},
 		{"python", "CPython: python:function__entry/return, named file.py:function", python_roles, no_check, {},
 		 nullptr, nullptr, no_library},
 		{"postgres", "PostgreSQL: one frame per statement shape, its phases and waits inside", postgres_roles,

@@ -102,7 +102,7 @@ Recorded record_followed(const std::vector<std::string> &command, int expected_s
 {
 	Recorded r;
 	r.data = temp_dir() + "/p.data";
-	std::vector<std::string> argv = {"env", "-u", "JDK_JAVA_OPTIONS", "-u", "RUBYOPT", "PATH=/usr/bin:/bin",
+	std::vector<std::string> argv = {"env", "-u", "JDK_JAVA_OPTIONS", "-u", "JAVA_TOOL_OPTIONS", "-u", "RUBYOPT", "PATH=/usr/bin:/bin",
 					 usdtprof(), "record", "-o", r.data};
 	argv.insert(argv.end(), options.begin(), options.end());
 	argv.push_back("--");
@@ -214,9 +214,32 @@ TEST_CASE("follow: a shell wrapper that execs java, as mvn and gradlew do, exact
 	std::string wrapper = write_script(temp_dir(), "jc.sh", "#!/bin/sh\nexec java -cp \"$1\" Calls\n");
 	auto r = record_followed({wrapper, classes}, 0);
 	REQUIRE(r.output.out == "fib=610 inc=100000 twice=42 hello=3 caught=2\n");
-	REQUIRE_THAT(r.output.err, Contains("JDK_JAVA_OPTIONS=-XX:+DTraceMethodProbes"));
+	REQUIRE_THAT(r.output.err, Contains("JAVA_TOOL_OPTIONS=-XX:+DTraceMethodProbes"));
 	auto report = report_json(r.data);
 	REQUIRE(java_class_calls(report) == java_expected_calls());
+}
+
+TEST_CASE("follow: a JDK tool other than java (jar) is profiled: its launcher loads libjvm.so later", "[launch][runtimes]")
+{
+	// jar's launcher maps no probes at its entry point; it loads bin/../lib/server/libjvm.so with
+	// dlopen, and the JVM reads JAVA_TOOL_OPTIONS (JDK_JAVA_OPTIONS is the java launcher's only).
+	std::string dir = temp_dir();
+	std::ofstream(dir + "/a.txt") << "a\n";
+	auto r = record_followed({"jar", "cf", dir + "/x.jar", "-C", dir, "a.txt"}, 0);
+	REQUIRE_THAT(r.output.err, Contains("JAVA_TOOL_OPTIONS=-XX:+DTraceMethodProbes"));
+	REQUIRE_THAT(r.output.err, Contains("with java"));
+	REQUIRE(std::filesystem::file_size(dir + "/x.jar") > 0);
+	auto report = report_json(r.data);
+	// jar's own main, once, at the root of the main thread's stack; it calls System.exit, so it
+	// never returns (open), the run it calls does.
+	REQUIRE(function(report, "sun.tools.jar.Main.main")["calls"] == 1);
+	REQUIRE(path(report, "sun.tools.jar.Main.main")["calls"] == 1);
+	auto run = function(report, "sun.tools.jar.Main.run");
+	REQUIRE(run["calls"] == 1);
+	REQUIRE(run["open"] == 0);
+	REQUIRE(path(report, "sun.tools.jar.Main.main;sun.tools.jar.Main.run")["calls"] == 1);
+	REQUIRE(report["functions"].size() > 100);
+	REQUIRE(report["anomalies"]["depth_overflow"] == 0);
 }
 
 TEST_CASE("recording stops while the launched command runs on: said once, the next SIGINT/SIGTERM is passed on",

@@ -311,7 +311,7 @@ const nlohmann::json &java_calls_report()
 		auto [o, data] = record_launch({"java", "-cp", java_classes(), "Calls"}, kNoJavaOptions);
 		INFO(o.err);
 		REQUIRE(o.out == "fib=610 inc=100000 twice=42 hello=3 caught=2\n");
-		REQUIRE_THAT(o.err, Contains("JDK_JAVA_OPTIONS=-XX:+DTraceMethodProbes"));
+		REQUIRE_THAT(o.err, Contains("JAVA_TOOL_OPTIONS=-XX:+DTraceMethodProbes"));
 		report = report_json(data);
 	}
 	return *report;
