@@ -115,9 +115,7 @@ std::vector<ProbeRole> java_roles()
 	const std::vector<NamePart> parts = {
 		{USDTPROF_PART_STR_LEN, 1, 2}, {USDTPROF_PART_STR_LEN, 3, 4}, {USDTPROF_PART_STR_LEN, 5, 6}};
 	auto name = [](const usdtprof_name &n, const ProbeRole &) -> FunctionName {
-		std::string cls = text(n, 0);
-		std::replace(cls.begin(), cls.end(), '/', '.');
-		return {cls + "." + text(n, 1), ""};
+		return {java_method_name(text(n, 0), text(n, 1), text(n, 2)), ""};
 	};
 	std::vector<ProbeRole> roles = {runtime("hotspot", "method__entry", USDTPROF_ROLE_ENTRY, {1, 3, 5}, 0, parts, name),
 					runtime("hotspot", "method__return", USDTPROF_ROLE_EXIT, {1, 3, 5}, 0, parts, name)};
@@ -221,6 +219,77 @@ std::string no_library(const std::string &)
 }
 
 } // namespace
+
+namespace {
+
+// A JVM type descriptor's type at *at ("I", "[J", "Ljava/lang/String;") as
+// Java source writes it, classes by their simple name; at moves past it.
+// "" at the end or at a descriptor cut short.
+std::string java_type(std::string_view d, size_t *at)
+{
+	int dims = 0;
+	while (*at < d.size() && d[*at] == '[')
+		++dims, ++*at;
+	if (*at >= d.size())
+		return "";
+	std::string type;
+	static const std::string_view codes = "BCDFIJSZV";
+	static const char *const names[] = {"byte", "char", "double", "float", "int", "long", "short", "boolean", "void"};
+	char c = d[(*at)++];
+	if (size_t i = codes.find(c); i != std::string_view::npos) {
+		type = names[i];
+	} else if (c == 'L') {
+		size_t end = d.find(';', *at);
+		if (end == std::string_view::npos)
+			return "";
+		std::string_view cls = d.substr(*at, end - *at);
+		size_t slash = cls.rfind('/');
+		type = std::string(slash == std::string_view::npos ? cls : cls.substr(slash + 1));
+		*at = end + 1;
+	} else {
+		return "";
+	}
+	for (; dims > 0; --dims)
+		type += "[]";
+	return type;
+}
+
+} // namespace
+
+std::string java_parameters(std::string_view descriptor)
+{
+	if (descriptor.empty() || descriptor[0] != '(')
+		return "";
+	std::string out = "(";
+	size_t at = 1;
+	while (at < descriptor.size() && descriptor[at] != ')') {
+		std::string type = java_type(descriptor, &at);
+		if (type.empty())
+			return out + (out.size() > 1 ? ",...)" : "...)"); // cut short (USDTPROF_NAME_LEN)
+		out += (out.size() > 1 ? "," : "") + type;
+	}
+	return at < descriptor.size() ? out + ")" : out + (out.size() > 1 ? ",...)" : "...)");
+}
+
+std::string java_class_name(std::string_view internal)
+{
+	std::string cls(internal);
+	// A hidden class (a lambda's, a LambdaForm's) is named with its address
+	// after a '+' (Class.getName() shows '/'): different in every run.
+	for (char sep : {'+', '/'})
+		if (size_t at = cls.rfind(std::string(1, sep) + "0x"); at != std::string::npos && at + 3 < cls.size() &&
+		    cls.find_first_not_of("0123456789abcdefABCDEF", at + 3) == std::string::npos) {
+			cls.resize(at);
+			break;
+		}
+	std::replace(cls.begin(), cls.end(), '/', '.');
+	return cls;
+}
+
+std::string java_method_name(std::string_view cls, std::string_view method, std::string_view descriptor)
+{
+	return java_class_name(cls) + "." + std::string(method) + java_parameters(descriptor);
+}
 
 // PHP reads the variable with getenv (the first entry of that name) and
 // zend_atoi: any value whose leading integer is not 0 turns the probes on.

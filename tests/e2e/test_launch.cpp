@@ -232,12 +232,13 @@ TEST_CASE("follow: a JDK tool other than java (jar) is profiled: its launcher lo
 	auto report = report_json(r.data);
 	// jar's own main, once, at the root of the main thread's stack; it calls System.exit, so it
 	// never returns (open), the run it calls does.
-	REQUIRE(function(report, "sun.tools.jar.Main.main")["calls"] == 1);
-	REQUIRE(path(report, "sun.tools.jar.Main.main")["calls"] == 1);
-	auto run = function(report, "sun.tools.jar.Main.run");
+	const std::string main = "sun.tools.jar.Main.main(String[])", run_args = "sun.tools.jar.Main.run(String[])";
+	REQUIRE(function(report, main)["calls"] == 1);
+	REQUIRE(path(report, main)["calls"] == 1);
+	auto run = function(report, run_args);
 	REQUIRE(run["calls"] == 1);
 	REQUIRE(run["open"] == 0);
-	REQUIRE(path(report, "sun.tools.jar.Main.main;sun.tools.jar.Main.run")["calls"] == 1);
+	REQUIRE(path(report, main + ";" + run_args)["calls"] == 1);
 	REQUIRE(report["functions"].size() > 100);
 	REQUIRE(report["anomalies"]["depth_overflow"] == 0);
 }

@@ -332,14 +332,39 @@ TEST_CASE("java: record -- java turns DTraceMethodProbes on, exact calls per Cla
 		REQUIRE(got[name] == calls);
 	}
 	REQUIRE(got == expected); // and no other method of Calls (Calls.<init> never runs)
-	REQUIRE(function(report, "Calls.fib")["recursive"] == true);
-	REQUIRE(function(report, "Calls$Counter.inc")["open"] == 0);
-	REQUIRE(path(report, "Calls.main")["calls"] == 1);
-	REQUIRE(path(report, "Calls.main;Calls.fib")["calls"] == 1);
-	REQUIRE(path(report, "Calls.main;Calls$Counter.inc")["calls"] == 100000);
-	REQUIRE(path(report, "Calls.main;Calls$Util.twice")["calls"] == 7);
+	REQUIRE(function(report, "Calls.fib(int)")["recursive"] == true);
+	REQUIRE(function(report, "Calls$Counter.inc()")["open"] == 0);
+	REQUIRE(path(report, "Calls.main(String[])")["calls"] == 1);
+	REQUIRE(path(report, "Calls.main(String[]);Calls.fib(int)")["calls"] == 1);
+	REQUIRE(path(report, "Calls.main(String[]);Calls$Counter.inc()")["calls"] == 100000);
+	REQUIRE(path(report, "Calls.main(String[]);Calls$Util.twice(int)")["calls"] == 7);
 	// JDK methods fire too (class loading, string concatenation bootstraps).
 	REQUIRE(report["functions"].size() > 100);
+}
+
+TEST_CASE("java: overloads are apart by their parameters, lambdas named without addresses", "[runtimes]")
+{
+	const auto &report = java_calls_report();
+	REQUIRE(function(report, "Calls.over(int)")["calls"] == 2);
+	REQUIRE(function(report, "Calls.over(long)")["calls"] == 3);
+	REQUIRE(function(report, "Calls.over(String)")["calls"] == 4);
+	REQUIRE(function(report, "Calls.over(String)")["recursive"] == false);
+	// The lambda's hidden class, "Calls$$Lambda$N+0x<address>" in the JVM, calls its body.
+	const std::regex lambda(R"(^Calls\$\$Lambda\$\d+\.applyAsInt\(int\)$)");
+	std::string hidden;
+	for (const auto &f : report["functions"]) {
+		std::string name = f["name"];
+		INFO(name);
+		REQUIRE(name.find("+0x") == std::string::npos); // no hidden class keeps its address
+		if (std::regex_match(name, lambda)) {
+			REQUIRE(hidden.empty());
+			hidden = name;
+			REQUIRE(f["calls"] == 5);
+		}
+	}
+	REQUIRE(!hidden.empty());
+	// Different methods of one name are no recursion.
+	REQUIRE(function(report, "java.lang.String.<init>(byte[],byte)")["recursive"] == false);
 }
 
 TEST_CASE("java: frames an exception leaves without method__return are repaired by their caller's return",
@@ -350,10 +375,10 @@ TEST_CASE("java: frames an exception leaves without method__return are repaired 
 	// compiled frame left by an exception, so the thrower frames stay on the shadow stack until
 	// main's own return pops them (docs/design.md): the count stays exact, the repair is counted,
 	// and what main did in between is charged under them (use -Xint for exact paths there).
-	REQUIRE(function(report, "Calls.thrower")["calls"] == 2);
+	REQUIRE(function(report, "Calls.thrower()")["calls"] == 2);
 	REQUIRE(report["anomalies"]["exit_mismatch"].get<uint64_t>() >= 1);
-	REQUIRE(function(report, "Calls.main")["calls"] == 1);
-	REQUIRE(function(report, "Calls.main")["open"] == 0);
+	REQUIRE(function(report, "Calls.main(String[])")["calls"] == 1);
+	REQUIRE(function(report, "Calls.main(String[])")["open"] == 0);
 }
 
 TEST_CASE("java: exceptions through compiled frames leave the profile exact: calls, paths, times (Ex2)",
@@ -383,33 +408,28 @@ TEST_CASE("java: exceptions through compiled frames leave the profile exact: cal
 	}
 	// One repair per exception: the next parseInt from loop's frame (the last: loop's return).
 	REQUIRE(report["anomalies"]["exit_mismatch"] == bad);
-	for (const char *name : {"Ex2.main", "Ex2.loop", "Ex2.after"}) {
+	for (const char *name : {"Ex2.main(String[])", "Ex2.loop(int)", "Ex2.after()"}) {
 		INFO(name);
 		auto f = function(report, name);
 		REQUIRE(f["calls"] == 1);
 		REQUIRE(f["open"] == 0);
 		REQUIRE(f["recursive"] == false);
 	}
-	REQUIRE(path(report, "Ex2.main;Ex2.loop")["calls"] == 1);
-	REQUIRE(path(report, "Ex2.main;Ex2.after")["calls"] == 1);
-	// parseInt(String) from loop, each calling parseInt(String, int) once (whatever the names of
-	// the two overloads): paths ending in parseInt, n and n, none nested deeper.
-	uint64_t from_loop = 0, nested = 0, deeper = 0;
-	for (const auto &p : report["paths"]) {
-		const auto &stack = p["stack"];
-		size_t parse = 0;
-		for (const auto &frame : stack)
-			parse += frame.get<std::string>().starts_with("java.lang.Integer.parseInt");
-		if (stack.size() < 3 || stack[0] != "Ex2.main" || stack[1] != "Ex2.loop" ||
-		    !stack.back().get<std::string>().starts_with("java.lang.Integer.parseInt"))
-			continue;
-		(parse == 1 ? from_loop : parse == 2 ? nested : deeper) += p["calls"].get<uint64_t>();
+	const std::string loop = "Ex2.main(String[]);Ex2.loop(int)";
+	REQUIRE(path(report, loop)["calls"] == 1);
+	REQUIRE(path(report, "Ex2.main(String[]);Ex2.after()")["calls"] == 1);
+	// parseInt(String) from loop, each calling parseInt(String,int) once, never nested deeper.
+	const std::string parse = loop + ";java.lang.Integer.parseInt(String)";
+	REQUIRE(path(report, parse)["calls"] == n);
+	REQUIRE(path(report, parse)["open"] == 0);
+	REQUIRE(path(report, parse + ";java.lang.Integer.parseInt(String,int)")["calls"] == n);
+	for (const char *name : {"java.lang.Integer.parseInt(String)", "java.lang.Integer.parseInt(String,int)"}) {
+		INFO(name);
+		REQUIRE(function(report, name)["recursive"] == false);
+		REQUIRE(function(report, name)["open"] == 0);
 	}
-	REQUIRE(from_loop == n);
-	REQUIRE(nested == n);
-	REQUIRE(deeper == 0);
 	// after's time, as Ex2 measured it inside and around the call.
-	double after_ns = function(report, "Ex2.after")["total_ns"];
+	double after_ns = function(report, "Ex2.after()")["total_ns"];
 	INFO("after " << after_ns << " ns, measured " << inside << " inside, " << outside << " around");
 	REQUIRE(after_ns >= inside);
 	REQUIRE(after_ns <= outside);

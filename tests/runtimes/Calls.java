@@ -14,6 +14,11 @@
 //   Calls$Child           <init>   ()V                          1
 //   Calls$Base            hello    ()I                          3   inherited: declaring class
 //   Calls                 thrower  ()V                          2   throws: see below
+//   Calls                 over     (I)I                         2   overloads: apart by signature
+//   Calls                 over     (J)J                         3
+//   Calls                 over     (Ljava/lang/String;)I        4
+//   Calls                 lambda$main$0 (I)I                   5   a lambda's body, called by
+//   Calls$$Lambda$N+0x... applyAsInt (I)I                       5   its hidden class (N varies)
 // method__return for thrower: 2 with -Xint; with the JIT usually 0, because main's loop gets
 // compiled (OSR) with thrower inlined, and a compiled (or inlined) frame that an exception
 // unwinds fires no method__return. Interpreted frames do fire it while unwinding. All other
@@ -52,6 +57,18 @@ public class Calls {
     static class Child extends Base {
     }
 
+    static int over(int x) {
+        return x;
+    }
+
+    static long over(long x) {
+        return x;
+    }
+
+    static int over(String x) {
+        return x.length();
+    }
+
     static void thrower() {
         throw new IllegalStateException("x");
     }
@@ -78,6 +95,20 @@ public class Calls {
             } catch (IllegalStateException ex) {
                 e++;
             }
+        }
+        long v = 0;
+        for (int i = 0; i < 2; i++) {
+            v += over(i);
+        }
+        for (long i = 0; i < 3; i++) {
+            v += over(i);
+        }
+        for (int i = 0; i < 4; i++) {
+            v += over("ab");
+        }
+        java.util.function.IntUnaryOperator plus = x -> x + 1;
+        for (int i = 0; i < 5; i++) {
+            v += plus.applyAsInt(i);
         }
         System.out.println("fib=" + f + " inc=" + c.get() + " twice=" + s + " hello=" + h + " caught=" + e);
     }

@@ -38,3 +38,33 @@ TEST_CASE("php: USE_ZEND_DTRACE counts as PHP reads it: the first entry, a non-z
 	CHECK_FALSE(php_dtrace_enabled(env({"PATH=/bin"})));
 	CHECK_FALSE(php_dtrace_enabled(""));
 }
+
+TEST_CASE("java: methods are named with their parameters, overloads apart", "[presets]")
+{
+	CHECK(java_method_name("Srv", "over", "(I)V") == "Srv.over(int)");
+	CHECK(java_method_name("Srv", "over", "(J)V") == "Srv.over(long)");
+	CHECK(java_method_name("Srv", "over", "(Ljava/lang/String;)V") == "Srv.over(String)");
+	CHECK(java_method_name("java/lang/Integer", "parseInt", "(Ljava/lang/String;I)I") ==
+	      "java.lang.Integer.parseInt(String,int)");
+	CHECK(java_method_name("Calls", "main", "([Ljava/lang/String;)V") == "Calls.main(String[])");
+	CHECK(java_method_name("Calls$Counter", "<init>", "()V") == "Calls$Counter.<init>()");
+	CHECK(java_parameters("([[IZBCSFD)V") == "(int[][],boolean,byte,char,short,float,double)");
+	CHECK(java_parameters("(Ljava/util/Map$Entry;)V") == "(Map$Entry)");
+	// Cut short by the name capture's bound: what was read, and "...".
+	CHECK(java_parameters("(ILjava/lang/Str") == "(int,...)");
+	CHECK(java_parameters("(II") == "(int,int,...)");
+	CHECK(java_parameters("(") == "(...)");
+	CHECK(java_parameters("") == "");
+}
+
+TEST_CASE("java: hidden classes (lambdas) are named without their address", "[presets]")
+{
+	CHECK(java_class_name("Srv$$Lambda$11+0x00007ff28c000c28") == "Srv$$Lambda$11");
+	CHECK(java_class_name("java/lang/invoke/LambdaForm$MH+0x0000000800c01000") == "java.lang.invoke.LambdaForm$MH");
+	CHECK(java_class_name("Srv$$Lambda$11/0x0000000800c01000") == "Srv$$Lambda$11");
+	CHECK(java_method_name("Srv$$Lambda$11+0x00007ff28c000c28", "apply", "(Ljava/lang/Object;)Ljava/lang/Object;") ==
+	      "Srv$$Lambda$11.apply(Object)");
+	// Only an address at the end is cut.
+	CHECK(java_class_name("a/b+0xyz") == "a.b+0xyz");
+	CHECK(java_class_name("pkg/Plain") == "pkg.Plain");
+}
