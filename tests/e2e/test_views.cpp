@@ -272,7 +272,7 @@ TEST_CASE("tasks: the trace names each task's creator; speedscope's totals are t
 	json trace = json::parse(file_text(dir + "/t.json"));
 	size_t tasks = 0;
 	for (const json &e : trace["traceEvents"])
-		if (e["ph"] == "B" && e["name"] == "[task]") {
+		if (e["ph"] == "X" && e["name"] == "[task]") {
 			REQUIRE(e["args"]["created_in"] == json{"main", "spawn"});
 			tasks++;
 		}
