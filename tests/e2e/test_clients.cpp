@@ -306,3 +306,53 @@ TEST_CASE("clients: the DevTools trace engine loads the trace with no mismatch: 
 		REQUIRE(flow[0]["ts"] <= flow[1]["ts"]);
 	}
 }
+
+TEST_CASE("clients: folded stacks lose no time, come depth first, and an empty profile is one error line",
+	  "[clients][folded]")
+{
+	const Recordings &r = recordings();
+	std::string folded = r.dir + "/clients.folded";
+	REQUIRE(run({usdtprof(), "export", r.cxx_data, "--format", "folded", "-o", folded}).status == 0);
+	json report = report_json(r.cxx_data);
+	std::ifstream in(folded);
+	uint64_t sum = 0;
+	std::vector<std::string> stacks;
+	for (std::string line; std::getline(in, line);) {
+		size_t sp = line.rfind(' ');
+		REQUIRE(sp != std::string::npos);
+		std::string stack = line.substr(0, sp);
+		uint64_t weight = std::stoull(line.substr(sp + 1));
+		INFO(line);
+		// Nanoseconds: each weight is its path's self time.
+		REQUIRE(weight == path(report, stack)["self_ns"].get<uint64_t>());
+		sum += weight;
+		stacks.push_back(stack);
+	}
+	REQUIRE(sum == report["total_self_ns"].get<uint64_t>());
+	// Depth first: the lines under a frame are contiguous, so no prefix comes back once left.
+	std::set<std::string> left;
+	for (size_t i = 0; i < stacks.size(); i++) {
+		for (size_t cut = 0; cut != std::string::npos; cut = stacks[i].find(';', cut + 1)) {
+			std::string prefix = stacks[i].substr(0, cut == 0 ? stacks[i].find(';') : cut);
+			INFO(stacks[i] << " comes back to " << prefix);
+			REQUIRE(left.count(prefix) == 0);
+		}
+		if (i + 1 < stacks.size())
+			for (size_t cut = 0; cut != std::string::npos; cut = stacks[i].find(';', cut + 1)) {
+				std::string prefix = stacks[i].substr(0, cut == 0 ? stacks[i].find(';') : cut);
+				if (!(stacks[i + 1] + ";").starts_with(prefix + ";"))
+					left.insert(prefix);
+			}
+	}
+
+	// A profile in which nothing was called: one line, exit status 1, no file.
+	Background idle({target("nested"), "--wait", "1"});
+	idle.wait_for_line("ready");
+	std::string empty = r.dir + "/empty.data";
+	REQUIRE(run({usdtprof(), "record", "-p", std::to_string(idle.pid()), "-d", "0.3", "-o", empty}).status == 0);
+	kill(idle.pid(), SIGKILL);
+	Output o = run({usdtprof(), "export", empty, "--format", "folded", "-o", r.dir + "/empty.folded"});
+	REQUIRE(o.status == 1);
+	REQUIRE(o.err == "usdtprof: " + empty + ": no call path has any time: no folded stacks to write\n");
+	REQUIRE(!fs::exists(r.dir + "/empty.folded"));
+}
