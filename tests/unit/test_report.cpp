@@ -357,7 +357,7 @@ TEST_CASE("report: self time splits into on- and off-CPU parts; --time selects o
 	CHECK(cpu.nodes[0].total_ns == 800 + 1000);
 	CHECK(off.nodes[0].total_ns == 200 + 2000);
 	CHECK(cpu.time == TimeMode::Cpu);
-	CHECK(render_folded(with_self_time(build_call_tree(p), TimeMode::Offcpu)) == "main;wait 2000\n");
+	CHECK(render_folded(with_self_time(build_call_tree(p), TimeMode::Offcpu)) == "main 200\nmain;wait 2000\n");
 	CHECK(parse_time_mode("cpu").value() == TimeMode::Cpu);
 	CHECK_FALSE(parse_time_mode("gpu").ok());
 }
