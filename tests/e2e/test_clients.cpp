@@ -2,6 +2,7 @@
 // compared with `report --format json` of the same recording: go tool pprof,
 // the DevTools Performance panel's trace engine, speedscope in headless
 // Chromium, promtool. One recording of each kind serves every check.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <csignal>
@@ -48,6 +49,8 @@ struct Recordings {
 	std::string dir = temp_dir();
 	std::string cxx_data = dir + "/clients.data";   // tests/targets/clients.cpp, with tasks and a named thread
 	std::string cxx_trace = dir + "/clients.json";  // the same run's Chrome trace
+	std::string ss_data = dir + "/speedscope.data";  // another run of it, in speedscope's format
+	std::string ss_trace = dir + "/clients.speedscope.json";
 	std::string py_data = dir + "/python.data";     // python3.11 with <module>, <lambda>, <dictcomp>, <frozen ...>
 };
 
@@ -58,6 +61,10 @@ const Recordings &recordings()
 		Output t = run({usdtprof(), "trace", "-o", r.cxx_trace, "--profile", r.cxx_data, "--", target("clients"), "8"});
 		INFO(t.err);
 		REQUIRE(t.status == 0);
+		Output s = run({usdtprof(), "trace", "--format", "speedscope", "-o", r.ss_trace, "--profile", r.ss_data, "--",
+				target("clients"), "8"});
+		INFO(s.err);
+		REQUIRE(s.status == 0);
 		write_text(r.dir + "/script.py", "squares = {i: i * i for i in range(50)}\n"
 						 "inc = lambda x: x + 1\n"
 						 "def total(n):\n"
@@ -355,4 +362,120 @@ TEST_CASE("clients: folded stacks lose no time, come depth first, and an empty p
 	REQUIRE(o.status == 1);
 	REQUIRE(o.err == "usdtprof: " + empty + ": no call path has any time: no folded stacks to write\n");
 	REQUIRE(!fs::exists(r.dir + "/empty.folded"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// speedscope
+
+// A time speedscope shows: "15.06ms", "830.85µs" (two decimals), or a folded
+// weight as is, "23,852,634".
+Shown speedscope_value(const std::string &text)
+{
+	static const std::regex re(R"(^([0-9][0-9,]*(?:\.[0-9]+)?)(ns|µs|ms|s)?$)");
+	std::smatch m;
+	INFO("speedscope shows " << text);
+	REQUIRE(std::regex_match(text, m, re));
+	std::string digits = m[1];
+	digits.erase(std::remove(digits.begin(), digits.end(), ','), digits.end());
+	if (!m[2].matched)
+		return {std::stod(digits), 0};
+	double scale = m[2] == "µs" ? 1e3 : m[2] == "ms" ? 1e6 : m[2] == "s" ? 1e9 : 1;
+	return {std::stod(digits) * scale, 0.005 * scale + 1};
+}
+
+TEST_CASE("clients: speedscope in headless Chromium imports folded, pprof, speedscope and Chrome JSON with no warning",
+	  "[clients][speedscope]")
+{
+	const Recordings &r = recordings();
+	std::string folded = r.dir + "/clients.folded", pb = r.dir + "/clients.pb.gz";
+	REQUIRE(run({usdtprof(), "export", r.cxx_data, "--format", "folded", "-o", folded}).status == 0);
+	REQUIRE(run({usdtprof(), "export", r.cxx_data, "--format", "pprof", "-o", pb}).status == 0);
+	// The screenshots are kept: .output/test-artifacts/speedscope/NAME.png.
+	std::string shots = (fs::path(usdtprof()).parent_path() / "test-artifacts" / "speedscope").string();
+	fs::create_directories(shots);
+	Output o = run({"node", source_file("tests/clients/speedscope.mjs"), shots, folded, pb, r.cxx_trace, r.ss_trace});
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	json report = report_json(r.cxx_data), ss_report = report_json(r.ss_data);
+	std::istringstream lines(o.out);
+	size_t files = 0;
+	for (std::string line; std::getline(lines, line); files++) {
+		json shown = json::parse(line);
+		std::string file = shown["file"];
+		INFO(shown.dump());
+		REQUIRE(shown["messages"].empty()); // no "Tried to end ..." nor any other warning
+		REQUIRE(fs::file_size(shots + "/" + fs::path(file).filename().string() + ".png") > 0);
+		// folded and pprof: one profile of every thread; the traces: the
+		// first thread's (main's) track, whose inclusive times leave out the
+		// tasks it handed to the worker.
+		bool whole = file == folded || file == pb;
+		const json &truth = file == r.ss_trace ? ss_report : report;
+		REQUIRE(shown["rows"].size() == (whole ? truth["functions"].size() : 5));
+		for (const json &row : shown["rows"]) {
+			json f = function(truth, row["name"]); // the name intact
+			Shown self = speedscope_value(row["self"]);
+			INFO(row.dump() << " report " << f.dump());
+			REQUIRE(std::abs(self.ns - f["self_ns"].get<double>()) <= self.tolerance);
+			if (whole) {
+				Shown total = speedscope_value(row["total"]);
+				REQUIRE(std::abs(total.ns - f["total_ns"].get<double>()) <= total.tolerance);
+			}
+		}
+	}
+	REQUIRE(files == 4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// monitor: an interval's pprof in go tool pprof, the live /metrics in promtool
+
+TEST_CASE("clients: go tool pprof reads a monitor interval as its report; promtool lints the live /metrics clean",
+	  "[clients][pprof][monitor]")
+{
+	std::string dir = temp_dir() + "/intervals";
+	Background t({target("clients"), "100000"});
+	Background mon({usdtprof(), "monitor", "-p", std::to_string(t.pid()), "-i", "0.3", "--budget", "1", "-o", dir,
+			"--listen", "127.0.0.1:0"});
+	std::string listening = mon.wait_for_line("metrics at", true);
+	std::smatch port;
+	REQUIRE(std::regex_search(listening, port, std::regex(":([0-9]+)/metrics")));
+	// Two intervals written: the metrics have every series by then.
+	auto pprofs = [&dir] {
+		std::vector<std::string> files;
+		if (fs::exists(dir))
+			for (const auto &e : fs::directory_iterator(dir))
+				if (e.path().string().ends_with(".pb.gz"))
+					files.push_back(e.path().string());
+		std::sort(files.begin(), files.end());
+		return files;
+	};
+	for (int i = 0; i < 300 && pprofs().size() < 2; i++)
+		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+	REQUIRE(pprofs().size() >= 2);
+
+	httplib::Client http("127.0.0.1", std::stoi(port[1]));
+	auto res = http.Get("/metrics");
+	REQUIRE(res);
+	REQUIRE(res->status == 200);
+	std::string metrics = temp_dir() + "/metrics.txt";
+	write_text(metrics, res->body);
+	Output lint = run({"sh", "-c", "promtool check metrics < \"$0\"", metrics});
+	INFO(res->body);
+	INFO(lint.out << lint.err);
+	REQUIRE(lint.status == 0);
+	REQUIRE(lint.out.empty()); // promtool prints each problem it finds
+	REQUIRE(lint.err.empty());
+	REQUIRE_THAT(res->body, Catch::Matchers::Contains("function=\"app::detail::Worker<T, N>::operator()\""));
+
+	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
+	REQUIRE(mon.wait() == 0);
+	kill(t.pid(), SIGKILL);
+	t.wait();
+	// The first complete interval, with its .data twin.
+	std::string pb = pprofs()[1];
+	std::string data = pb.substr(0, pb.size() - 6) + ".data";
+	REQUIRE(fs::exists(data));
+	json report = report_json(data);
+	INFO(pb);
+	REQUIRE(function(report, "Box<long>::get")["calls"] > 0);
+	check_pprof(pb, report);
 }
