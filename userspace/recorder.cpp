@@ -18,7 +18,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "calibration.h"
 #include "call_paths.h"
+#include "compensation.h"
 #include "engine.h"
 #include "output_file.h"
 #include "presets.h"
@@ -101,7 +103,7 @@ void write_trace(const TraceOptions &t, const EventLog &log, uint64_t lost, uint
 	TraceInput input;
 	input.start_ns = start_ns;
 	input.stop_ns = stop_ns;
-	std::map<std::pair<uint32_t, uint64_t>, std::string> names;
+	std::map<std::pair<uint32_t, uint64_t>, FunctionName> names;
 	for (const usdtprof_event &e : log.events) {
 		TraceEvent ev;
 		ev.ts_ns = e.ts;
@@ -111,8 +113,9 @@ void write_trace(const TraceOptions &t, const EventLog &log, uint64_t lost, uint
 		if (ev.type == USDTPROF_EV_ENTER || ev.type == USDTPROF_EV_EXIT) {
 			auto [it, added] = names.try_emplace({e.pid, e.func});
 			if (added)
-				it->second = function_name(lookup, e.pid, e.func).name;
-			ev.name = it->second;
+				it->second = function_name(lookup, e.pid, e.func);
+			ev.name = it->second.name;
+			ev.cost_kind = it->second.cost_kind;
 		} else {
 			ev.task_id = e.func;
 		}
@@ -122,10 +125,17 @@ void write_trace(const TraceOptions &t, const EventLog &log, uint64_t lost, uint
 	}
 	for (const ProfileProcess &p : profile.processes)
 		input.process_names[uint32_t(p.pid)] = p.comm;
+	bool compensated = !t.raw && profile.calibration;
+	if (compensated)
+		compensate_timeline(input.events, [&](const TraceEvent &e) -> const ProbeCost * {
+			const auto &kinds = profile.calibration->kinds;
+			return e.cost_kind >= 0 && size_t(e.cost_kind) < kinds.size() ? &kinds[size_t(e.cost_kind)] : nullptr;
+		});
 	auto doc = nlohmann::json::parse(t.speedscope ? render_speedscope(input) : render_chrome_trace(input));
 	if (!t.speedscope) {
 		doc["otherData"]["lost_events"] = lost;
 		doc["otherData"]["max_events_reached"] = log.not_kept > 0;
+		doc["otherData"]["compensated"] = compensated;
 	}
 	if (auto r = write_file_atomically(t.output, doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 	    !r)
@@ -228,6 +238,19 @@ std::vector<std::string> launch_files(const HeldChild &child, const std::string 
 
 } // namespace
 
+std::optional<CalibrationResult> calibrate_or_warn(Engine &engine, bool offcpu_hook, bool trace)
+{
+	auto r = calibrate(engine, offcpu_hook, trace);
+	if (!r) {
+		fprintf(stderr, "usdtprof: %s; times will be shown as measured, probe overhead included\n",
+			r.error().message.c_str());
+		return std::nullopt;
+	}
+	if (!r->calibration.kinds.empty())
+		fprintf(stderr, "usdtprof: probe overhead calibrated in %.0f ms\n", r->calibration.cost_ns / 1e6);
+	return *r;
+}
+
 int record(const RecordOptions &o)
 {
 	std::vector<ProbeRole> custom = custom_roles(o);
@@ -284,6 +307,10 @@ int record(const RecordOptions &o)
 		profile.processes.push_back(describe_process(pid));
 	AttachedProbes attached = attach_sites(**engine, pid, sites);
 	profile.probes = attached.probes;
+	// Before the launched command runs: the calibration then shares the CPU with nothing of it.
+	std::optional<CalibrationResult> calibration = calibrate_or_warn(**engine, true, o.trace.has_value());
+	if (calibration)
+		profile.calibration = calibration->calibration;
 	profile.start_unix_ns = unix_now_ns();
 	auto started = std::chrono::steady_clock::now();
 	if (child)
@@ -297,7 +324,11 @@ int record(const RecordOptions &o)
 		preset_list.empty() ? "" : " with ", preset_list.c_str(), (*engine)->attached_sites());
 
 	EventLog log{o.trace ? o.trace->max_events : 0, {}, 0};
-	std::function<void(const usdtprof_event &)> collect = [&](const usdtprof_event &e) { log.add(e); };
+	// Calibration's events (usdtprof's own) are not the target's.
+	std::function<void(const usdtprof_event &)> collect = [&](const usdtprof_event &e) {
+		if (e.pid != uint32_t(getpid()))
+			log.add(e);
+	};
 	int ticks = 0;
 	StopReason reason = wait_for_stop(pid, o.duration_s, [&] {
 		(*engine)->drain_events(collect);
@@ -339,6 +370,8 @@ int record(const RecordOptions &o)
 		}
 	}
 	FunctionNamer namer(attached, (*engine)->read_names(), attach_maps);
+	if (calibration)
+		namer.set_cost_kinds(calibration->spec_kinds, calibration->native_kind);
 	NameLookup lookup = [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); };
 	if (size_t cut = add_call_paths(profile, records, lookup))
 		fprintf(stderr, "usdtprof: %zu function names or locations longer than %zu bytes were cut\n", cut,

@@ -20,6 +20,7 @@ struct TreeNode {
 	std::vector<uint32_t> children;
 	uint64_t calls = 0, open = 0, self_ns = 0, total_ns = 0;
 	uint64_t self_offcpu_ns = 0;     // the part of self_ns spent switched out
+	uint64_t uncertain_ns = 0;       // compensation's spread over these calls (PathNode)
 };
 
 struct CallTree {
@@ -40,7 +41,11 @@ struct FunctionSummary {
 	uint64_t calls = 0, open = 0, self_ns = 0, self_offcpu_ns = 0;
 	uint64_t total_ns = 0;   // inclusive, each outermost activation counted once
 	bool recursive = false;  // seen inside an activation of itself
+	uint64_t uncertain_ns = 0; // compensation's spread over these calls
 };
+
+// A compensated self time within the calibration's spread is not precise.
+inline bool uncertain(uint64_t self_ns, uint64_t uncertain_ns) { return uncertain_ns && self_ns <= uncertain_ns; }
 
 std::vector<FunctionSummary> summarize_functions(const CallTree &tree);
 
@@ -61,6 +66,7 @@ struct ReportOptions {
 	double min_percent = 0.5;    // --tree prunes nodes whose total is below this share
 	ReportFormat format = ReportFormat::Text;
 	TimeMode time = TimeMode::Wall; // text reports; JSON always has every part
+	bool raw = false;            // times as measured, probe overhead included (compensation.h)
 };
 
 Result<SortKey> parse_sort_key(const std::string &key);
