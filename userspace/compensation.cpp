@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
 #include <vector>
 
 namespace usdtprof {
@@ -82,27 +81,6 @@ Profile compensate(const Profile &raw, CompensationSummary *summary)
 	if (summary)
 		*summary = s;
 	return out;
-}
-
-void compensate_timeline(std::vector<TraceEvent> &events,
-			 const std::function<const ProbeCost *(const TraceEvent &)> &cost_of)
-{
-	struct Thread {
-		double shift = 0;
-		uint64_t last = 0;
-	};
-	std::map<uint32_t, Thread> threads;
-	for (TraceEvent &e : events) {
-		Thread &t = threads[e.tid];
-		const ProbeCost *k = e.type == USDTPROF_EV_ENTER || e.type == USDTPROF_EV_EXIT ? cost_of(e) : nullptr;
-		double before = !k ? 0 : e.type == USDTPROF_EV_ENTER ? k->caller_ns / 2 : k->own_ns / 2;
-		double after = !k ? 0 : e.type == USDTPROF_EV_ENTER ? k->own_ns / 2 : k->caller_ns / 2;
-		t.shift += before;
-		uint64_t shift = rounded(t.shift);
-		e.ts_ns = std::max(t.last, e.ts_ns - std::min(e.ts_ns, shift));
-		t.last = e.ts_ns;
-		t.shift += after;
-	}
 }
 
 std::string compensation_line(const Profile &raw, const CompensationSummary &summary)

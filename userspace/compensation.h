@@ -3,12 +3,9 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
-#include <vector>
 #include <string>
 
 #include "profile.h"
-#include "trace.h"
 
 namespace usdtprof {
 
@@ -28,15 +25,6 @@ struct CompensationSummary {
 // charged its children's caller cost (they run on its thread) but charges
 // none to its creator's path (its probes ran on another thread).
 Profile compensate(const Profile &raw, CompensationSummary *summary = nullptr);
-
-// Takes the probe cost out of a timeline: per thread, every time loses the
-// cost of the hits before it (half of a call's caller cost before its entry
-// and after its exit, half of its own cost after its entry and before its
-// exit), so each slice's length is its compensated total. cost_of gives an
-// event's kind (nullptr: none); task events only shift. Per thread, times
-// never go backwards.
-void compensate_timeline(std::vector<TraceEvent> &events,
-			 const std::function<const ProbeCost *(const TraceEvent &)> &cost_of);
 
 // One line for reports: the costs taken out, what is left uncompensated,
 // the clamped count; "" without calibration.

@@ -20,7 +20,6 @@
 
 #include "calibration.h"
 #include "call_paths.h"
-#include "compensation.h"
 #include "engine.h"
 #include "output_file.h"
 #include "presets.h"
@@ -115,7 +114,6 @@ void write_trace(const TraceOptions &t, const EventLog &log, uint64_t lost, uint
 			if (added)
 				it->second = function_name(lookup, e.pid, e.func);
 			ev.name = it->second.name;
-			ev.cost_kind = it->second.cost_kind;
 		} else {
 			ev.task_id = e.func;
 		}
@@ -125,17 +123,13 @@ void write_trace(const TraceOptions &t, const EventLog &log, uint64_t lost, uint
 	}
 	for (const ProfileProcess &p : profile.processes)
 		input.process_names[uint32_t(p.pid)] = p.comm;
-	bool compensated = !t.raw && profile.calibration;
-	if (compensated)
-		compensate_timeline(input.events, [&](const TraceEvent &e) -> const ProbeCost * {
-			const auto &kinds = profile.calibration->kinds;
-			return e.cost_kind >= 0 && size_t(e.cost_kind) < kinds.size() ? &kinds[size_t(e.cost_kind)] : nullptr;
-		});
 	auto doc = nlohmann::json::parse(t.speedscope ? render_speedscope(input) : render_chrome_trace(input));
 	if (!t.speedscope) {
 		doc["otherData"]["lost_events"] = lost;
 		doc["otherData"]["max_events_reached"] = log.not_kept > 0;
-		doc["otherData"]["compensated"] = compensated;
+		// Per-thread shifts would reorder events across threads (a task's
+		// begin before its creation): the timeline keeps measured times.
+		doc["otherData"]["compensated"] = false;
 	}
 	if (auto r = write_file_atomically(t.output, doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 	    !r)

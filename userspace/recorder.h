@@ -14,7 +14,6 @@ struct TraceOptions {
 	std::string output = "trace.json";
 	bool speedscope = false;          // speedscope's evented format instead of Chrome's
 	uint64_t max_events = 1000000;    // events kept; later ones are not written
-	bool raw = false;                 // timestamps as measured (default: probe overhead taken out)
 };
 
 struct RecordOptions {

@@ -18,7 +18,6 @@ struct TraceEvent {
 	usdtprof_event_type type = USDTPROF_EV_ENTER;
 	std::string name;     // function name (ENTER/EXIT); empty for task events
 	uint64_t task_id = 0; // TASK_* events
-	int32_t cost_kind = -1; // the calibrated kind of its probe (compensation.h), -1: none
 };
 
 struct TraceInput {

@@ -26,7 +26,6 @@ Command add_trace_command(CLI::App &parent)
 		->capture_default_str()
 		->check(CLI::PositiveNumber);
 	app->add_option("--profile", a->record.output, "Call-path profile of the same run")->capture_default_str();
-	app->add_flag("--raw", a->trace.raw, "Timestamps as measured, the probes' own cost included (default: compensated)");
 	add_target_options(app, a->record);
 	add_launch_options(app, a->record);
 	return {app, [a] {
