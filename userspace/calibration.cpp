@@ -92,11 +92,6 @@ std::string kind_name(const Signature &sig)
 	}
 }
 
-bool is_frame_role(uint32_t role)
-{
-	return role == USDTPROF_ROLE_ENTRY || role == USDTPROF_ROLE_EXIT;
-}
-
 // Strings a content or SQL identity reads: as long as typical names and statements.
 const char kContentName[] = "Calibration::probeCost_";
 const char kSqlText[] = "SELECT abalance FROM pgbench_accounts WHERE aid = 12345";
