@@ -37,7 +37,9 @@ LIB_SRCS := $(wildcard userspace/*.cpp)
 CLI_SRCS := $(wildcard userspace/cli/*.cpp)
 UNIT_SRCS := $(wildcard tests/unit/*.cpp)
 E2E_SRCS := $(wildcard tests/e2e/*.cpp)
-TARGET_C := $(wildcard tests/targets/*.c)
+# lib*.c are shared libraries (lib*.so), the rest programs.
+TARGET_LIB_C := $(wildcard tests/targets/lib*.c)
+TARGET_C := $(filter-out $(TARGET_LIB_C),$(wildcard tests/targets/*.c))
 TARGET_CXX := $(wildcard tests/targets/*.cpp)
 
 LIB_OBJS := $(LIB_SRCS:%.cpp=$(OUTPUT)/%.o)
@@ -45,7 +47,8 @@ CLI_OBJS := $(CLI_SRCS:%.cpp=$(OUTPUT)/%.o)
 UNIT_OBJS := $(UNIT_SRCS:%.cpp=$(OUTPUT)/%.o)
 E2E_OBJS := $(E2E_SRCS:%.cpp=$(OUTPUT)/%.o)
 TARGETS := $(TARGET_C:tests/targets/%.c=$(OUTPUT)/targets/%) \
-	$(TARGET_CXX:tests/targets/%.cpp=$(OUTPUT)/targets/%)
+	$(TARGET_CXX:tests/targets/%.cpp=$(OUTPUT)/targets/%) \
+	$(TARGET_LIB_C:tests/targets/%.c=$(OUTPUT)/targets/%.so)
 SKELS := $(OUTPUT)/usdtprof.skel.h
 # pprof's schema (userspace/proto/profile.proto), compiled by protoc into the library.
 PROTO_HDR := $(OUTPUT)/proto/profile.pb.h
@@ -87,7 +90,10 @@ $(PROTO_OBJ): $(OUTPUT)/proto/%.pb.o: $(OUTPUT)/proto/%.pb.cc $(PROTO_HDR)
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
 
-$(OUTPUT)/%.o: %.cpp $(SKELS) $(PROTO_HDR) | deps
+# The skeleton and protobuf headers must exist first (order-only); which
+# objects include them, and must be rebuilt when they change, the compiler's
+# -MMD dependency files say: a BPF change rebuilds engine.o, not everything.
+$(OUTPUT)/%.o: %.cpp | $(SKELS) $(PROTO_HDR) deps
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
@@ -105,6 +111,9 @@ TARGET_HEADERS := include/usdtprof/usdtprof.h $(wildcard tests/targets/*.h)
 $(OUTPUT)/targets/%: tests/targets/%.c $(TARGET_HEADERS) | deps $(OUTPUT)/targets
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -Wall -Iinclude -pthread $< -o $@
+$(OUTPUT)/targets/%.so: tests/targets/%.c $(TARGET_HEADERS) | deps $(OUTPUT)/targets
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -Wall -Iinclude -shared -fPIC $< -o $@
 $(OUTPUT)/targets/%: tests/targets/%.cpp $(TARGET_HEADERS) | deps $(OUTPUT)/targets
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -O2 -g -Wall -std=gnu++20 -Iinclude -pthread $< -o $@

@@ -66,6 +66,29 @@ struct {
 	__type(value, char[16]);
 } process_comms SEC(".maps");
 
+/* How many paths and names each process holds, for its share of those
+ * shared tables (path_share, name_share). */
+struct process_usage {
+	__u32 paths;
+	__u32 names;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct process_usage);
+} process_usage SEC(".maps");
+
+/* The name of each probed thread when it exited, by tid: names set after
+ * the launch (pthread_setname_np, prctl) outlive the thread for `trace`. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, char[16]);
+} thread_comms SEC(".maps");
+
 /* Per-CPU room for a name being captured and a query text being hashed:
  * both are beyond the 512-byte BPF stack. */
 struct scratch {
@@ -90,10 +113,15 @@ struct {
 const volatile bool trace_events = false;
 
 __u64 anomalies[USDTPROF_ANOM_COUNT];
-/* Set by userspace when recording stops: from then on the probes do nothing
- * (while their detachment waits for a grace period) and open frames are
- * charged up to this time. */
-__u64 stop_ns;
+/* Set by userspace when recording stops and when a `monitor` sampling window
+ * closes: from then on the probes do nothing (while their detachment waits
+ * for a grace period). */
+__u64 paused;
+/* The logical end of the recording or of the sampling window (monotonic ns),
+ * which userspace reads from the clock after setting `paused`, 0 while
+ * recording: open frames are charged up to it and off-CPU time ends at it,
+ * however long the detachment and the flush take after it. */
+__u64 close_ns;
 /* Set by userspace before the first probe is attached (monotonic ns). */
 __u64 start_ns;
 /* `usdtprof monitor`: the CPU time of profiled processes that have exited,
@@ -103,14 +131,17 @@ __u64 exited_cpu_ns;
  * flushed in an older epoch adds it to the paths map at its next exit, so
  * periodic reads of the map miss nothing for long. */
 __u64 flush_epoch;
-/* `usdtprof monitor` between sampling windows: probes do nothing (while
- * their detachment waits for a grace period). */
-__u64 paused;
+/* Set by userspace when several processes share the tables (--binary): the
+ * paths and names one process may hold, so that one cannot fill them and
+ * make the others' drop. 0: no limit. */
+__u32 path_share;
+__u32 name_share;
 /* Set once a sampling window has closed: frames open at its end were
  * counted then, so exits found without a frame are not counted again. */
 __u64 windowed;
 
 #define FRAME_MASK (USDTPROF_MAX_DEPTH - 1)
+#define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
 
 static __always_inline void count_anomaly(enum usdtprof_anomaly a, __u64 n)
 {
@@ -334,12 +365,28 @@ static __noinline __u64 content_hash(__u64 addr)
 	return c.hash;
 }
 
-/* An identity argument: its value, or the hash of the string it points to. */
+/* The 8 bytes before a string: where a runtime keeps its length (PHP's
+ * zend_string), and what a literal of the same text lacks. 0 if unreadable. */
+static __always_inline __u64 string_prefix(__u64 addr)
+{
+	__u64 prefix = 0;
+
+	if (bpf_probe_read_user(&prefix, sizeof(prefix), (void *)(addr - sizeof(prefix))))
+		return 0;
+	return prefix;
+}
+
+/* An identity argument: its value, or the hash of the string it points to
+ * (and of the 8 bytes before it). */
 static __always_inline __u64 ident_arg(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec, int i)
 {
 	__u64 v = read_arg_slow(ctx, &spec->args[i]);
 
-	return spec->content_mask & (1u << i) ? content_hash(v) : v;
+	if (!(spec->content_mask & (1u << i)))
+		return v;
+	if (spec->content_mask & USDTPROF_CONTENT_PREFIXED(i))
+		return path_hash(content_hash(v), string_prefix(v));
+	return content_hash(v);
 }
 
 static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtprof_name_part *part,
@@ -357,8 +404,10 @@ static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtp
 		return;
 	}
 	src = (void *)read_arg_slow(ctx, &part->arg);
-	if (part->type == USDTPROF_PART_STR) {
+	if (part->type == USDTPROF_PART_STR || part->type == USDTPROF_PART_STR_PREFIXED) {
 		bpf_probe_read_user_str(n->text[i], USDTPROF_NAME_LEN, src);
+		if (part->type == USDTPROF_PART_STR_PREFIXED)
+			n->num[i] = string_prefix((__u64)src);
 		return;
 	}
 	len = read_arg_slow(ctx, &part->len);
@@ -369,16 +418,40 @@ static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtp
 	n->text[i][len] = 0;
 }
 
+/* The usage of tgid when the tables are shared, NULL when they are not.
+ * *full: the process may add no more (its share is used, or it cannot be
+ * counted). */
+static __always_inline struct process_usage *usage_of(__u32 tgid, bool *full)
+{
+	struct process_usage zero = {}, *u;
+
+	*full = false;
+	if (!path_share && !name_share)
+		return 0;
+	u = bpf_map_lookup_elem(&process_usage, &tgid);
+	if (!u) {
+		bpf_map_update_elem(&process_usage, &tgid, &zero, BPF_NOEXIST);
+		u = bpf_map_lookup_elem(&process_usage, &tgid);
+	}
+	*full = !u;
+	return u;
+}
+
 /* The first time a process shows a function, its name parts are read and
  * kept: the strings may be gone by the time userspace reads the profile. */
 static __noinline void capture_name(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec, __u32 spec_index,
 				    __u64 func, __u32 tgid)
 {
 	struct usdtprof_name_key key = { .func = func, .tgid = tgid };
+	struct process_usage *u;
 	__u32 zero = 0;
 	struct scratch *s;
+	bool full;
 
 	if (bpf_map_lookup_elem(&names, &key))
+		return;
+	u = usage_of(tgid, &full);
+	if (full || (u && name_share && u->names >= name_share))
 		return;
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
@@ -389,7 +462,8 @@ static __noinline void capture_name(struct pt_regs *ctx, const struct usdtprof_p
 	capture_part(ctx, &spec->parts[1], &s->name, 1);
 	capture_part(ctx, &spec->parts[2], &s->name, 2);
 	capture_part(ctx, &spec->parts[3], &s->name, 3);
-	bpf_map_update_elem(&names, &key, &s->name, BPF_NOEXIST);
+	if (bpf_map_update_elem(&names, &key, &s->name, BPF_NOEXIST) == 0 && u)
+		__sync_fetch_and_add(&u->names, 1);
 }
 
 /* The function id of a runtime probe's hit, its name captured on first sight. */
@@ -426,8 +500,15 @@ static __always_inline void add_to_map(const struct usdtprof_path_slot *t, __u32
 		struct usdtprof_path_stats init = {
 			.parent = t->parent, .func = t->func, .tgid = tgid,
 		};
-		/* Another CPU may create it first: then EEXIST and the lookup finds it. */
-		bpf_map_update_elem(&paths, &t->path, &init, BPF_NOEXIST);
+		bool full;
+		struct process_usage *u = usage_of(tgid, &full);
+
+		/* Beyond its share, a process's new paths are dropped like those
+		 * of a full map. Another CPU may create it first: then EEXIST and
+		 * the lookup finds it. */
+		if (!full && !(u && path_share && u->paths >= path_share) &&
+		    bpf_map_update_elem(&paths, &t->path, &init, BPF_NOEXIST) == 0 && u)
+			__sync_fetch_and_add(&u->paths, 1);
 		s = bpf_map_lookup_elem(&paths, &t->path);
 		if (!s) {
 			count_anomaly(USDTPROF_ANOM_AGG_FULL, 1);
@@ -483,10 +564,9 @@ static __always_inline void pop_frame(struct usdtprof_thread_stack *st, __u32 d,
 	f = &st->frames[(d - 1) & FRAME_MASK];
 	if (d > 1)
 		parent = &st->frames[(d - 2) & FRAME_MASK];
-	/* Only a flush at stop_ns can come before a frame's last resume, when an
-	 * event read its clock after userspace took the stop time: the frame then
-	 * ends at that resume, so its total still covers its self time and its
-	 * children's totals. */
+	/* A flush at close_ns never comes before a frame's last resume (hits
+	 * after the close charge nothing); should it, the frame ends at that
+	 * resume, so its total still covers its self time and its children's. */
 	end = now > f->resume ? now : f->resume;
 	self = f->self + (end - f->resume);
 	total = end - f->start;
@@ -613,14 +693,71 @@ begin_hit(struct pt_regs *ctx, const struct usdtprof_probe_spec **spec, __u64 *f
 	__u32 spec_index;
 
 	*spec = probe_spec(ctx, &spec_index);
-	if (!*spec || stop_ns || paused)
+	if (!*spec || READ_ONCE(paused))
 		return 0;
 	st = thread_stack();
 	if (!st)
 		return 0;
 	*func = hit_function(ctx, *spec, spec_index, st);
 	*now = bpf_ktime_get_ns();
+	/* Userspace sets `paused` before it reads close_ns from the clock: a hit
+	 * whose clock reads later than close_ns sees it set here, so no time
+	 * beyond the close is ever charged (a load, no helper). */
+	if (READ_ONCE(paused))
+		return 0;
 	return st;
+}
+
+struct chain_ctx {
+	struct usdtprof_thread_stack *st;
+	__u64 parent, total;
+	__u32 n;
+};
+
+static long record_chain_frame(__u32 i, void *data)
+{
+	struct chain_ctx *c = data;
+	struct usdtprof_attach_frame *f;
+	struct usdtprof_path_slot slot = {};
+
+	if (i >= c->n)
+		return 1;
+	f = &c->st->attach_chain[(c->n - 1 - i) & (USDTPROF_ATTACH_CHAIN - 1)];
+	slot.path = path_hash(c->parent, f->func);
+	slot.parent = c->parent;
+	slot.func = f->func;
+	slot.calls = 1;
+	slot.self_ns = f->self;
+	slot.total_ns = c->total;
+	slot.self_offcpu_ns = f->offcpu;
+	add_to_map(&slot, c->st->tgid, 0);
+	c->parent = slot.path;
+	c->total -= f->self < c->total ? f->self : c->total;
+	return 0;
+}
+
+/* Records the thread's attach chain under its [running at attach] root,
+ * outermost first, each frame's total its own self time plus its callee's
+ * total: the tree adds up, and a thread's recorded time never exceeds the
+ * time it was recorded. */
+static __always_inline void record_attach_chain(struct usdtprof_thread_stack *st)
+{
+	struct chain_ctx c = { .st = st, .n = st->chain_len };
+	struct usdtprof_path_slot root = {
+		.path = path_hash(st->tgid, USDTPROF_FUNC_RUNNING_AT_ATTACH),
+		.func = USDTPROF_FUNC_RUNNING_AT_ATTACH,
+	};
+	__u32 i;
+
+	if (c.n == 0 || c.n > USDTPROF_ATTACH_CHAIN)
+		return;
+	for (i = 0; i < USDTPROF_ATTACH_CHAIN && i < c.n; i++)
+		root.total_ns += st->attach_chain[i].self;
+	c.total = root.total_ns;
+	c.parent = root.path;
+	add_to_map(&root, st->tgid, 0);
+	bpf_loop(USDTPROF_ATTACH_CHAIN, record_chain_frame, &c, 0);
+	st->chain_len = 0;
 }
 
 /* Path id of the marker under which calls beyond the tracked depth are counted. */
@@ -641,13 +778,66 @@ static __always_inline void task_create(struct usdtprof_thread_stack *st, __u64 
 	emit(USDTPROF_EV_TASK_CREATE, id, now);
 }
 
+/* A frame entered at site S with stack pointer P is proved gone by a later
+ * entry at the same site S whose stack pointer lies above P (the code at S
+ * runs in a frame above the one that held the frame: that one has returned,
+ * even when S is in an out-of-line helper such as usdtprof::Scope's
+ * constructor), or at P with the same function (the same code entered again
+ * from the same frame: not a recursion, which lies below). Other sites prove
+ * nothing: a site in an out-of-line helper records a stack pointer below the
+ * frame it times, which a callee of that frame can lie above. */
+struct dead_ctx {
+	struct usdtprof_thread_stack *st;
+	__u64 sp, site, func;
+	__u32 depth, dead;
+};
+
+static long find_dead(__u32 i, void *data)
+{
+	struct dead_ctx *c = data;
+	struct usdtprof_frame *f;
+
+	if (i >= c->depth)
+		return 1;
+	f = &c->st->frames[(c->depth - 1 - i) & FRAME_MASK];
+	if (f->sp && f->site == c->site && (c->sp > f->sp || (c->sp == f->sp && f->func == c->func)))
+		c->dead = i + 1; /* the outermost proof wins: frames above it are its callees */
+	return 0;
+}
+
+/* Before an entry of a probe that nests on the native stack: frames left
+ * without their exit (longjmp, an exception, an early return) that the
+ * entry proves gone are popped now, charged up to now, with one
+ * exit_mismatch for the repair. Returns the depth left. The search runs only
+ * when the entry's stack pointer is not below the top frame's (a callee's
+ * always is). */
+static __always_inline __u32 pop_dead_frames(struct usdtprof_thread_stack *st, __u32 d, __u64 sp, __u64 site,
+					     __u64 func, __u64 now)
+{
+	struct dead_ctx c = { .st = st, .sp = sp, .site = site, .func = func, .depth = d };
+	struct usdtprof_frame *top;
+
+	if (d == 0 || d > USDTPROF_MAX_DEPTH || st->overflow)
+		return d;
+	top = &st->frames[(d - 1) & FRAME_MASK];
+	if (!top->sp || sp < top->sp)
+		return d;
+	bpf_loop(USDTPROF_MAX_DEPTH, find_dead, &c, 0);
+	if (c.dead == 0 || c.dead > d)
+		return d;
+	count_anomaly(USDTPROF_ANOM_EXIT_MISMATCH, 1);
+	pop_frames(st, d, c.dead, now, 0);
+	st->depth = d - c.dead;
+	return d - c.dead;
+}
+
 SEC("uprobe")
 int usdt_entry(struct pt_regs *ctx)
 {
 	const struct usdtprof_probe_spec *spec;
 	struct usdtprof_thread_stack *st;
 	struct usdtprof_frame *f;
-	__u64 func, parent_path, key, *creator, now;
+	__u64 func, parent_path, key, *creator, now, sp;
 	__u32 d;
 
 	st = begin_hit(ctx, &spec, &func, &now);
@@ -657,7 +847,10 @@ int usdt_entry(struct pt_regs *ctx)
 		task_create(st, func, now);
 		return 0;
 	}
+	sp = spec->nests ? CTX_LOAD(sp) : 0;
 	d = st->depth;
+	if (sp)
+		d = pop_dead_frames(st, d, sp, CTX_LOAD(ip), func, now);
 	if (d >= USDTPROF_MAX_DEPTH) {
 		/* Deeper calls run inside the deepest frame, which keeps their time;
 		 * their exits count them under a [truncated] marker. */
@@ -700,37 +893,34 @@ int usdt_entry(struct pt_regs *ctx)
 	f->resume = now;
 	f->self = 0;
 	f->offcpu = 0;
+	f->sp = sp;
+	f->site = CTX_LOAD(ip);
 	st->depth = d + 1;
 	return 0;
 }
 
 /* The exit of a function entered before the probes were attached: it has
- * been the innermost probed frame whenever the stack was empty since then.
- * Recorded under the [running at attach] root, one level deep. */
+ * been the innermost probed frame whenever the stack was empty since the
+ * previous such exit, whose caller it is. Kept in the thread's attach chain
+ * until the stack is flushed (a full chain is recorded first and restarts). */
 static __always_inline void exit_running_at_attach(struct usdtprof_thread_stack *st, __u64 func,
 						   __u64 now)
 {
-	struct usdtprof_path_slot root = {
-		.path = path_hash(st->tgid, USDTPROF_FUNC_RUNNING_AT_ATTACH),
-		.func = USDTPROF_FUNC_RUNNING_AT_ATTACH,
-		.total_ns = now - start_ns,
-	};
-	struct usdtprof_path_slot call = {
-		.path = path_hash(root.path, func),
-		.parent = root.path,
-		.func = func,
-		.calls = 1,
-		.self_ns = st->unknown_self + (now - st->idle_since),
-		.total_ns = now - start_ns,
-		.self_offcpu_ns = st->unknown_offcpu,
-	};
+	struct usdtprof_attach_frame *c;
+	__u32 n = st->chain_len;
 
-	add_to_map(&root, st->tgid, 0);
-	add_to_map(&call, st->tgid, 0);
+	if (n >= USDTPROF_ATTACH_CHAIN) {
+		record_attach_chain(st);
+		n = 0;
+	}
+	c = &st->attach_chain[n & (USDTPROF_ATTACH_CHAIN - 1)];
+	c->func = func;
+	c->self = st->unknown_self + (now - st->idle_since);
+	c->offcpu = st->unknown_offcpu;
+	st->chain_len = n + 1;
 	st->unknown_self = 0;
 	st->unknown_offcpu = 0;
 	st->idle_since = now;
-	count_anomaly(USDTPROF_ANOM_EXIT_NO_FRAME, 1);
 }
 
 SEC("uprobe")
@@ -793,13 +983,13 @@ int usdt_exit(struct pt_regs *ctx)
 	return 0;
 }
 
-/* Charges every frame of a stack up to now (or the stop) as an open
+/* Charges every frame of a stack up to now (or the close) as an open
  * activation and adds the thread's path cache to the map. */
 static __always_inline void drain_stack(struct usdtprof_thread_stack *st)
 {
 	struct pop_ctx c = { .st = st };
 	__u32 d = st->depth;
-	__u64 now = stop_ns ? stop_ns : bpf_ktime_get_ns();
+	__u64 close = READ_ONCE(close_ns), now = close ? close : bpf_ktime_get_ns();
 
 	if (d > USDTPROF_MAX_DEPTH)
 		return;
@@ -810,6 +1000,7 @@ static __always_inline void drain_stack(struct usdtprof_thread_stack *st)
 	st->depth = 0;
 	st->overflow = 0;
 	st->idle_since = now;
+	record_attach_chain(st);
 	bpf_loop(USDTPROF_PATH_CACHE, flush_slot, &c, 0);
 }
 
@@ -843,7 +1034,7 @@ int BPF_PROG(track_offcpu, bool preempt, struct task_struct *prev, struct task_s
 {
 	struct usdtprof_thread_stack *out = bpf_task_storage_get(&stacks, prev, 0, 0);
 	struct usdtprof_thread_stack *in = bpf_task_storage_get(&stacks, next, 0, 0);
-	__u64 now;
+	__u64 now, close;
 
 	if (!out && !(in && in->switched_out))
 		return 0;
@@ -852,10 +1043,12 @@ int BPF_PROG(track_offcpu, bool preempt, struct task_struct *prev, struct task_s
 		out->switched_out = now;
 	if (!in || !in->switched_out)
 		return 0;
-	/* Like self time, off-CPU time ends at the stop: a frame that the stop
-	 * iterator charges later never has more off-CPU than self time. */
-	if (stop_ns && now > stop_ns)
-		now = stop_ns;
+	/* Like self time, off-CPU time ends at the close (stop or window): a
+	 * frame that the iterator charges later never has more off-CPU than
+	 * self time. */
+	close = READ_ONCE(close_ns);
+	if (close && now > close)
+		now = close;
 	if (now > in->switched_out) {
 		if (in->depth > 0 && in->depth <= USDTPROF_MAX_DEPTH)
 			in->frames[(in->depth - 1) & FRAME_MASK].offcpu += now - in->switched_out;
@@ -874,12 +1067,21 @@ int BPF_PROG(flush_exiting_thread, struct task_struct *task)
 	struct usdtprof_thread_stack *st = bpf_task_storage_get(&stacks, task, 0, 0);
 	__u32 tgid = task->tgid;
 
-	if (st)
+	__u32 tid = task->pid;
+	char comm[16];
+
+	if (st) {
 		flush_stack(st);
+		if (bpf_probe_read_kernel_str(comm, sizeof(comm), task->comm) > 0)
+			bpf_map_update_elem(&thread_comms, &tid, comm, BPF_ANY);
+	}
 	/* The last thread of a profiled process: the process's CPU time (its
-	 * released threads' and this one's). */
-	if (task->signal->live.counter == 0 && bpf_map_lookup_elem(&process_comms, &tgid))
+	 * released threads' and this one's), and its final name. */
+	if (task->signal->live.counter == 0 && bpf_map_lookup_elem(&process_comms, &tgid)) {
 		__sync_fetch_and_add(&exited_cpu_ns, task->signal->sum_sched_runtime + task->se.sum_exec_runtime);
+		if (bpf_probe_read_kernel_str(comm, sizeof(comm), task->group_leader->comm) > 0)
+			bpf_map_update_elem(&process_comms, &tgid, comm, BPF_EXIST);
+	}
 	return 0;
 }
 
@@ -902,7 +1104,8 @@ static __always_inline struct usdtprof_thread_stack *iter_task_stack(struct bpf_
 
 /* `usdtprof monitor`, when a sampling window closes (probes paused and
  * detached, so no probe runs on any stack): open frames are charged up to
- * now as open activations and every stack starts empty, path caches flushed. */
+ * the window's close_ns as open activations and every stack starts empty,
+ * path caches flushed. */
 SEC("iter/task")
 int close_window(struct bpf_iter__task *ctx)
 {

@@ -40,6 +40,13 @@ int libbpf_print(libbpf_print_level, const char *format, va_list args)
 	return debug ? vfprintf(stderr, format, args) : 0;
 }
 
+uint64_t monotonic_now_ns()
+{
+	timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return uint64_t(now.tv_sec) * 1000000000 + uint64_t(now.tv_nsec);
+}
+
 std::string errno_text(int err)
 {
 	return std::strerror(err < 0 ? -err : err);
@@ -64,7 +71,7 @@ void use_uprobe_multi(bpf_program *prog)
 	bpf_program__set_expected_attach_type(prog, static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
 }
 
-Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &binary,
+Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &kernel_path, const std::string &name,
 				     const std::vector<UprobeSite> &sites)
 {
 	std::vector<uint64_t> offsets, ref_ctrs, cookies;
@@ -76,7 +83,7 @@ Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &bi
 	UprobeMultiAttr attr{};
 	attr.prog_fd = uint32_t(prog_fd);
 	attr.attach_type = kBpfTraceUprobeMulti;
-	attr.path = reinterpret_cast<uintptr_t>(binary.c_str());
+	attr.path = reinterpret_cast<uintptr_t>(kernel_path.c_str());
 	attr.offsets = reinterpret_cast<uintptr_t>(offsets.data());
 	attr.ref_ctr_offsets = reinterpret_cast<uintptr_t>(ref_ctrs.data());
 	attr.cookies = reinterpret_cast<uintptr_t>(cookies.data());
@@ -87,7 +94,7 @@ Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &bi
 		std::string why = errno_text(errno);
 		if (errno == ESRCH)
 			why = "the process is gone";
-		return Error{"cannot attach to " + binary + ": " + why};
+		return Error{"cannot attach to " + name + ": " + why};
 	}
 	return UniqueFd(fd);
 }
@@ -100,6 +107,7 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_
 	if (!engine->skel_)
 		return Error{"cannot open BPF programs: " + errno_text(errno)};
 	bpf_map__set_max_entries(engine->skel_->maps.paths, max_paths);
+	engine->max_paths_ = max_paths;
 	use_uprobe_multi(engine->skel_->progs.usdt_entry);
 	use_uprobe_multi(engine->skel_->progs.usdt_exit);
 	use_uprobe_multi(engine->skel_->progs.usdt_semaphore);
@@ -162,17 +170,13 @@ Result<uint32_t> Engine::add_spec(const usdtprof_probe_spec &spec)
 	return index;
 }
 
-Result<void> Engine::attach(int pid, const std::string &binary, usdtprof_role role,
-			    const std::vector<UprobeSite> &sites)
+Result<void> Engine::attach(int pid, const TargetFile &file, usdtprof_role role, const std::vector<UprobeSite> &sites)
 {
 	bool exit_side = role == USDTPROF_ROLE_EXIT || role == USDTPROF_ROLE_TASK_END;
 	const bpf_program *prog = exit_side ? skel_->progs.usdt_exit : skel_->progs.usdt_entry;
-	if (!skel_->bss->start_ns) {
-		timespec now;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		skel_->bss->start_ns = uint64_t(now.tv_sec) * 1000000000 + uint64_t(now.tv_nsec);
-	}
-	auto link = attach_uprobe_multi(bpf_program__fd(prog), pid, binary, sites);
+	if (!skel_->bss->start_ns)
+		skel_->bss->start_ns = monotonic_now_ns();
+	auto link = attach_uprobe_multi(bpf_program__fd(prog), pid, file.fd_path(), file.path, sites);
 	if (!link)
 		return link.error();
 	probe_links_.push_back(std::move(*link));
@@ -180,12 +184,12 @@ Result<void> Engine::attach(int pid, const std::string &binary, usdtprof_role ro
 	return {};
 }
 
-Result<void> Engine::hold_semaphore(int pid, const std::string &binary, uint64_t ref_ctr)
+Result<void> Engine::hold_semaphore(int pid, const TargetFile &file, uint64_t ref_ctr)
 {
-	auto entry = entry_point_offset(binary);
+	auto entry = entry_point_offset(file.fd.get(), file.path);
 	if (!entry)
 		return entry.error();
-	auto link = attach_uprobe_multi(bpf_program__fd(skel_->progs.usdt_semaphore), pid, binary,
+	auto link = attach_uprobe_multi(bpf_program__fd(skel_->progs.usdt_semaphore), pid, file.fd_path(), file.path,
 					{{*entry, ref_ctr, 0}});
 	if (!link)
 		return link.error();
@@ -218,10 +222,31 @@ void Engine::forget_own_records(const std::vector<uint64_t> &paths)
 	}
 }
 
-void Engine::stop(uint64_t stop_ns)
+uint64_t Engine::pause()
 {
-	__atomic_store_n(&skel_->bss->stop_ns, stop_ns, __ATOMIC_RELEASE);
+	// `paused` first, then the clock: a hit that reads its clock after
+	// close_ns sees `paused` (the programs test it after their clock read).
+	__atomic_store_n(&skel_->bss->paused, 1, __ATOMIC_SEQ_CST);
+	uint64_t close = monotonic_now_ns();
+	__atomic_store_n(&skel_->bss->close_ns, close, __ATOMIC_SEQ_CST);
+	return close;
+}
+
+uint64_t Engine::stop()
+{
+	uint64_t stop_ns = pause();
 	detach_probes();
+	return stop_ns;
+}
+
+uint64_t Engine::start_ns() const
+{
+	return skel_->bss->start_ns;
+}
+
+void Engine::set_start_ns(uint64_t ns)
+{
+	skel_->bss->start_ns = ns;
 }
 
 void Engine::detach_probes()
@@ -270,18 +295,24 @@ Result<void> Engine::flush_open_frames()
 	return run_task_iterator(skel_->progs.flush_open_frames);
 }
 
-Result<void> Engine::close_window()
+Result<uint64_t> Engine::close_window()
 {
-	__atomic_store_n(&skel_->bss->paused, 1, __ATOMIC_RELEASE);
+	uint64_t close = pause();
 	// Detaching waits for the probes in flight: then no probe touches a stack.
 	detach_probes();
 	skel_->bss->windowed = 1;
-	return run_task_iterator(skel_->progs.close_window);
+	if (auto r = run_task_iterator(skel_->progs.close_window); !r)
+		return r.error();
+	return close;
 }
 
-void Engine::open_window()
+uint64_t Engine::open_window()
 {
-	__atomic_store_n(&skel_->bss->paused, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&skel_->bss->close_ns, 0, __ATOMIC_SEQ_CST);
+	// The clock first: every hit of the window reads a later one.
+	uint64_t open = monotonic_now_ns();
+	__atomic_store_n(&skel_->bss->paused, 0, __ATOMIC_SEQ_CST);
+	return open;
 }
 
 uint64_t Engine::exited_cpu_ns() const
@@ -292,6 +323,14 @@ uint64_t Engine::exited_cpu_ns() const
 void Engine::bump_flush_epoch()
 {
 	__atomic_fetch_add(&skel_->bss->flush_epoch, 1, __ATOMIC_RELEASE);
+}
+
+void Engine::share_tables(size_t processes)
+{
+	uint64_t shares = processes + 1;
+	__atomic_store_n(&skel_->bss->path_share, uint32_t(std::max<uint64_t>(1, max_paths_ / shares)), __ATOMIC_RELAXED);
+	__atomic_store_n(&skel_->bss->name_share,
+			 uint32_t(std::max<uint64_t>(1, bpf_map__max_entries(skel_->maps.names) / shares)), __ATOMIC_RELAXED);
 }
 
 void Engine::delete_paths(const std::vector<uint64_t> &paths)
@@ -308,6 +347,7 @@ void Engine::delete_names(uint32_t tgid)
 		if (k.tgid == tgid)
 			bpf_map_delete_elem(fd, &k);
 	bpf_map_delete_elem(bpf_map__fd(skel_->maps.process_comms), &tgid);
+	bpf_map_delete_elem(bpf_map__fd(skel_->maps.process_usage), &tgid);
 }
 
 } // namespace usdtprof
@@ -335,22 +375,29 @@ Result<double> Engine::measure_trap_ns()
 	auto m = mapping_for(*maps, addr);
 	if (!m || m->path.empty())
 		return Error{"cannot find usdtprof's own code to calibrate the probe cost"};
-	constexpr int kCalls = 20000;
+	// Timed by this thread's CPU clock (the trap and the program are its
+	// system time): time spent preempted by other load is not the probe's.
+	// On a loaded machine the wall clock read 22 us a hit against ~0.5 us,
+	// and the overhead budget then sampled a target for nothing.
+	constexpr int kCalls = 5000;
 	auto time_calls = [] {
 		timespec a, b;
-		clock_gettime(CLOCK_MONOTONIC, &a);
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
 		for (int i = 0; i < kCalls; i++)
 			usdtprof_calibration_site();
-		clock_gettime(CLOCK_MONOTONIC, &b);
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
 		return double(b.tv_sec - a.tv_sec) * 1e9 + double(b.tv_nsec - a.tv_nsec);
 	};
-	double plain = time_calls();
-	auto link = attach_uprobe_multi(bpf_program__fd(skel_->progs.usdt_semaphore), getpid(), m->path,
+	double plain = std::min({time_calls(), time_calls(), time_calls()});
+	char self[96];
+	snprintf(self, sizeof self, "/proc/self/map_files/%llx-%llx", (unsigned long long)m->start,
+		 (unsigned long long)m->end);
+	auto link = attach_uprobe_multi(bpf_program__fd(skel_->progs.usdt_semaphore), getpid(), self, m->path,
 					{{addr - m->start + m->offset, 0, 0}});
 	if (!link)
 		return link.error();
-	// The best of three: other load only ever adds.
-	double probed = std::min({time_calls(), time_calls(), time_calls()});
+	// The best of five: other load only ever adds (cache misses, interrupts).
+	double probed = std::min({time_calls(), time_calls(), time_calls(), time_calls(), time_calls()});
 	return std::max(0.0, (probed - plain) / kCalls);
 }
 
@@ -407,8 +454,17 @@ std::vector<PathRecord> Engine::read_paths() const
 
 std::map<uint32_t, std::string> Engine::read_process_comms() const
 {
+	return read_comms(bpf_map__fd(skel_->maps.process_comms));
+}
+
+std::map<uint32_t, std::string> Engine::read_thread_comms() const
+{
+	return read_comms(bpf_map__fd(skel_->maps.thread_comms));
+}
+
+std::map<uint32_t, std::string> Engine::read_comms(int fd)
+{
 	std::map<uint32_t, std::string> out;
-	int fd = bpf_map__fd(skel_->maps.process_comms);
 	for (uint32_t tgid : map_keys<uint32_t>(fd)) {
 		char comm[16];
 		if (bpf_map_lookup_elem(fd, &tgid, comm) == 0)

@@ -11,6 +11,7 @@
 
 #include "call_paths.h"
 #include "result.h"
+#include "target_file.h"
 #include "unique_fd.h"
 #include "usdtprof/bpf_shared.h"
 
@@ -34,10 +35,12 @@ struct UprobeSite {
 };
 
 // Attaches prog (loaded with expected attach type BPF_TRACE_UPROBE_MULTI) to
-// every site in one link (kernel >= 6.6). One link per binary and program
+// every site of the file at kernel_path (a /proc/self/fd/N or map_files
+// link: the file itself) in one link (kernel >= 6.6), for pid only (0: every
+// process); name is for messages. One link per binary and program
 // instead of one per site: detaching a uprobe waits for an RCU grace period
 // (~100 ms here), which a multi link pays once for all its sites.
-Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &binary,
+Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &kernel_path, const std::string &name,
 				     const std::vector<UprobeSite> &sites);
 // Marks a program for attach_uprobe_multi(); call before loading.
 void use_uprobe_multi(bpf_program *prog);
@@ -59,29 +62,42 @@ public:
 
 	// Index of a probe spec for the uprobe cookie; identical specs share one.
 	Result<uint32_t> add_spec(const usdtprof_probe_spec &spec);
-	// Attaches the program serving role to sites of one binary, for pid only,
-	// raising the sites' semaphores while attached. Site cookies are spec indexes.
-	Result<void> attach(int pid, const std::string &binary, usdtprof_role role,
-			    const std::vector<UprobeSite> &sites);
-	// Holds the USDT semaphore at ref_ctr (a file offset in binary) up for
+	// Attaches the program serving role to sites of one open file, for pid
+	// only (0: every process), raising the sites' semaphores while attached.
+	// Site cookies are spec indexes.
+	Result<void> attach(int pid, const TargetFile &file, usdtprof_role role, const std::vector<UprobeSite> &sites);
+	// Holds the USDT semaphore at ref_ctr (a file offset in file) up for
 	// pid while attached, probing only the entry point, which never runs again.
-	Result<void> hold_semaphore(int pid, const std::string &binary, uint64_t ref_ctr);
-	// Ends recording at monotonic time stop_ns: the probes stop counting at
-	// once, then are detached in the reverse order of attachment.
-	void stop(uint64_t stop_ns);
+	Result<void> hold_semaphore(int pid, const TargetFile &file, uint64_t ref_ctr);
+	// Ends recording now: the probes stop counting at once, then are
+	// detached in the reverse order of attachment. Returns the stop time
+	// (monotonic ns): no hit is counted after it, open frames end there.
+	uint64_t stop();
+	// The monotonic time recording started: set at the first attach, before
+	// any probe can fire. A launched command, held while probes attach, sets
+	// it when it releases the command.
+	uint64_t start_ns() const;
+	void set_start_ns(uint64_t ns);
 	size_t attached_sites() const { return attached_sites_; }
 	// Charges frames still open on every thread up to the stop, as open activations.
 	Result<void> flush_open_frames();
 
 	// `usdtprof monitor`'s sampling windows. close_window() pauses the
-	// probes, detaches them, charges open frames up to now as open
-	// activations and empties every stack; attach again, then open_window().
-	Result<void> close_window();
-	void open_window();
+	// probes, takes the close time, detaches them, charges open frames up to
+	// that time as open activations and empties every stack; it returns the
+	// close time (monotonic ns), after which nothing is charged. Attach
+	// again, then open_window(), which returns the time the window opens:
+	// no hit of the window is earlier.
+	Result<uint64_t> close_window();
+	uint64_t open_window();
 	// CPU time of profiled processes that have exited (all their threads), ns.
 	uint64_t exited_cpu_ns() const;
 	// Makes each thread add its path cache to the paths map at its next exit.
 	void bump_flush_epoch();
+	// Several processes share the path and name tables (--binary): each may
+	// hold at most a 1/(processes + 1) share of them, so that none can fill
+	// them and make the others' paths drop; the rest stays for processes to come.
+	void share_tables(size_t processes);
 	// Forgets paths (already reported) and the names (and command name) of a process that is gone.
 	void delete_paths(const std::vector<uint64_t> &paths);
 	void delete_names(uint32_t tgid);
@@ -110,6 +126,8 @@ public:
 	std::vector<PathRecord> read_paths() const;
 	// The command name of each process a probe fired in, by tgid.
 	std::map<uint32_t, std::string> read_process_comms() const;
+	// The name of each probed thread that has exited, by tid, as it was at its exit.
+	std::map<uint32_t, std::string> read_thread_comms() const;
 	// Names the kernel captured for runtime probes, by (tgid, function id).
 	std::map<std::pair<uint32_t, uint64_t>, usdtprof_name> read_names() const;
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> anomalies() const;
@@ -119,12 +137,17 @@ public:
 
 private:
 	Engine() = default;
+	// A map of command names (char[16]) by id.
+	static std::map<uint32_t, std::string> read_comms(int fd);
+	// Makes the probes do nothing from now on; returns the time taken after that.
+	uint64_t pause();
 
 	usdtprof_bpf *skel_ = nullptr;
 	std::vector<LinkPtr> scheduler_hooks_; // thread exit, exec, context switch
 	std::vector<UniqueFd> probe_links_;
 	std::vector<UniqueFd> own_links_; // calibration: usdtprof's own sites
 	size_t attached_sites_ = 0;
+	uint32_t max_paths_ = 0;
 	std::vector<usdtprof_probe_spec> specs_;
 	struct RingBufferDeleter {
 		void operator()(ring_buffer *rb) const;

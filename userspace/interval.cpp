@@ -92,13 +92,23 @@ BudgetEstimate estimate_budget(const BudgetInput &in, double budget, double min_
 	double attached = std::clamp(in.attached, 1e-6, 1.0);
 	// What the probes would cost attached all the time.
 	double full = probes / own / attached;
-	// Fixed costs take their share of the budget first; the probes get the rest.
-	double left = std::max(0.0, budget - in.fixed_ns / own);
+	// Fixed costs take their share of the budget first, the probes get the
+	// rest, but never less than half: sampling cannot cut the fixed costs,
+	// and in an interval where the target barely ran (it waits, starts or
+	// exits; it is starved) usdtprof's own CPU alone may exceed the budget:
+	// cutting the probes to nothing would then lose their calls and still
+	// not meet it.
+	double left = std::max(budget / 2, budget - in.fixed_ns / own);
 	e.next_duty = full <= left ? 1.0 : std::clamp(left / full, min_duty, 1.0);
 	// A window that saw nothing says little: widen it step by step, never
 	// jump to attaching all the time.
 	if (in.attached < 1 && in.hits == 0)
 		e.next_duty = std::clamp(in.attached * 2, min_duty, 1.0);
+	// Hits with no CPU time read: the target exited between the reads.
+	// Nothing is learnt: the window stays. (Not so for a CPU time merely
+	// below the estimated cost: a hot target's CPU time is nearly all probes.)
+	else if (in.target_cpu_ns == 0)
+		e.next_duty = std::clamp(in.attached, min_duty, 1.0);
 	return e;
 }
 

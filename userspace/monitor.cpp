@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "calibration.h"
+#include "text_escape.h"
 #include "call_paths.h"
 #include "compensation.h"
 #include "engine.h"
@@ -54,7 +55,10 @@ public:
 	Wake wait_until(Clock::time_point deadline, int pid)
 	{
 		for (;;) {
-			auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+			if (pid && !process_exists(pid))
+				return Wake::Stop;
+			// Rounded up: waking before the deadline would start a sliver of an interval.
+			auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
 			if (left <= 0)
 				return Wake::Deadline;
 			pollfd p = {fd_.get(), POLLIN, 0};
@@ -74,6 +78,14 @@ private:
 
 uint64_t process_cpu_ns(int pid)
 {
+	// The scheduler's run time of all its threads, in ns, the basis of the
+	// exit hook's exited_cpu_ns: /proc's utime and stime count 10 ms ticks,
+	// so a 100 ms interval of a starved target could read 0 against the
+	// probes' measured cost and sample for nothing.
+	clockid_t clock;
+	timespec ts;
+	if (clock_getcpuclockid(pid_t(pid), &clock) == 0 && clock_gettime(clock, &ts) == 0)
+		return uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
 	std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
 	std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 	size_t close = stat.rfind(')');
@@ -169,11 +181,15 @@ int monitor(const MonitorOptions &o)
 	if (!trap_ns)
 		throw UserError("cannot measure the probe cost: " + trap_ns.error().message);
 
+	// Every window attaches to these open files again, never to their paths.
+	TargetFiles opened;
 	std::optional<BinaryProcesses> binary_processes;
-	std::vector<std::string> files = target_files(t, t.pid, binary_processes);
+	FilesByPid files = target_files(t, t.pid, binary_processes, opened);
 	std::vector<const Preset *> chosen = choose_presets(t, files);
 	std::vector<FoundSite> sites = plan_sites(t, t.pid, false, files, chosen, custom);
-	AttachedProbes attached = attach_sites(**engine, t.pid, sites);
+	const bool skip_gone = binary_processes.has_value();
+	bool attached_now = true;
+	AttachedProbes attached = attach_sites(**engine, sites, skip_gone);
 	// Once, at the start: every interval's profile carries it.
 	std::optional<CalibrationResult> calibration = calibrate_or_warn(**engine, o.offcpu, false);
 	// binary_processes describes --binary's processes, and reads their maps,
@@ -187,19 +203,30 @@ int monitor(const MonitorOptions &o)
 	}
 	const std::map<int, ProfileProcess> &processes = binary_processes ? binary_processes->seen() : pid_process;
 	const std::map<int, std::vector<Mapping>> &maps = binary_processes ? binary_processes->maps() : pid_maps;
+	// --binary: processes started since the last scan get their libraries
+	// attached, for each of them only.
+	auto scan = [&] {
+		std::vector<int> fresh = binary_processes->scan();
+		if (fresh.empty())
+			return;
+		auto more = more_sites(t, binary_processes->files(fresh), chosen, custom, sites.size());
+		if (attached_now)
+			merge_attached(attached, attach_sites(**engine, more, skip_gone));
+		sites.insert(sites.end(), more.begin(), more.end());
+	};
 	auto target_pids = [&] {
 		if (t.pid)
 			return std::vector<int>{t.pid};
-		binary_processes->scan();
+		scan();
 		std::vector<int> pids;
 		for (const auto &[p, process] : processes)
 			if (process_exists(p))
 				pids.push_back(p);
+		(*engine)->share_tables(pids.size());
 		return pids;
 	};
-	fprintf(stderr,
-		"usdtprof: monitoring %s: %zu probe sites, a hit costs %.0f ns (trap) plus the program; budget %.2g%%, "
-		"every %.3g s into %s; Ctrl-C to stop\n",
+	log_line("monitoring %s: %zu probe sites, a hit costs %.0f ns (trap) plus the program; budget %.2g%%, "
+		"every %.3g s into %s; Ctrl-C to stop",
 		t.pid ? pid_text(t.pid).c_str() : ("every process of " + t.binary).c_str(), (*engine)->attached_sites(),
 		*trap_ns, o.budget * 100, o.interval_s, o.dir.c_str());
 
@@ -231,103 +258,76 @@ int monitor(const MonitorOptions &o)
 	for (int p : target_pids())
 		last_cpu[p] = process_cpu_ns(p);
 	double duty = 1;
-	bool attached_now = true, stopping = false;
+	bool stopping = false;
 	auto deadline = o.duration_s > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
 							       std::chrono::duration<double>(o.duration_s))
 					 : Clock::time_point::max();
+	auto mono_ns = [](Clock::time_point tp) {
+		return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(tp.time_since_epoch()).count());
+	};
+	auto at = [](uint64_t ns) { return Clock::time_point(std::chrono::nanoseconds(ns)); };
+	auto target_gone = [&] { return t.pid && !process_exists(t.pid); };
+	// Intervals are contiguous: each begins where the last one ended, the
+	// first when the first probe was attached, so together they cover every
+	// moment a probe could count.
+	uint64_t boundary = (*engine)->start_ns();
+	const int64_t unix_offset = unix_now_ns() - int64_t(mono_ns(Clock::now()));
 	int exit_status = 0;
 	bool metrics_processes_full = false;
 	uint64_t metrics_cut = 0;
 	while (!stopping) {
 		auto interval = std::chrono::duration<double>(o.interval_s * (1 + jitter(rng)));
-		// Attached before the interval starts: its window is all probing.
-		if (!attached_now) {
-			attach_sites(**engine, t.pid, sites);
-			(*engine)->open_window();
+		uint64_t begin = boundary, window_open = begin;
+		// Attached before the window opens: the window is all probing. A
+		// target that exits meanwhile ends the monitor after this interval.
+		if (!attached_now && !target_gone()) {
+			try {
+				merge_attached(attached, attach_sites(**engine, sites, skip_gone));
+			} catch (const UserError &) {
+				if (!target_gone())
+					throw;
+			}
+			window_open = (*engine)->open_window();
 			attached_now = true;
 		}
-		auto begin = Clock::now();
-		int64_t begin_unix = unix_now_ns();
-		auto end = begin + std::chrono::duration_cast<Clock::duration>(interval);
+		int64_t begin_unix = int64_t(begin) + unix_offset;
+		auto end = at(begin) + std::chrono::duration_cast<Clock::duration>(interval);
 		if (deadline - end < std::chrono::duration_cast<Clock::duration>(interval / 2))
 			end = deadline; // no sliver of an interval at the end
-		auto window_end = duty < 1 ? begin + std::chrono::duration_cast<Clock::duration>(interval * duty) : end;
-		Clock::time_point attached_until = end;
-		bool window_closed = false;
+		auto window_end = duty < 1 && attached_now
+					  ? at(window_open) + std::chrono::duration_cast<Clock::duration>(interval * duty)
+					  : end;
+		uint64_t window_close = 0; // 0: still open
 		for (Clock::time_point until = std::min(window_end, end);;) {
 			Wake w = signals.wait_until(until, t.pid);
 			if (w == Wake::Reopen) {
 				make_dir(o.dir);
-				fprintf(stderr, "usdtprof: SIGHUP: outputs reopened\n");
+				log_line("SIGHUP: outputs reopened");
 				continue;
 			}
 			if (w == Wake::Stop) {
 				stopping = true;
 				break;
 			}
-			if (until == end)
+			if (until == end || !attached_now)
 				break;
-			// The sampling window closes: frames open now are counted now.
-			attached_until = Clock::now();
-			window_closed = true;
-			if (auto r = (*engine)->close_window(); !r)
-				throw UserError(r.error().message);
+			// The sampling window closes: frames open now are counted up to now.
+			auto closed = (*engine)->close_window();
+			if (!closed)
+				throw UserError(closed.error().message);
+			window_close = *closed;
 			attached_now = false;
 			until = end;
 		}
 		if (Clock::now() >= deadline)
 			stopping = true;
-		auto finished = Clock::now();
-		double attached_share = !window_closed ? 1.0 : std::clamp(std::chrono::duration<double>(attached_until - begin).count() /
-					   std::max(1e-9, std::chrono::duration<double>(finished - begin).count()),
-				   0.0, 1.0);
-		if (stopping) {
-			(*engine)->stop(uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-							 finished.time_since_epoch()).count()));
-			if (auto r = (*engine)->flush_open_frames(); !r)
-				throw UserError(r.error().message);
-		}
-		// Threads add their path caches to the map at their next exit: a
-		// moment for busy ones; idle ones are in a later interval.
-		(*engine)->bump_flush_epoch();
-		if (!stopping)
-			usleep(20000);
 
-		// Deltas of this interval.
+		// The cost of this interval's hits against the target's CPU time
+		// sets the next window.
 		std::vector<int> pids = target_pids();
-		IntervalDelta delta = deltas.next((*engine)->read_paths(), [](uint32_t tgid) { return process_exists(int(tgid)); });
-		Profile profile;
-		profile.start_unix_ns = begin_unix;
-		profile.stop_unix_ns = unix_now_ns();
-		profile.duration_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(finished - begin).count());
-		profile.probes = attached.probes;
-		profile.sampled_fraction = std::max(attached_share, 1e-6);
-		std::set<uint32_t> tgids;
-		for (const PathRecord &r : delta.records)
-			tgids.insert(r.stats.tgid);
-		auto comms = (*engine)->read_process_comms();
-		for (uint32_t tgid : tgids) {
-			auto known = processes.find(int(tgid));
-			profile.processes.push_back(known != processes.end() ? known->second
-									     : describe_process(int(tgid), comms));
-		}
-		FunctionNamer namer(attached, (*engine)->read_names(), maps);
-		if (calibration) {
-			profile.calibration = calibration->calibration;
-			namer.set_cost_kinds(calibration->spec_kinds, calibration->native_kind);
-		}
-		size_t names_cut =
-			add_call_paths(profile, delta.records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); });
-		// The kernel's counters are cumulative; an interval shows its own.
-		auto anomalies = (*engine)->anomalies();
-		for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
-			profile.anomalies[anomaly_name(a)] = anomalies[a] - last_anomalies[a];
-		last_anomalies = anomalies;
-
-		// The cost of this interval's hits against the target's CPU time.
 		Runs runs = run_totals();
-		// Processes alive now from /proc; those that exited from the kernel,
-		// less what /proc showed of them before.
+		// Processes alive now from their CPU clocks; those that exited from
+		// the kernel, less what was read of them before.
 		uint64_t exited_cpu = (*engine)->exited_cpu_ns(), cpu = exited_cpu - last_exited_cpu;
 		last_exited_cpu = exited_cpu;
 		for (auto it = last_cpu.begin(); it != last_cpu.end();)
@@ -342,14 +342,109 @@ int monitor(const MonitorOptions &o)
 			cpu += now_cpu - std::min(now_cpu, last_cpu[p]);
 			last_cpu[p] = now_cpu;
 		}
+		uint64_t measured = mono_ns(Clock::now());
+		uint64_t attached_until = window_close ? window_close : attached_now ? measured : window_open;
+		double measured_share = std::clamp(double(attached_until - window_open) /
+							   double(std::max<uint64_t>(1, measured - begin)), 0.0, 1.0);
 		uint64_t interval_hits = runs.hits - last_runs.hits, own_cpu = own_cpu_ns();
 		BudgetEstimate budget = estimate_budget(
-			{interval_hits, *trap_ns, cpu, attached_share, double(runs.probe_ns - last_runs.probe_ns),
+			{interval_hits, *trap_ns, cpu, measured_share, double(runs.probe_ns - last_runs.probe_ns),
 			 double(runs.switch_ns - last_runs.switch_ns) + double(own_cpu - last_own_cpu)},
 			o.budget, o.min_duty);
 		last_own_cpu = own_cpu;
 		last_runs = runs;
+		// Sampling starts or ends: said once each time, with the figures that decided it.
+		if ((budget.next_duty < 1) != (duty < 1))
+			log_line(budget.next_duty < 1
+					 ? "sampling from the next interval: estimated probe cost %.2f%% of the target's CPU "
+					   "(%llu hits, %.0f ns trap each, %.3f s target CPU) is over the budget %.2g%%: probes "
+					   "attached for %.0f%% of each interval"
+					 : "sampling ends: estimated probe cost %.2f%% of the target's CPU (%llu hits, %.0f ns "
+					   "trap each, %.3f s target CPU) is within the budget %.2g%%: probes attached for %.0f%% "
+					   "of each interval",
+				 budget.overhead * 100, (unsigned long long)interval_hits, *trap_ns, cpu / 1e9, o.budget * 100,
+				 budget.next_duty * 100);
 		duty = budget.next_duty;
+
+		uint64_t finished = 0;
+		if (stopping) {
+			// No hit counts after the stop; open frames are charged up to it.
+			finished = (*engine)->stop();
+			if (auto r = (*engine)->flush_open_frames(); !r)
+				throw UserError(r.error().message);
+		} else if (attached_now && duty < 1 && !target_gone()) {
+			// The next interval samples: this one ends with its window, whose
+			// close adds every thread's cached calls to the map. Left in a
+			// cache until the thread's next exit, they would land in the next
+			// window's interval, beyond the time it was attached.
+			auto closed = (*engine)->close_window();
+			if (!closed)
+				throw UserError(closed.error().message);
+			window_close = finished = *closed;
+			attached_now = false;
+		} else if (attached_now) {
+			// Threads add their path caches to the map at their next exit: a
+			// moment for busy ones; idle ones are in a later interval. The
+			// calls a busy thread adds then ended before the bump: the
+			// interval ends there.
+			finished = mono_ns(Clock::now());
+			(*engine)->bump_flush_epoch();
+			usleep(20000);
+		}
+
+		// What the map holds now. A process seen gone before a read has
+		// added everything it will (its threads' exits flushed their
+		// stacks), so its paths and names can be forgotten after that read;
+		// one that dies after the read is read again, or its last calls
+		// would be lost (or, its names deleted, reported unnamed).
+		std::set<uint32_t> dead;
+		if (binary_processes)
+			for (const auto &[p, process] : binary_processes->seen())
+				if (!process_exists(p))
+					dead.insert(uint32_t(p));
+		std::vector<PathRecord> records = (*engine)->read_paths();
+		bool died = false;
+		for (const PathRecord &r : records)
+			if (!dead.count(r.stats.tgid) && !process_exists(int(r.stats.tgid)))
+				died = dead.insert(r.stats.tgid).second;
+		if (died)
+			records = (*engine)->read_paths();
+		if (!finished)
+			finished = mono_ns(Clock::now()); // probes detached: nothing counted after the window
+		boundary = finished;
+		uint64_t attached_ns = window_close ? window_close - window_open
+				       : attached_now ? finished - window_open : 0;
+		double attached_share = std::clamp(double(attached_ns) / double(std::max<uint64_t>(1, finished - begin)), 0.0, 1.0);
+
+		// Deltas of this interval.
+		IntervalDelta delta = deltas.next(records, [&](uint32_t tgid) { return !dead.count(tgid); });
+		Profile profile;
+		profile.duration_ns = finished - begin;
+		profile.start_unix_ns = begin_unix;
+		profile.stop_unix_ns = begin_unix + int64_t(profile.duration_ns);
+		profile.probes = attached.probes;
+		profile.sampled_fraction = std::max(attached_share, 1e-6);
+		std::set<uint32_t> tgids;
+		for (const PathRecord &r : delta.records)
+			tgids.insert(r.stats.tgid);
+		auto comms = (*engine)->read_process_comms();
+		for (uint32_t tgid : tgids) {
+			auto known = processes.find(int(tgid));
+			profile.processes.push_back(known != processes.end() ? known->second
+									     : describe_process(int(tgid), comms));
+		}
+		FunctionNamer namer(attached, (*engine)->read_names(), maps, opened);
+		if (calibration) {
+			profile.calibration = calibration->calibration;
+			namer.set_cost_kinds(calibration->spec_kinds, calibration->native_kind);
+		}
+		size_t names_cut =
+			add_call_paths(profile, delta.records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); });
+		// The kernel's counters are cumulative; an interval shows its own.
+		auto anomalies = (*engine)->anomalies();
+		for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
+			profile.anomalies[anomaly_name(a)] = anomalies[a] - last_anomalies[a];
+		last_anomalies = anomalies;
 
 		std::string base = o.dir + "/" + kPrefix + stamp(begin_unix);
 		if (names_cut)
@@ -364,10 +459,11 @@ int monitor(const MonitorOptions &o)
 		// The file keeps the measured times; what is exported is compensated.
 		Profile compensated = compensate(profile);
 		std::string pprof = render_pprof(compensated);
-		if (auto r = save_profile(profile, base + ".data"); !r)
-			fprintf(stderr, "usdtprof: %s\n", r.error().message.c_str());
+		// Names usdtprof chose: replaced, never followed or written through.
+		if (auto r = write_file_atomically(base + ".data", serialize_profile(profile)); !r)
+			log_line("%s", r.error().message.c_str());
 		if (auto r = write_file_atomically(base + ".pb.gz", pprof); !r)
-			fprintf(stderr, "usdtprof: %s\n", r.error().message.c_str());
+			log_line("%s", r.error().message.c_str());
 		apply_retention(o.dir, kPrefix, o.keep, o.max_bytes, o.max_age_s);
 		metrics.add_interval(compensated);
 		if (!metrics_processes_full && metrics.other_processes_full()) {
@@ -398,17 +494,19 @@ int monitor(const MonitorOptions &o)
 				      t.pid ? int32_t(t.pid) : 0});
 		// What is reported of processes that are gone is forgotten: the maps stay bounded.
 		(*engine)->delete_paths(delta.forget);
-		for (uint32_t tgid : delta.gone)
+		for (uint32_t tgid : dead) {
 			(*engine)->delete_names(tgid);
-		if (binary_processes)
-			for (int p : binary_processes->forget_exited())
-				(*engine)->delete_names(uint32_t(p));
-		if (t.pid && !process_exists(t.pid)) {
-			fprintf(stderr, "usdtprof: %s exited\n", pid_text(t.pid).c_str());
-			stopping = true;
+			if (binary_processes) {
+				binary_processes->forget(int(tgid));
+				std::erase_if(sites, [&](const FoundSite &f) { return f.pid == int(tgid); });
+			}
 		}
+		// A target gone by now may have counted calls since the read: one
+		// more (last) interval reads them.
+		if (stopping && target_gone())
+			log_line("%s exited", pid_text(t.pid).c_str());
 	}
-	fprintf(stderr, "usdtprof: stopped after %llu intervals, %llu probe hits\n",
+	log_line("stopped after %llu intervals, %llu probe hits",
 		(unsigned long long)health.intervals, (unsigned long long)health.probe_hits);
 	if (pusher)
 		pusher->flush(std::chrono::milliseconds(2000));

@@ -16,6 +16,7 @@
 #include <zlib.h>
 
 #include "proto/profile.pb.h"
+#include "text_escape.h"
 
 namespace usdtprof {
 
@@ -30,12 +31,14 @@ int64_t to_int64(uint64_t v)
 									       : static_cast<int64_t>(v);
 }
 
-// Profile::string_table with deduplication; index 0 is always "".
+// Profile::string_table with deduplication; index 0 is always "". Protobuf
+// strings must be UTF-8 and names need not be: ill-formed bytes become U+FFFD.
 class StringTable {
 public:
 	explicit StringTable(pp::Profile &out) : out_(out) { index(""); }
-	int64_t index(const std::string &s)
+	int64_t index(const std::string &name)
 	{
+		std::string s = valid_utf8(name);
 		auto [it, inserted] = indices_.try_emplace(s, static_cast<int64_t>(out_.string_table_size()));
 		if (inserted)
 			out_.add_string_table(s);
@@ -89,12 +92,12 @@ void set_value_type(pp::ValueType *vt, StringTable &strings, const char *type, c
 
 } // namespace
 
-std::string render_pprof(const Profile &profile)
+std::string render_pprof(const Profile &profile, TimeMode time)
 {
 	pp::Profile out;
 	StringTable strings(out);
 
-	bool has_offcpu = false;
+	bool has_offcpu = time != TimeMode::Wall;
 	for (const PathNode &n : profile.nodes)
 		has_offcpu |= n.self_offcpu_ns > 0;
 
@@ -171,7 +174,9 @@ std::string render_pprof(const Profile &profile)
 	out.set_duration_nanos(to_int64(profile.duration_ns));
 	set_value_type(out.mutable_period_type(), strings, "calls", "count");
 	out.set_period(1);
-	out.set_default_sample_type(strings.index("self_time"));
+	out.set_default_sample_type(strings.index(time == TimeMode::Cpu	   ? "self_oncpu_time"
+						  : time == TimeMode::Offcpu ? "self_offcpu_time"
+									     : "self_time"));
 	if (profile.sampled_fraction < 1) {
 		char comment[256];
 		if (profile.sampled_fraction > 0)

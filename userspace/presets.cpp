@@ -56,18 +56,29 @@ ProbeRole constant(const char *provider, const char *name, usdtprof_role role, c
 	return r;
 }
 
+// The name Xdebug gives PHP's top-level code (of the script, of an included
+// file, of eval'd code).
+constexpr const char *kPhpTopLevel = "{main}";
+
 // php:function__entry/return(function, file, line, class, scope). Names are
-// keyed by content: PHP-FPM frees them at the end of each request.
+// keyed by content: PHP-FPM frees them at the end of each request. PHP names
+// top-level code "main" too, a literal in its binary, where a user function's
+// name is a zend_string, its length in the 8 bytes before the text: the
+// function name is keyed and captured with those bytes, so the two differ.
 std::vector<ProbeRole> php_roles()
 {
-	const std::vector<NamePart> parts = {
-		{USDTPROF_PART_STR, 0}, {USDTPROF_PART_STR, 1}, {USDTPROF_PART_INT, 2}, {USDTPROF_PART_STR, 3}};
+	const std::vector<NamePart> parts = {{USDTPROF_PART_STR_PREFIXED, 0}, {USDTPROF_PART_STR, 1},
+					     {USDTPROF_PART_INT, 2}, {USDTPROF_PART_STR, 3}};
 	auto name = [](const usdtprof_name &n, const ProbeRole &) -> FunctionName {
 		std::string cls = text(n, 3), fn = text(n, 0);
+		bool zend_string = static_cast<uint64_t>(n.num[0]) == fn.size();
+		if (cls.empty() && fn == "main" && !zend_string)
+			fn = kPhpTopLevel;
 		return {cls.empty() ? fn : cls + "::" + fn, location(text(n, 1), n.num[2])};
 	};
-	return {runtime("php", "function__entry", USDTPROF_ROLE_ENTRY, {0, 3}, 0b11, parts, name),
-		runtime("php", "function__return", USDTPROF_ROLE_EXIT, {0, 3}, 0b11, parts, name)};
+	const uint32_t content = 0b11 | USDTPROF_CONTENT_PREFIXED(0);
+	return {runtime("php", "function__entry", USDTPROF_ROLE_ENTRY, {0, 3}, content, parts, name),
+		runtime("php", "function__return", USDTPROF_ROLE_EXIT, {0, 3}, content, parts, name)};
 }
 
 std::string php_check(int pid)
@@ -180,7 +191,12 @@ std::vector<ProbeRole> postgres_roles()
 // event hook is on. A C hook (libc's labs, a pure function: arguments
 // ignored, nothing done) costs less than a TracePoint, whose block would run
 // at every call. 0x8 | 0x10: RUBY_EVENT_CALL | RUBY_EVENT_RETURN.
-const char kRubyHooks[] = R"(require "fiddle"
+// The script first takes itself out of RUBYOPT: processes this Ruby starts
+// do not load it again (Ruby has read RUBYOPT already).
+const char kRubyHooks[] = R"(# usdtprof record --ruby-call-hook: Ruby fires its method probes only under a call/return hook.
+opts = ENV["RUBYOPT"].to_s.split(" ").reject { |o| o.match?(%r{\A-r/run/usdtprof/[a-z]+-launch\.rb\z}) }
+opts.empty? ? ENV.delete("RUBYOPT") : ENV["RUBYOPT"] = opts.join(" ")
+require "fiddle"
 Fiddle::Function.new(Fiddle::Handle::DEFAULT["rb_add_event_hook"],
                      [Fiddle::TYPE_VOIDP, Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP],
                      Fiddle::TYPE_VOID).call(Fiddle::Handle::DEFAULT["labs"], 0x8 | 0x10, 0)
@@ -208,7 +224,7 @@ const std::vector<Preset> &presets()
 		{"ruby", "Ruby: ruby:method__entry/return and cmethod__entry/return, named Class#method", ruby_roles,
 		 no_check, {{"RUBYOPT", "-r{script}"}}, kRubyHooks,
 		 "Ruby fires method__entry/return only while a call/return hook is on: recording C methods only; "
-		 "--ruby-call-hook installs one (Ruby calls ~3x slower; Ruby 3.1 can crash in rb_dtrace_setup with "
+		 "--ruby-call-hook installs one (Ruby calls 3x slower, before the probes' own cost; Ruby 3.1 can crash in rb_dtrace_setup with "
 		 "any such hook, seen in 1 launch of 20 with rubygems)",
 		 no_library},
 		{"java", "Java (HotSpot): hotspot:method__entry/return, named pkg.Class.method", java_roles, java_check,
@@ -229,16 +245,13 @@ const Preset *find_preset(std::string_view name)
 	return nullptr;
 }
 
-std::vector<const Preset *> detect_presets(const std::vector<std::string> &files)
+std::vector<const Preset *> detect_presets(const std::vector<TargetFilePtr> &files)
 {
 	std::vector<const Preset *> found;
-	for (const std::string &file : files) {
-		auto sites = read_usdt_sites(file);
-		if (!sites)
-			continue;
+	for (const TargetFilePtr &file : files) {
 		for (const Preset &p : presets()) {
 			ProbeRole first = p.roles().front();
-			bool has = std::any_of(sites->begin(), sites->end(), [&](const UsdtSite &s) {
+			bool has = std::any_of(file->sites.begin(), file->sites.end(), [&](const UsdtSite &s) {
 				return s.provider == first.provider && s.name == first.name;
 			});
 			if (has && std::find(found.begin(), found.end(), &p) == found.end())

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "probe_roles.h"
+#include "target_file.h"
 
 namespace usdtprof {
 
@@ -34,7 +35,7 @@ struct Preset {
 const std::vector<Preset> &presets();
 const Preset *find_preset(std::string_view name);
 // The presets whose probes (entries) some file of files has, in table order.
-std::vector<const Preset *> detect_presets(const std::vector<std::string> &files);
+std::vector<const Preset *> detect_presets(const std::vector<TargetFilePtr> &files);
 // The presets that use provider:name.
 std::vector<std::string> probe_presets(std::string_view provider, std::string_view name);
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "presets.h"
+#include "text_escape.h"
 
 namespace usdtprof {
 
@@ -57,8 +58,10 @@ std::string render_text(const std::vector<ListedProbe> &probes)
 	for (const auto &[binary, list] : binaries) {
 		std::vector<std::vector<std::string>> rows = {{"provider:name", "sites", "semaphore", "arguments", "presets"}};
 		for (const ListedProbe *p : list) {
-			rows.push_back({p->provider + ":" + p->name, std::to_string(p->sites),
-					p->has_semaphore ? hex(p->semaphore) : "-", p->args_vary ? "varies" : join(p->args, " ", "-"),
+			// Probe strings come from the ELF file: anyone's.
+			rows.push_back({escape_text(p->provider + ":" + p->name), std::to_string(p->sites),
+					p->has_semaphore ? hex(p->semaphore) : "-",
+					p->args_vary ? "varies" : escape_text(join(p->args, " ", "-")),
 					join(p->presets, ",", "-")});
 			sites += p->sites;
 			for (const std::string &s : p->presets)
@@ -69,7 +72,7 @@ std::string render_text(const std::vector<ListedProbe> &probes)
 		for (const auto &r : rows)
 			for (size_t c = 0; c < 4; c++)
 				width[c] = std::max(width[c], r[c].size());
-		out += binary + "\n";
+		out += escape_text(binary) + "\n";
 		for (const auto &r : rows) {
 			// Counts align right, text left; the last column is not padded.
 			out += "  " + r[0] + std::string(width[0] - r[0].size(), ' ') + "  " +
@@ -96,7 +99,8 @@ std::string render_json(const std::vector<ListedProbe> &probes)
 				{"args", p->args}, {"args_vary", p->args_vary}, {"presets", p->presets}});
 		binaries.push_back({{"path", binary}, {"probes", std::move(entries)}});
 	}
-	return json{{"binaries", std::move(binaries)}}.dump(2) + "\n";
+	// Paths and probe strings may not be UTF-8: replaced as report's JSON does.
+	return json{{"binaries", std::move(binaries)}}.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 } // namespace
@@ -129,17 +133,25 @@ std::vector<ListedProbe> group_sites(const std::string &binary, const std::vecto
 	return out;
 }
 
-Result<std::vector<ListedProbe>> list_probes(const std::vector<std::string> &files)
+std::vector<ListedProbe> list_probes(const std::vector<TargetFilePtr> &files)
 {
 	std::vector<ListedProbe> out;
-	for (const std::string &file : files) {
-		auto sites = read_usdt_sites(file);
-		if (!sites)
-			return sites.error();
-		for (ListedProbe &p : group_sites(file, *sites))
+	for (const TargetFilePtr &file : files)
+		for (ListedProbe &p : group_sites(file->path, file->sites))
 			out.push_back(std::move(p));
-	}
 	return out;
+}
+
+Result<std::vector<ListedProbe>> list_probes(const std::vector<std::string> &paths)
+{
+	std::vector<TargetFilePtr> files;
+	for (const std::string &path : paths) {
+		auto file = open_named_file(path);
+		if (!file)
+			return file.error();
+		files.push_back(*file);
+	}
+	return list_probes(files);
 }
 
 std::string render_probe_list(const std::vector<ListedProbe> &probes, bool json)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "result.h"
+#include "target_file.h"
 #include "usdt.h"
 
 namespace usdtprof {
@@ -25,7 +26,9 @@ struct ListedProbe {
 
 // One entry per provider:name of binary's sites, sorted by provider then name.
 std::vector<ListedProbe> group_sites(const std::string &binary, const std::vector<UsdtSite> &sites);
-// group_sites of each file in turn; an unreadable or non-ELF file is an Error.
+// group_sites of each file in turn.
+std::vector<ListedProbe> list_probes(const std::vector<TargetFilePtr> &files);
+// ... of files named on the command line: an unreadable or non-ELF file is an Error.
 Result<std::vector<ListedProbe>> list_probes(const std::vector<std::string> &files);
 
 // Text: a table per binary and a summary line; JSON: {"binaries": [...]}.

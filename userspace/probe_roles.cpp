@@ -106,13 +106,17 @@ ProbeRole probe_role(std::string_view provider, std::string_view name, usdtprof_
 
 std::vector<ProbeRole> native_probe_roles()
 {
-	return {
+	std::vector<ProbeRole> roles = {
 		probe_role("usdtprof", "enter", USDTPROF_ROLE_ENTRY),
 		probe_role("usdtprof", "exit", USDTPROF_ROLE_EXIT),
 		probe_role("usdtprof", "task_create", USDTPROF_ROLE_TASK_CREATE),
 		probe_role("usdtprof", "task_begin", USDTPROF_ROLE_TASK_BEGIN),
 		probe_role("usdtprof", "task_end", USDTPROF_ROLE_TASK_END),
 	};
+	// The header's probes sit in the functions they time (or a task's run loop).
+	for (ProbeRole &r : roles)
+		r.nests_on_stack = true;
+	return roles;
 }
 
 Result<std::vector<ProbeRole>> parse_pair_spec(std::string_view spec)

@@ -41,6 +41,7 @@ struct ProbeRole {
 	NameFormat format = nullptr;              // IDENT_PTRS, IDENT_SQL
 	std::string const_name;                   // IDENT_CONST
 	bool semaphore_only = false;              // only hold this probe's semaphore up (see usdt_semaphore)
+	bool nests_on_stack = false;              // its calls nest on the native stack (our header): see usdtprof_probe_spec.nests
 };
 
 // The function id of a constant name (IDENT_CONST): far from any address.

@@ -1,30 +1,33 @@
 #include "probes.h"
 
+#include <cstdio>
+#include <set>
 #include <tuple>
 
 #include "process.h"
 #include "report.h"
+#include "targets.h"
+#include "text_escape.h"
 
 namespace usdtprof {
 
-std::vector<FoundSite> find_sites(const std::vector<std::string> &files, const std::vector<ProbeRole> &roles)
+std::vector<FoundSite> find_sites(const std::vector<TargetFilePtr> &files, int pid, const std::vector<ProbeRole> &roles,
+				  size_t already)
 {
 	std::vector<FoundSite> found;
-	for (const std::string &file : files) {
-		auto sites = read_usdt_sites(file);
-		if (!sites)
-			continue; // not every mapped file is a readable ELF
-		for (UsdtSite &s : *sites)
+	size_t left_out = 0;
+	for (const TargetFilePtr &file : files)
+		for (const UsdtSite &s : file->sites)
 			for (const ProbeRole &p : roles)
-				if (s.provider == p.provider && s.name == p.name)
-					found.push_back({file, s, p});
-	}
+				if (s.provider == p.provider && s.name == p.name) {
+					if (already + found.size() < kMaxSitesTotal)
+						found.push_back({file, pid, s, p});
+					else
+						left_out++;
+				}
+	if (left_out)
+		log_line("more than %zu probe sites in all: %zu not attached", kMaxSitesTotal, left_out);
 	return found;
-}
-
-std::vector<FoundSite> find_sites(const std::vector<Mapping> &maps, const std::vector<ProbeRole> &roles)
-{
-	return find_sites(executable_files(maps), roles);
 }
 
 namespace {
@@ -32,11 +35,11 @@ namespace {
 usdtprof_arg_spec site_arg(const FoundSite &f, unsigned arg)
 {
 	if (f.site.args.size() <= arg)
-		throw UserError(f.binary + ": probe " + f.site.provider + ":" + f.site.name + " has no arg" +
+		throw UserError(f.file->path + ": probe " + f.site.provider + ":" + f.site.name + " has no arg" +
 				std::to_string(arg));
 	auto spec = parse_usdt_arg(f.site.args[arg]);
 	if (!spec)
-		throw UserError(f.binary + ": " + spec.error().message);
+		throw UserError(f.file->path + ": " + spec.error().message);
 	return *spec;
 }
 
@@ -46,6 +49,7 @@ usdtprof_probe_spec probe_spec(const FoundSite &f)
 	usdtprof_probe_spec spec{};
 	spec.role = p.role;
 	spec.ident = p.ident;
+	spec.nests = p.nests_on_stack;
 	switch (p.ident) {
 	case USDTPROF_IDENT_NATIVE:
 		spec.args[0] = site_arg(f, p.arg);
@@ -75,13 +79,24 @@ usdtprof_probe_spec probe_spec(const FoundSite &f)
 // Exits are attached before entries (and detached after them): an exit
 // probe that misses the first exits of frames entered meanwhile only costs an
 // anomaly, while an entry without its exit probe would corrupt the stack.
-AttachedProbes attach_sites(Engine &engine, int pid, const std::vector<FoundSite> &sites)
+AttachedProbes attach_sites(Engine &engine, const std::vector<FoundSite> &sites, bool skip_gone)
 {
 	AttachedProbes out;
 	std::map<std::tuple<std::string, std::string, std::string>, ProfileProbe> probes;
+	// A file attached for several processes has its sites counted once.
+	std::set<std::tuple<std::string, std::string, std::string, uint64_t>> counted;
+	auto note = [&](const FoundSite &f, const char *role, bool semaphore) {
+		ProfileProbe &p = probes[{f.file->path, f.site.provider, f.site.name}];
+		bool fresh = counted.insert({f.file->path, f.site.provider, f.site.name, f.site.pc_offset}).second;
+		p = {f.file->path, f.site.provider, f.site.name, role, semaphore ? 1 : p.sites + (fresh ? 1 : 0)};
+	};
+	auto check = [&](int pid, const Result<void> &r) {
+		if (!r && !(skip_gone && pid && has_exited(pid)))
+			throw UserError(r.error().message);
+	};
 	for (usdtprof_role role : {USDTPROF_ROLE_EXIT, USDTPROF_ROLE_TASK_END, USDTPROF_ROLE_ENTRY,
 				   USDTPROF_ROLE_TASK_BEGIN, USDTPROF_ROLE_TASK_CREATE}) {
-		std::map<std::string, std::vector<UprobeSite>> by_binary;
+		std::map<std::pair<const TargetFile *, int>, std::vector<UprobeSite>> by_file;
 		for (const FoundSite &f : sites) {
 			if (f.probe.role != role || f.probe.semaphore_only)
 				continue;
@@ -89,30 +104,40 @@ AttachedProbes attach_sites(Engine &engine, int pid, const std::vector<FoundSite
 			if (!index)
 				throw UserError(index.error().message);
 			out.spec_probes.emplace(*index, f.probe);
-			by_binary[f.binary].push_back({f.site.pc_offset, f.site.semaphore_offset, *index});
-			ProfileProbe &p = probes[{f.binary, f.site.provider, f.site.name}];
-			p = {f.binary, f.site.provider, f.site.name, role_name(role), p.sites + 1};
+			by_file[{f.file.get(), f.pid}].push_back({f.site.pc_offset, f.site.semaphore_offset, *index});
+			note(f, role_name(role), false);
 		}
-		for (const auto &[binary, uprobes] : by_binary)
-			if (auto r = engine.attach(pid, binary, role, uprobes); !r)
-				throw UserError(r.error().message);
+		for (const auto &[key, uprobes] : by_file)
+			check(key.second, engine.attach(key.second, *key.first, role, uprobes));
 	}
 	for (const FoundSite &f : sites)
 		if (f.probe.semaphore_only && f.site.semaphore_offset) {
-			if (auto r = engine.hold_semaphore(pid, f.binary, f.site.semaphore_offset); !r)
-				throw UserError(r.error().message);
-			probes[{f.binary, f.site.provider, f.site.name}] = {f.binary, f.site.provider, f.site.name,
-									    "semaphore", 1};
+			check(f.pid, engine.hold_semaphore(f.pid, *f.file, f.site.semaphore_offset));
+			note(f, "semaphore", true);
 		}
 	for (auto &[key, probe] : probes)
 		out.probes.push_back(probe);
 	return out;
 }
 
+void merge_attached(AttachedProbes &into, const AttachedProbes &more)
+{
+	into.spec_probes.insert(more.spec_probes.begin(), more.spec_probes.end());
+	for (const ProfileProbe &p : more.probes) {
+		auto same = std::find_if(into.probes.begin(), into.probes.end(), [&](const ProfileProbe &q) {
+			return q.binary == p.binary && q.provider == p.provider && q.name == p.name;
+		});
+		if (same == into.probes.end())
+			into.probes.push_back(p);
+		else
+			same->sites = std::max(same->sites, p.sites);
+	}
+}
+
 FunctionNamer::FunctionNamer(const AttachedProbes &attached,
 			     std::map<std::pair<uint32_t, uint64_t>, usdtprof_name> captured,
-			     std::map<int, std::vector<Mapping>> maps)
-	: spec_probes_(attached.spec_probes), captured_(std::move(captured)), maps_(std::move(maps))
+			     std::map<int, std::vector<Mapping>> maps, const TargetFiles &files)
+	: spec_probes_(attached.spec_probes), captured_(std::move(captured)), maps_(std::move(maps)), files_(files)
 {
 	for (const auto &[index, probe] : spec_probes_)
 		if (probe.ident == USDTPROF_IDENT_CONST) {
@@ -147,7 +172,7 @@ Result<FunctionName> FunctionNamer::operator()(uint32_t tgid, uint64_t func) con
 	}
 	static const std::vector<Mapping> none;
 	auto maps = maps_.find(int(tgid));
-	auto s = read_target_string(int(tgid), maps == maps_.end() ? none : maps->second, func);
+	auto s = read_target_string(int(tgid), maps == maps_.end() ? none : maps->second, files_, func);
 	if (!s)
 		return s.error();
 	// Our C++ header names functions by __PRETTY_FUNCTION__.

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <string_view>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "unique_fd.h"
@@ -29,6 +30,17 @@ bool parse_number(std::string_view text, uint64_t &out, int base) {
 	return !text.empty() && ec == std::errc() && ptr == end;
 }
 
+// "MAJOR:MINOR" in hex, as the kernel prints a device.
+bool parse_dev(std::string_view text, uint64_t &out) {
+	const size_t colon = text.find(':');
+	uint64_t major = 0, minor = 0;
+	if (colon == std::string_view::npos || !parse_number(text.substr(0, colon), major, 16) ||
+	    !parse_number(text.substr(colon + 1), minor, 16) || major > 0xfff || minor > 0xfffff)
+		return false;
+	out = makedev(major, minor);
+	return true;
+}
+
 // One line: "start-end perms offset dev inode [path]"; nullopt if malformed.
 std::optional<Mapping> parse_line(std::string_view line) {
 	Mapping m;
@@ -38,7 +50,7 @@ std::optional<Mapping> parse_line(std::string_view line) {
 	const size_t dash = range.find('-');
 	if (dash == std::string_view::npos || !parse_number(range.substr(0, dash), m.start, 16) ||
 	    !parse_number(range.substr(dash + 1), m.end, 16) || m.start >= m.end ||
-	    perms.size() != 4 || !parse_number(offset, m.offset, 16) || dev.empty() ||
+	    perms.size() != 4 || !parse_number(offset, m.offset, 16) || !parse_dev(dev, m.dev) ||
 	    !parse_number(inode, m.inode, 10))
 		return std::nullopt;
 	m.readable = perms[0] == 'r';
@@ -84,16 +96,24 @@ Result<std::vector<Mapping>> read_proc_maps(int pid) {
 	return parse_proc_maps(text);
 }
 
-std::vector<std::string> executable_files(const std::vector<Mapping> &maps) {
-	std::vector<std::string> files;
+std::vector<Mapping> executable_mappings(const std::vector<Mapping> &maps) {
+	std::vector<Mapping> out;
 	for (const Mapping &m : maps) {
-		// A deleted file can no longer be opened by path to read its probes.
+		// A deleted file's path names nothing, or another file.
 		if (!m.executable || m.path.empty() || m.path.starts_with('[') ||
 		    m.path.ends_with(" (deleted)"))
 			continue;
-		if (std::find(files.begin(), files.end(), m.path) == files.end())
-			files.push_back(m.path);
+		if (std::none_of(out.begin(), out.end(),
+				 [&](const Mapping &o) { return o.dev == m.dev && o.inode == m.inode; }))
+			out.push_back(m);
 	}
+	return out;
+}
+
+std::vector<std::string> executable_files(const std::vector<Mapping> &maps) {
+	std::vector<std::string> files;
+	for (const Mapping &m : executable_mappings(maps))
+		files.push_back(m.path);
 	return files;
 }
 

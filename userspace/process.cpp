@@ -16,9 +16,6 @@ namespace usdtprof {
 
 namespace {
 
-// Longer names are cut here and marked with "...".
-constexpr size_t kMaxName = 4096;
-
 std::string read_file(const std::string &path)
 {
 	std::ifstream in(path, std::ios::binary);
@@ -45,13 +42,14 @@ uint64_t entry_point(int pid)
 bool wait_for_trap(int pid, int &status)
 {
 	for (;;) {
-		if (waitpid(pid, &status, 0) < 0)
+		if (waitpid(pid, &status, __WALL) < 0)
 			return false;
 		if (!WIFSTOPPED(status))
 			return false;
-		if (WSTOPSIG(status) == SIGTRAP)
+		bool event = status >> 16; // a ptrace event stop (followed commands): nothing to deliver
+		if (WSTOPSIG(status) == SIGTRAP && !event)
 			return true;
-		ptrace(PTRACE_CONT, pid, 0, WSTOPSIG(status));
+		ptrace(PTRACE_CONT, pid, 0, event ? 0 : WSTOPSIG(status));
 	}
 }
 
@@ -64,8 +62,8 @@ std::string exit_text(int status)
 	return "unknown status";
 }
 
-// Runs a just-exec'd, ptrace-stopped child up to its entry point, so that the
-// dynamic loader has mapped its libraries, by planting a breakpoint there.
+} // namespace
+
 Result<void> run_to_entry(int pid)
 {
 	uint64_t entry = entry_point(pid);
@@ -90,35 +88,43 @@ Result<void> run_to_entry(int pid)
 	return {};
 }
 
-} // namespace
+std::vector<char *> exec_args(const std::vector<std::string> &argv)
+{
+	std::vector<char *> args;
+	for (const auto &a : argv)
+		args.push_back(const_cast<char *>(a.c_str()));
+	args.push_back(nullptr);
+	return args;
+}
+
+void exec_in_child(char *const *args, int report_fd, bool may_exec)
+{
+	// usdtprof blocks these for its signalfd; the command must not inherit that.
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigprocmask(SIG_UNBLOCK, &stop, nullptr);
+	if (may_exec)
+		execvp(args[0], args);
+	int err = errno;
+	(void)!write(report_fd, &err, sizeof(err));
+	_exit(127);
+}
 
 Result<HeldChild> HeldChild::launch(const std::vector<std::string> &argv)
 {
 	int pipefd[2];
 	if (argv.empty() || pipe2(pipefd, O_CLOEXEC))
 		return Error{"cannot launch the command"};
-	std::vector<char *> args;
-	for (const auto &a : argv)
-		args.push_back(const_cast<char *>(a.c_str()));
-	args.push_back(nullptr);
-
+	std::vector<char *> args = exec_args(argv);
 	pid_t pid = fork();
 	if (pid < 0)
 		return Error{std::string("fork: ") + strerror(errno)};
 	if (pid == 0) {
 		close(pipefd[0]);
-		// usdtprof blocks these for its signalfd; the command must not inherit that.
-		sigset_t stop;
-		sigemptyset(&stop);
-		sigaddset(&stop, SIGINT);
-		sigaddset(&stop, SIGTERM);
-		sigprocmask(SIG_UNBLOCK, &stop, nullptr);
 		// Never run the command unheld: probes would miss its start.
-		if (ptrace(PTRACE_TRACEME, 0, 0, 0) == 0)
-			execvp(args[0], args.data());
-		int err = errno;
-		(void)!write(pipefd[1], &err, sizeof(err));
-		_exit(127);
+		exec_in_child(args.data(), pipefd[1], ptrace(PTRACE_TRACEME, 0, 0, 0) == 0);
 	}
 	close(pipefd[1]);
 	int err = 0;
@@ -195,36 +201,6 @@ ProfileProcess describe_process(int pid)
 int open_pidfd(int pid)
 {
 	return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-}
-
-namespace {
-
-Result<std::string> read_string_at(const std::string &file, uint64_t offset)
-{
-	int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return Error{file + ": " + strerror(errno)};
-	char buf[kMaxName];
-	ssize_t n = pread(fd, buf, sizeof(buf), static_cast<off_t>(offset));
-	close(fd);
-	if (n <= 0)
-		return Error{"cannot read " + file};
-	size_t len = strnlen(buf, static_cast<size_t>(n));
-	if (len == sizeof(buf))
-		return std::string(buf, len - 3) + "...";
-	return std::string(buf, len);
-}
-
-} // namespace
-
-Result<std::string> read_target_string(int pid, const std::vector<Mapping> &maps, uint64_t addr)
-{
-	if (auto s = read_string_at("/proc/" + std::to_string(pid) + "/mem", addr))
-		return s;
-	auto m = mapping_for(maps, addr);
-	if (!m || m->path.empty() || m->path[0] == '[')
-		return Error{"address not in a mapped file"};
-	return read_string_at(m->path, addr - m->start + m->offset);
 }
 
 } // namespace usdtprof

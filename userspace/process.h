@@ -33,13 +33,19 @@ private:
 	bool held_ = true;
 };
 
+// argv as execvp takes it (pointing into argv): made before a fork, since a
+// child of a multithreaded process may not allocate.
+std::vector<char *> exec_args(const std::vector<std::string> &argv);
+// The child side of a launch: restores the signals usdtprof blocks and, if
+// may_exec, execs args; on failure writes errno to report_fd and exits 127.
+[[noreturn]] void exec_in_child(char *const *args, int report_fd, bool may_exec);
+// Runs a just-exec'd, ptrace-stopped process up to its entry point, so that
+// the dynamic loader has mapped its libraries, by planting a breakpoint there.
+Result<void> run_to_entry(int pid);
+
 bool process_exists(int pid);
 ProfileProcess describe_process(int pid);
 // A pidfd that becomes readable when the process exits, or -1.
 int open_pidfd(int pid);
-
-// Reads a NUL-terminated string at addr in the process: from its memory while
-// it lives, else from the file that the snapshot maps there.
-Result<std::string> read_target_string(int pid, const std::vector<Mapping> &maps, uint64_t addr);
 
 } // namespace usdtprof

@@ -346,7 +346,7 @@ Result<Profile> parse_profile(const std::string &bytes)
 
 Result<void> save_profile(const Profile &profile, const std::string &path)
 {
-	return write_file_atomically(path, serialize_profile(profile));
+	return write_output(path, serialize_profile(profile));
 }
 
 Result<Profile> load_profile(const std::string &path)

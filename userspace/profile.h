@@ -88,7 +88,7 @@ struct Profile {
 	std::optional<Calibration> calibration;
 };
 
-// Writes atomically: a temporary file in the same directory, then rename.
+// Writes to a path the user gave, as write_output does (output_file.h).
 Result<void> save_profile(const Profile &profile, const std::string &path);
 // Fails with one clear line for a missing, empty, truncated, corrupt,
 // wrong-version or non-profile file.

@@ -20,6 +20,8 @@ struct RecordOptions {
 	int pid = 0;                      // attach to this process, or
 	std::vector<std::string> command; // launch this command, or
 	std::string binary;               // attach to every process running this file, new ones too
+	bool follow = true;               // a launched command: follow it through exec and into its children
+	bool kill_on_stop = false;        // a launched command still running when recording stops is killed
 	std::string runtime;              // a preset's name; "": detected
 	bool ruby_call_hook = false;      // a launched Ruby gets a call/return hook (the ruby preset)
 	double duration_s = 0;            // 0: until Ctrl-C/SIGTERM or the target exits

@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text_escape.h"
+
 namespace usdtprof {
 
 namespace {
@@ -116,7 +118,7 @@ std::string render_anomalies(const Profile &profile)
 		for (const auto &[known, description] : kAnomalies)
 			if (name == known)
 				what = description;
-		out += "  " + name + ": " + std::to_string(count) + (*what ? std::string("  (") + what + ")" : "") + "\n";
+		out += "  " + escape_text(name) + ": " + std::to_string(count) + (*what ? std::string("  (") + what + ")" : "") + "\n";
 	}
 	return out.empty() ? "anomalies: none\n" : "anomalies:\n" + out;
 }
@@ -148,10 +150,25 @@ std::string render_flat(const Profile &profile, const CallTree &tree, const Repo
 		out += line("%12llu %10s %5.1f%% %10s %10s  ", static_cast<unsigned long long>(f.calls),
 			self_text(f.self_ns, f.uncertain_ns).c_str(), percent(f.self_ns, tree.total_self_ns), human_ns(f.total_ns).c_str(),
 			f.calls ? human_ns(average(f)).c_str() : "-") +
-			f.name + (f.recursive ? " [recursive]" : "") + open_marker(f.open) + "\n";
+			escape_text(f.name) + (f.recursive ? " [recursive]" : "") + open_marker(f.open) + "\n";
 	if (cut)
 		out += "... " + std::to_string(cut) + " more functions not shown\n";
 	return out;
+}
+
+// Largest total first, then by name: the order of the tree views.
+std::vector<uint32_t> by_total(const CallTree &tree, std::vector<uint32_t> group)
+{
+	std::sort(group.begin(), group.end(), [&](uint32_t a, uint32_t b) {
+		const TreeNode &x = tree.nodes[a], &y = tree.nodes[b];
+		return x.total_ns != y.total_ns ? x.total_ns > y.total_ns : x.name < y.name;
+	});
+	return group;
+}
+
+bool below_min_percent(const CallTree &tree, uint32_t node, const ReportOptions &options)
+{
+	return tree.total_self_ns && percent(tree.nodes[node].total_ns, tree.total_self_ns) < options.min_percent;
 }
 
 // Iterative, so a deep (hand-made) profile cannot overflow the stack.
@@ -162,15 +179,11 @@ void render_tree_lines(const CallTree &tree, const ReportOptions &options, std::
 		size_t depth, pruned;
 	};
 	std::vector<Item> todo;
-	auto push_group = [&](std::vector<uint32_t> group, size_t depth) {
+	auto push_group = [&](const std::vector<uint32_t> &ids, size_t depth) {
 		// Largest total first; popping from the back, so push in reverse.
-		std::sort(group.begin(), group.end(), [&](uint32_t a, uint32_t b) {
-			const TreeNode &x = tree.nodes[a], &y = tree.nodes[b];
-			return x.total_ns != y.total_ns ? x.total_ns < y.total_ns : x.name > y.name;
-		});
-		auto below = [&](uint32_t i) {
-			return tree.total_self_ns && percent(tree.nodes[i].total_ns, tree.total_self_ns) < options.min_percent;
-		};
+		std::vector<uint32_t> group = by_total(tree, ids);
+		std::reverse(group.begin(), group.end());
+		auto below = [&](uint32_t i) { return below_min_percent(tree, i, options); };
 		size_t pruned = std::count_if(group.begin(), group.end(), below);
 		if (pruned)
 			todo.push_back({kNoParent, depth, pruned});
@@ -191,7 +204,7 @@ void render_tree_lines(const CallTree &tree, const ReportOptions &options, std::
 		const TreeNode &n = tree.nodes[it.node];
 		out += line("%10s %6.1f%% %10s %12llu  ", human_ns(n.total_ns).c_str(), percent(n.total_ns, tree.total_self_ns),
 			self_text(n.self_ns, n.uncertain_ns).c_str(), static_cast<unsigned long long>(n.calls)) +
-			indent + n.name + open_marker(n.open) + "\n";
+			indent + escape_text(n.name) + open_marker(n.open) + "\n";
 		push_group(n.children, it.depth + 1);
 	}
 }
@@ -231,11 +244,33 @@ json calibration_json(const Profile &raw, const CompensationSummary &summary, bo
 		{"removed_ns", summary.removed_ns}, {"clamped", summary.clamped}};
 }
 
+// The --tree view as nested JSON, pruned like the text tree. Built from the
+// leaves up (children come after their parents), so depth costs no stack.
+json json_tree(const CallTree &tree, const ReportOptions &options)
+{
+	std::vector<json> built(tree.nodes.size());
+	auto group = [&](const std::vector<uint32_t> &ids) {
+		json out = json::array();
+		for (uint32_t c : by_total(tree, ids))
+			if (!below_min_percent(tree, c, options))
+				out.push_back(std::move(built[c]));
+		return out;
+	};
+	for (size_t i = tree.nodes.size(); i-- > 0;) {
+		const TreeNode &n = tree.nodes[i];
+		json children = group(n.children);
+		size_t omitted = n.children.size() - children.size();
+		built[i] = {{"name", n.name}, {"calls", n.calls}, {"open", n.open}, {"self_ns", n.self_ns},
+			    {"total_ns", n.total_ns}, {"omitted_children", omitted}, {"children", std::move(children)}};
+	}
+	return group(tree.roots);
+}
+
 std::string render_json(const Profile &profile, const CallTree &tree, const ReportOptions &options,
 			const Profile &raw, const CompensationSummary &summary)
 {
 	json functions = json::array(), paths = json::array(), processes = json::array();
-	CallTree raw_tree = build_call_tree(raw);
+	CallTree raw_tree = with_self_time(build_call_tree(raw), options.time);
 	bool with_raw = raw.calibration && raw_tree.nodes.size() == tree.nodes.size();
 	std::unordered_map<std::string, FunctionSummary> raw_functions;
 	if (with_raw)
@@ -243,7 +278,7 @@ std::string render_json(const Profile &profile, const CallTree &tree, const Repo
 			raw_functions.emplace(f.name, f);
 	for (const FunctionSummary &f : ranked_functions(tree, options).first) {
 		json j = {{"name", f.name}, {"calls", f.calls}, {"open", f.open}, {"self_ns", f.self_ns},
-			{"self_oncpu_ns", f.self_ns - f.self_offcpu_ns}, {"self_offcpu_ns", f.self_offcpu_ns},
+			{"self_oncpu_ns", f.self_oncpu_ns}, {"self_offcpu_ns", f.self_offcpu_ns},
 			{"total_ns", f.total_ns}, {"recursive", f.recursive}};
 		if (with_raw) {
 			const FunctionSummary &r = raw_functions[f.name];
@@ -254,7 +289,7 @@ std::string render_json(const Profile &profile, const CallTree &tree, const Repo
 	for (uint32_t i = 0; i < tree.nodes.size(); i++) {
 		const TreeNode &n = tree.nodes[i];
 		json j = {{"stack", stack_of(tree, i)}, {"calls", n.calls}, {"open", n.open},
-			{"self_ns", n.self_ns}, {"self_oncpu_ns", n.self_ns - n.self_offcpu_ns},
+			{"self_ns", n.self_ns}, {"self_oncpu_ns", n.self_oncpu_ns},
 			{"self_offcpu_ns", n.self_offcpu_ns}, {"total_ns", n.total_ns}};
 		if (with_raw)
 			add_raw(j, n.self_ns, raw_tree.nodes[i].self_ns, raw_tree.nodes[i].total_ns,
@@ -272,6 +307,7 @@ std::string render_json(const Profile &profile, const CallTree &tree, const Repo
 	for (const ProfileProcess &p : profile.processes)
 		processes.push_back({{"pid", p.pid}, {"comm", p.comm}});
 	json report = {
+		{"time", time_mode_name(tree.time)},
 		{"functions", functions},
 		{"paths", paths},
 		{"anomalies", anomalies},
@@ -281,6 +317,8 @@ std::string render_json(const Profile &profile, const CallTree &tree, const Repo
 		{"processes", processes},
 		{"calibration", calibration_json(raw, summary, !options.raw)},
 	};
+	if (options.tree)
+		report["tree"] = json_tree(tree, options);
 	// Names may not be UTF-8: replace invalid bytes rather than throw.
 	return report.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
@@ -380,6 +418,43 @@ Profile split_by_process(const Profile &profile)
 	return out;
 }
 
+Profile only_process(const Profile &profile, int32_t pid)
+{
+	Profile out = profile;
+	out.nodes.clear();
+	std::erase_if(out.processes, [&](const ProfileProcess &p) { return p.pid != pid; });
+	std::vector<uint32_t> moved(profile.nodes.size(), kNoParent);
+	for (size_t i = 0; i < profile.nodes.size(); i++) {
+		PathNode n = profile.nodes[i];
+		if (n.pid != pid)
+			continue;
+		n.parent = n.parent < i ? moved[n.parent] : kNoParent;
+		moved[i] = uint32_t(out.nodes.size());
+		out.nodes.push_back(n);
+	}
+	return out;
+}
+
+std::string render_per_process_report(const Profile &profile, const ReportOptions &options)
+{
+	std::vector<int32_t> pids;
+	for (const ProfileProcess &p : profile.processes)
+		pids.push_back(p.pid);
+	for (const PathNode &n : profile.nodes)
+		if (std::find(pids.begin(), pids.end(), n.pid) == pids.end())
+			pids.push_back(n.pid);
+	std::string out;
+	for (int32_t pid : pids) {
+		Profile one = only_process(profile, pid);
+		if (one.nodes.empty())
+			continue;
+		std::string comm = one.processes.empty() ? "" : escape_text(one.processes[0].comm);
+		out += (out.empty() ? "" : "\n") + std::string("process ") + (comm.empty() ? "" : comm + " ") + "(pid " +
+		       std::to_string(pid) + ")\n" + render_report(one, options);
+	}
+	return out;
+}
+
 CallTree build_call_tree(const Profile &profile)
 {
 	CallTree tree;
@@ -402,14 +477,28 @@ CallTree build_call_tree(const Profile &profile)
 		TreeNode &n = tree.nodes[slot->second];
 		n.calls += pn.calls;
 		n.open += pn.open;
+		uint64_t offcpu = std::min(pn.self_offcpu_ns, pn.self_ns);
 		n.self_ns += pn.self_ns;
-		n.self_offcpu_ns += pn.self_offcpu_ns;
+		n.self_oncpu_ns += pn.self_ns - offcpu;
+		n.self_offcpu_ns += offcpu;
 		n.uncertain_ns += pn.uncertain_ns;
-		n.total_ns += pn.total_ns;
-		tree.total_self_ns += pn.self_ns;
 		tree_index[i] = slot->second;
 	}
+	sum_subtrees(tree);
 	return tree;
+}
+
+void sum_subtrees(CallTree &tree)
+{
+	tree.total_self_ns = 0;
+	for (TreeNode &n : tree.nodes) {
+		n.total_ns = n.self_ns;
+		tree.total_self_ns += n.self_ns;
+	}
+	// Children come after their parents: add each finished subtree upwards.
+	for (size_t i = tree.nodes.size(); i-- > 0;)
+		if (tree.nodes[i].parent != kNoParent)
+			tree.nodes[tree.nodes[i].parent].total_ns += tree.nodes[i].total_ns;
 }
 
 std::vector<std::string> stack_of(const CallTree &tree, uint32_t node)
@@ -437,6 +526,7 @@ std::vector<FunctionSummary> summarize_functions(const CallTree &tree)
 		f.calls += n.calls;
 		f.open += n.open;
 		f.self_ns += n.self_ns;
+		f.self_oncpu_ns += n.self_oncpu_ns;
 		f.self_offcpu_ns += n.self_offcpu_ns;
 		f.uncertain_ns += n.uncertain_ns;
 		// Only outermost activations add to total: an inner one's time is inside the outer's.
@@ -473,18 +563,22 @@ Result<TimeMode> parse_time_mode(const std::string &mode)
 	return Error{"unknown time '" + mode + "' (expected wall, cpu or offcpu)"};
 }
 
+const char *time_mode_name(TimeMode mode)
+{
+	return mode == TimeMode::Cpu ? "cpu" : mode == TimeMode::Offcpu ? "offcpu" : "wall";
+}
+
 CallTree with_self_time(CallTree tree, TimeMode mode)
 {
-	if (mode == TimeMode::Wall)
-		return tree;
-	tree.total_self_ns = 0;
 	for (TreeNode &n : tree.nodes) {
-		n.self_ns = mode == TimeMode::Cpu ? n.self_ns - n.self_offcpu_ns : n.self_offcpu_ns;
-		n.self_offcpu_ns = mode == TimeMode::Cpu ? 0 : n.self_ns;
+		n.self_ns = mode == TimeMode::Cpu	  ? n.self_oncpu_ns
+			    : mode == TimeMode::Offcpu ? n.self_offcpu_ns
+						       : n.self_oncpu_ns + n.self_offcpu_ns;
 		if (mode == TimeMode::Offcpu)
 			n.uncertain_ns = 0; // probes run on the CPU: off-CPU time is not compensated
-		tree.total_self_ns += n.self_ns;
 	}
+	tree.time = mode;
+	sum_subtrees(tree);
 	return tree;
 }
 
@@ -493,13 +587,12 @@ std::string render_report(const Profile &raw, const ReportOptions &options)
 	CompensationSummary summary;
 	Profile compensated = options.raw ? raw : compensate(raw, &summary);
 	const Profile &profile = compensated;
-	CallTree tree = build_call_tree(profile);
+	CallTree tree = with_self_time(build_call_tree(profile), options.time);
 	if (options.format == ReportFormat::Json)
 		return render_json(profile, tree, options, raw, summary);
-	tree = with_self_time(std::move(tree), options.time);
 	std::string out = options.tree ? render_tree(profile, tree, options) : render_flat(profile, tree, options);
-	if (options.time != TimeMode::Wall) // "usdtprof report (on-CPU self time): ..."
-		out.insert(out.find(':'), options.time == TimeMode::Cpu ? " (on-CPU self time)" : " (off-CPU self time)");
+	if (options.time != TimeMode::Wall) // "usdtprof report (on-CPU time): ..."
+		out.insert(out.find(':'), options.time == TimeMode::Cpu ? " (on-CPU time)" : " (off-CPU time)");
 	out += "\n" + render_anomalies(profile);
 	if (options.raw && raw.calibration)
 		out += "times as measured (--raw): probe overhead included\n";
@@ -525,17 +618,25 @@ std::string render_folded(const CallTree &tree)
 	return out;
 }
 
+// Percent-encodes the separators and every byte of what a terminal would act
+// on (escape_text's choice: C0, DEL, C1, bidi overrides, invalid UTF-8):
+// folded stacks go to stdout.
 std::string escape_folded_frame(const std::string &name)
 {
 	std::string out;
-	for (char c : name) {
-		unsigned char u = static_cast<unsigned char>(c);
-		if (c == ';' || c == '%' || u < 0x20 || u == 0x7f) {
+	for (size_t i = 0; i < name.size();) {
+		TextUnit unit = text_unit_at(name, i);
+		bool encode = unit.unsafe || name[i] == ';' || name[i] == '%';
+		for (size_t k = 0; k < unit.length; k++) {
+			if (!encode) {
+				out += name[i + k];
+				continue;
+			}
 			char buf[4];
-			snprintf(buf, sizeof buf, "%%%02X", u);
+			snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(name[i + k]));
 			out += buf;
-		} else
-			out += c;
+		}
+		i += unit.length;
 	}
 	return out;
 }

@@ -12,14 +12,29 @@
 
 namespace usdtprof {
 
+// Which time self and inclusive times are in: wall-clock, its on-CPU part or
+// its off-CPU part (--time).
+enum class TimeMode { Wall, Cpu, Offcpu };
+
 // Calling-context tree: profile paths merged by their name path across
 // processes (and across different ids that resolve to the same name).
+//
+// Inclusive time is derived, never measured: a node's total_ns is its
+// self_ns plus its children's total_ns, the sum of the self times of its
+// subtree, in the tree's time domain. Work a task ran on another thread sits
+// under its creator ("creator;[task];work") and so counts in the creator's
+// and its ancestors' totals, not in the totals of the frames its worker
+// thread had open (their self time never included it). A child is never
+// larger than its parent, and pprof's cum, flame-graph widths and the
+// reports agree (docs/report-json.md "Inclusive time").
 struct TreeNode {
 	std::string name;
 	uint32_t parent = kNoParent;     // index in CallTree::nodes; kNoParent for roots
 	std::vector<uint32_t> children;
-	uint64_t calls = 0, open = 0, self_ns = 0, total_ns = 0;
-	uint64_t self_offcpu_ns = 0;     // the part of self_ns spent switched out
+	uint64_t calls = 0, open = 0;
+	uint64_t self_ns = 0, total_ns = 0; // in CallTree::time
+	// The on- and off-CPU parts of the wall-clock self time, whatever CallTree::time is.
+	uint64_t self_oncpu_ns = 0, self_offcpu_ns = 0;
 	uint64_t uncertain_ns = 0;       // compensation's spread over these calls (PathNode)
 };
 
@@ -27,18 +42,26 @@ struct CallTree {
 	std::vector<TreeNode> nodes;     // parents before children
 	std::vector<uint32_t> roots;
 	uint64_t total_self_ns = 0;      // sum of all self times: the 100% of percentages
+	TimeMode time = TimeMode::Wall;
 };
 
+// In wall-clock time; see with_self_time() for the others.
 CallTree build_call_tree(const Profile &profile);
+// Sets every total_ns to the sum of the self times of its subtree, and
+// total_self_ns to the sum of all self times.
+void sum_subtrees(CallTree &tree);
 // The profile with one root per process, "comm (pid N)", above its paths:
 // reports and exports then keep processes apart (--per-process).
 Profile split_by_process(const Profile &profile);
+// The profile of one process only.
+Profile only_process(const Profile &profile, int32_t pid);
 // Names from root to node.
 std::vector<std::string> stack_of(const CallTree &tree, uint32_t node);
 
 struct FunctionSummary {
 	std::string name;
-	uint64_t calls = 0, open = 0, self_ns = 0, self_offcpu_ns = 0;
+	uint64_t calls = 0, open = 0, self_ns = 0;
+	uint64_t self_oncpu_ns = 0, self_offcpu_ns = 0; // parts of the wall-clock self time
 	uint64_t total_ns = 0;   // inclusive, each outermost activation counted once
 	bool recursive = false;  // seen inside an activation of itself
 	uint64_t uncertain_ns = 0; // compensation's spread over these calls
@@ -49,11 +72,12 @@ inline bool uncertain(uint64_t self_ns, uint64_t uncertain_ns) { return uncertai
 
 std::vector<FunctionSummary> summarize_functions(const CallTree &tree);
 
-// Which self time text reports, sorting and folded weights use: all of it,
-// the on-CPU part or the off-CPU part. Inclusive times stay wall-clock.
-enum class TimeMode { Wall, Cpu, Offcpu };
 Result<TimeMode> parse_time_mode(const std::string &mode);
-// The tree with each node's self_ns replaced by the chosen part.
+const char *time_mode_name(TimeMode mode); // "wall", "cpu", "offcpu"
+// The tree in another time domain: each self_ns is the chosen part of the
+// wall-clock self time, and totals, total_self_ns and so percentages and
+// averages are sums of those (on-CPU inclusive time of a subtree is the sum of
+// its on-CPU self times).
 CallTree with_self_time(CallTree tree, TimeMode mode);
 
 enum class SortKey { Self, Total, Calls, Avg, Name };
@@ -65,12 +89,15 @@ struct ReportOptions {
 	size_t limit = 0;            // 0: no limit
 	double min_percent = 0.5;    // --tree prunes nodes whose total is below this share
 	ReportFormat format = ReportFormat::Text;
-	TimeMode time = TimeMode::Wall; // text reports; JSON always has every part
+	TimeMode time = TimeMode::Wall; // the time domain of self, total, avg and percentages
 	bool raw = false;            // times as measured, probe overhead included (compensation.h)
 };
 
 Result<SortKey> parse_sort_key(const std::string &key);
 std::string render_report(const Profile &profile, const ReportOptions &options);
+// The text flat report of --per-process: one table per process, under a
+// "process comm (pid N)" line.
+std::string render_per_process_report(const Profile &profile, const ReportOptions &options);
 
 // Brendan Gregg's folded stacks: "root;...;leaf WEIGHT" per path, weight =
 // exclusive time in integer microseconds.

@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <ctime>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "text_escape.h"
 #include "process.h"
 #include "report.h"
 #include "result.h"
@@ -45,63 +47,74 @@ ProfileProcess describe_process(int pid, const std::map<uint32_t, std::string> &
 	return p;
 }
 
-void BinaryProcesses::scan()
+BinaryProcesses::BinaryProcesses(const std::string &binary, TargetFiles &files) : files_(files)
 {
-	std::error_code ec;
-	for (const auto &entry : std::filesystem::directory_iterator("/proc", ec)) {
-		int pid = atoi(entry.path().filename().c_str());
-		if (pid <= 0 || seen_.count(pid))
-			continue;
-		auto exe = std::filesystem::read_symlink(entry.path() / "exe", ec);
-		if (ec || exe != binary_)
-			continue;
-		seen_[pid] = describe_process(pid);
-		if (auto maps = read_proc_maps(pid))
-			maps_[pid] = std::move(*maps);
-	}
-}
-
-std::vector<int> BinaryProcesses::forget_exited()
-{
-	std::vector<int> exited;
-	for (auto it = seen_.begin(); it != seen_.end();)
-		if (!process_exists(it->first)) {
-			exited.push_back(it->first);
-			maps_.erase(it->first);
-			it = seen_.erase(it);
-		} else {
-			++it;
-		}
-	return exited;
-}
-
-BinaryProcesses::BinaryProcesses(const std::string &binary)
-	: path_(binary), binary_(std::filesystem::canonical(binary))
-{
+	auto file = open_named_file(binary);
+	if (!file)
+		throw UserError(file.error().message);
+	binary_ = *file;
+	files_.add(binary_);
 	scan();
 }
 
-std::vector<std::string> BinaryProcesses::files() const
+std::vector<int> BinaryProcesses::scan()
 {
-	std::vector<std::string> files = {path_};
-	for (const auto &[p, maps] : maps_)
-		for (const std::string &f : executable_files(maps))
-			if (std::find(files.begin(), files.end(), f) == files.end())
-				files.push_back(f);
-	return files;
+	std::vector<int> found;
+	std::error_code ec;
+	for (const auto &entry : std::filesystem::directory_iterator("/proc", ec)) {
+		int pid = atoi(entry.path().filename().c_str());
+		struct stat st;
+		// exe is a link to the file the process runs: no path is looked up.
+		if (pid <= 0 || seen_.count(pid) || stat((entry.path() / "exe").c_str(), &st) != 0 ||
+		    st.st_dev != binary_->dev || st.st_ino != binary_->ino)
+			continue;
+		seen_[pid] = describe_process(pid);
+		if (auto maps = read_proc_maps(pid)) {
+			std::vector<TargetFilePtr> &libs = libraries_[pid];
+			for (const TargetFilePtr &f : files_.of_process(pid, *maps))
+				if (f != binary_)
+					libs.push_back(f);
+			maps_[pid] = std::move(*maps);
+		}
+		found.push_back(pid);
+	}
+	return found;
 }
 
-std::vector<std::string> target_files(const RecordOptions &o, int pid,
-				      std::optional<BinaryProcesses> &binary_processes)
+void BinaryProcesses::forget(int pid)
+{
+	maps_.erase(pid);
+	libraries_.erase(pid);
+	seen_.erase(pid);
+}
+
+size_t BinaryProcesses::running() const
+{
+	return size_t(std::count_if(seen_.begin(), seen_.end(), [](const auto &p) { return process_exists(p.first); }));
+}
+
+FilesByPid BinaryProcesses::files(const std::vector<int> &pids) const
+{
+	FilesByPid out;
+	if (pids.empty())
+		out[0] = {binary_};
+	for (const auto &[pid, libs] : libraries_)
+		if (!libs.empty() && (pids.empty() || std::find(pids.begin(), pids.end(), pid) != pids.end()))
+			out[pid] = libs;
+	return out;
+}
+
+FilesByPid target_files(const RecordOptions &o, int pid, std::optional<BinaryProcesses> &binary_processes,
+			TargetFiles &files)
 {
 	if (!o.binary.empty()) {
-		binary_processes.emplace(o.binary);
+		binary_processes.emplace(o.binary, files);
 		return binary_processes->files();
 	}
 	auto maps = read_proc_maps(pid);
 	if (!maps)
 		throw UserError(maps.error().message);
-	return executable_files(*maps);
+	return {{pid, files.of_process(pid, *maps)}};
 }
 
 std::vector<ProbeRole> custom_roles(const RecordOptions &o)
@@ -146,17 +159,84 @@ std::vector<ProbeRole> merge_roles(const std::vector<const Preset *> &chosen, co
 
 } // namespace
 
-std::vector<const Preset *> choose_presets(const RecordOptions &o, const std::vector<std::string> &files)
+std::vector<const Preset *> choose_presets(const RecordOptions &o, const FilesByPid &files)
 {
-	if (o.runtime.empty())
-		return detect_presets(files);
+	if (o.runtime.empty()) {
+		std::vector<TargetFilePtr> all;
+		for (const auto &[pid, of_pid] : files)
+			all.insert(all.end(), of_pid.begin(), of_pid.end());
+		return detect_presets(all);
+	}
 	const Preset *p = find_preset(o.runtime);
 	if (!p)
 		throw UserError("unknown runtime '" + o.runtime + "' (known: " + preset_names() + ")", 2);
 	return {p};
 }
 
-std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched, const std::vector<std::string> &files,
+std::string probeless_runtime_hint(const std::string &binary)
+{
+	// Runtimes that are often built without probes (pyenv, asdf, Temurin, PHP
+	// and Ruby from source), and the Debian build that has them.
+	static const struct {
+		const char *prefix, *what, *with_probes;
+	} known[] = {
+		{"python", "python built without USDT probes (configure --with-dtrace)", "/usr/bin/python3.11"},
+		{"ruby", "ruby built without USDT probes (configure --enable-dtrace)", "/usr/bin/ruby3.1"},
+		{"php", "php built without USDT probes (configure --enable-dtrace)", "/usr/bin/php8.2"},
+		{"java", "JVM built without USDT probes (configure --enable-dtrace)",
+		 "/usr/lib/jvm/java-17-openjdk-amd64/bin/java"},
+	};
+	std::error_code ec;
+	for (const auto &k : known) {
+		if (!std::filesystem::path(binary).filename().string().starts_with(k.prefix))
+			continue;
+		// binary is the kernel's name of a process's executable (or root's
+		// --binary): compared as a name, never resolved on a target's behalf.
+		auto suggested = std::filesystem::canonical(k.with_probes, ec);
+		if (ec || suggested == std::filesystem::path(binary))
+			return "";
+		return std::string("; it is a ") + k.what + ": " + k.with_probes + " has them, use it instead";
+	}
+	return "";
+}
+
+std::vector<FoundSite> more_sites(const RecordOptions &o, const FilesByPid &files,
+				  const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom,
+				  size_t already)
+{
+	std::vector<FoundSite> sites;
+	std::vector<ProbeRole> roles = merge_roles(chosen, custom);
+	for (const auto &[pid, of_pid] : files) {
+		auto found = find_sites(of_pid, pid, roles, already + sites.size());
+		sites.insert(sites.end(), found.begin(), found.end());
+	}
+	// CPython 3.11's defect (gh-98894): only its python:line semaphore, held up, makes entries fire.
+	std::erase_if(sites, [](const FoundSite &f) {
+		return f.probe.semaphore_only && f.file->path.find("python3.11") == std::string::npos;
+	});
+	// Processes of a binary may be gone, and their maps unknown, before
+	// names are read: native names are then captured in the kernel too.
+	if (!o.binary.empty())
+		capture_native_names(sites);
+	return sites;
+}
+
+bool has_probe_sites(const std::vector<FoundSite> &sites)
+{
+	return std::any_of(sites.begin(), sites.end(), [](const FoundSite &f) { return !f.probe.semaphore_only; });
+}
+
+void say_if_python_line_held(const std::vector<FoundSite> &sites)
+{
+	static bool said = false;
+	if (!said && std::any_of(sites.begin(), sites.end(), [](const FoundSite &f) { return f.probe.semaphore_only; })) {
+		log_line("python 3.11 skips function entries (CPython gh-98894): holding its python:line "
+			 "semaphore up so they fire, which slows the target down");
+		said = true;
+	}
+}
+
+std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched, const FilesByPid &files,
 				  const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom)
 {
 	// Probes that will not fire: explained, not recorded as an empty profile.
@@ -164,35 +244,35 @@ std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched
 		for (const Preset *p : chosen)
 			if (std::string why = p->check(pid); !why.empty())
 				throw UserError(pid_text(pid) + ": " + why);
-	auto sites = find_sites(files, merge_roles(chosen, custom));
-	// CPython 3.11's defect (gh-98894): only its python:line semaphore, held up, makes entries fire.
-	std::erase_if(sites, [](const FoundSite &f) {
-		return f.probe.semaphore_only && f.binary.find("python3.11") == std::string::npos;
-	});
-	if (std::any_of(sites.begin(), sites.end(), [](const FoundSite &f) { return f.probe.semaphore_only; }))
-		fprintf(stderr, "usdtprof: python 3.11 skips function entries (CPython gh-98894): holding its python:line "
-				"semaphore up so they fire, which slows the target down\n");
+	auto sites = more_sites(o, files, chosen, custom, 0);
+	say_if_python_line_held(sites);
 	std::string target = pid ? pid_text(pid) : o.binary;
-	if (std::none_of(sites.begin(), sites.end(), [](const FoundSite &f) { return !f.probe.semaphore_only; }))
+	// The executable searched, as the kernel names it (or --binary as given).
+	std::error_code ec;
+	std::string exe = pid ? std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec).string() : o.binary;
+	std::string searched = exe.empty() ? "" : " in " + exe + " or the libraries it maps";
+	if (!has_probe_sites(sites))
 		throw UserError(pid && has_exited(pid) ? target + " exited before its probes could be attached"
-				: !o.runtime.empty() ? target + ": no probes of the " + o.runtime + " preset"
-				: o.pairs.empty() && o.tasks.empty() ? target + ": no probes of any preset (" + preset_names() + ")"
+				: !o.runtime.empty() ? target + ": no probes of the " + o.runtime + " preset" + searched +
+							       probeless_runtime_hint(exe)
+				: o.pairs.empty() && o.tasks.empty() ? target + ": no probes of any preset (" + preset_names() + ")" +
+									       searched + probeless_runtime_hint(exe)
 								     : target + ": none of the given probes in its binaries");
-
-	// Processes of a binary may be gone, and their maps unknown, before
-	// names are read: native names are then captured in the kernel too.
-	if (!pid)
-		for (FoundSite &f : sites)
-			if (f.probe.ident == USDTPROF_IDENT_NATIVE &&
-			    (f.probe.role == USDTPROF_ROLE_ENTRY || f.probe.role == USDTPROF_ROLE_EXIT)) {
-				f.probe.ident = USDTPROF_IDENT_PTRS;
-				f.probe.ident_args = {f.probe.arg};
-				f.probe.parts = {{USDTPROF_PART_STR, f.probe.arg, 0}};
-				f.probe.format = [](const usdtprof_name &n, const ProbeRole &) {
-					return FunctionName{simplify_function_name(n.text[0]), ""};
-				};
-			}
 	return sites;
+}
+
+void capture_native_names(std::vector<FoundSite> &sites)
+{
+	for (FoundSite &f : sites)
+		if (f.probe.ident == USDTPROF_IDENT_NATIVE &&
+		    (f.probe.role == USDTPROF_ROLE_ENTRY || f.probe.role == USDTPROF_ROLE_EXIT)) {
+			f.probe.ident = USDTPROF_IDENT_PTRS;
+			f.probe.ident_args = {f.probe.arg};
+			f.probe.parts = {{USDTPROF_PART_STR, f.probe.arg, 0}};
+			f.probe.format = [](const usdtprof_name &n, const ProbeRole &) {
+				return FunctionName{simplify_function_name(n.text[0]), ""};
+			};
+		}
 }
 
 } // namespace usdtprof

@@ -14,6 +14,7 @@
 #include "proc_maps.h"
 #include "profile.h"
 #include "recorder.h"
+#include "target_file.h"
 
 namespace usdtprof {
 
@@ -26,41 +27,69 @@ int64_t unix_now_ns();
 // process that is gone.
 ProfileProcess describe_process(int pid, const std::map<uint32_t, std::string> &comms);
 
-// Processes running binary, by pid, each described and its maps read once.
+// The files to attach to, by the process they are attached for (0: every
+// process running the file: --binary's own file only).
+using FilesByPid = std::map<int, std::vector<TargetFilePtr>>;
+
+// Processes running binary (the file opened once: the same device and
+// inode, whatever the path), by pid, each described, its maps read and its
+// files with probes opened once (in files).
 class BinaryProcesses {
 public:
-	explicit BinaryProcesses(const std::string &binary);
-	// Finds processes started since the last scan.
-	void scan();
-	// Drops the processes that have exited (a later one may reuse a pid) and
-	// returns their pids, for the caller to drop what it keeps of them.
-	std::vector<int> forget_exited();
-	// The binary and the files its running processes map.
-	std::vector<std::string> files() const;
+	// Throws UserError when binary cannot be read.
+	BinaryProcesses(const std::string &binary, TargetFiles &files);
+	// Finds processes started since the last scan; returns their pids.
+	std::vector<int> scan();
+	// Drops a process that has exited (a later one may reuse its pid); the
+	// caller decides when: after a read that holds all it counted.
+	void forget(int pid);
+	// The binary (for every process) and the other files of the processes
+	// pids (for each process only): all when pids is empty.
+	FilesByPid files(const std::vector<int> &pids = {}) const;
+	// How many of them are running.
+	size_t running() const;
 	const std::map<int, ProfileProcess> &seen() const { return seen_; }
 	const std::map<int, std::vector<Mapping>> &maps() const { return maps_; }
 
 private:
-	std::string path_;
-	std::filesystem::path binary_;
+	TargetFiles &files_;
+	TargetFilePtr binary_;
 	std::map<int, ProfileProcess> seen_;
 	std::map<int, std::vector<Mapping>> maps_;
+	std::map<int, std::vector<TargetFilePtr>> libraries_;
 };
 
 // The files to look for probes in: those of --binary's file and its running
-// processes (binary_processes is set), or those process pid maps. Throws UserError.
-std::vector<std::string> target_files(const RecordOptions &o, int pid,
-				      std::optional<BinaryProcesses> &binary_processes);
+// processes (binary_processes is set), or those process pid maps, opened
+// into files. Throws UserError.
+FilesByPid target_files(const RecordOptions &o, int pid, std::optional<BinaryProcesses> &binary_processes,
+			TargetFiles &files);
 
 // The probes of --pair and --task. Throws UserError (exit 2) for a bad spec.
 std::vector<ProbeRole> custom_roles(const RecordOptions &o);
 // The presets that apply: --runtime's, or those whose probes the files have.
-std::vector<const Preset *> choose_presets(const RecordOptions &o, const std::vector<std::string> &files);
+std::vector<const Preset *> choose_presets(const RecordOptions &o, const FilesByPid &files);
+// Some site to attach a program to (not only a semaphore to hold).
+bool has_probe_sites(const std::vector<FoundSite> &sites);
+// Says once per run that CPython 3.11's python:line semaphore is held up, if it is among sites.
+void say_if_python_line_held(const std::vector<FoundSite> &sites);
 // The sites to attach in files for the presets and custom probes. For a
 // process usdtprof did not launch, a preset's requirement the process lacks
 // is an error that explains it; no site at all is an error. Throws UserError.
-std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched, const std::vector<std::string> &files,
+std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched, const FilesByPid &files,
 				  const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom);
+// The sites in more files (of processes started since, or of a followed
+// command's new image), already planned before them. No checks, nothing said.
+std::vector<FoundSite> more_sites(const RecordOptions &o, const FilesByPid &files,
+				  const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom,
+				  size_t already);
+// Native names captured in the kernel, like runtimes' names: for processes
+// whose maps may be gone (or replaced by an exec) when names are read.
+void capture_native_names(std::vector<FoundSite> &sites);
+// For a runtime known to be often built without probes (the executable
+// binary named python*, ruby*, php*, java*): "; it is a ... built without
+// USDT probes: /usr/bin/... has them, use it instead"; else "".
+std::string probeless_runtime_hint(const std::string &binary);
 // "native, php, ...".
 std::string preset_names();
 

@@ -29,12 +29,20 @@ struct Action {
 	bool task = false;          // Open/Close of a "[task]" slice
 	uint64_t id = 0;            // task id
 	bool paired = false;        // FlowStart: written only once a later TASK_BEGIN takes it
+	// Open of a task whose creation was seen (created): the path the profile
+	// records it under, root first (docs/report-json.md "Inclusive time and tasks").
+	bool created = false;
+	std::vector<std::string_view> created_in = {};
 };
+
+using Stack = std::vector<std::string_view>;
 
 struct Frame {
 	std::string_view name;
 	bool task;
 	uint64_t id;
+	bool created = false;  // a task whose creation was seen,
+	Stack created_in = {}; // under its creator's path
 };
 
 struct Thread {
@@ -45,6 +53,7 @@ struct Thread {
 struct Create {
 	size_t flow_start; // index of its FlowStart action; kNone when no slice was open
 	uint64_t ts;
+	Stack path;        // the creating thread's path, as the profile records it
 };
 
 struct Timeline {
@@ -55,6 +64,21 @@ struct Timeline {
 };
 
 uint64_t since(uint64_t ns, uint64_t start) { return ns > start ? ns - start : 0; }
+
+// A thread's current path as the kernel aggregates it: its own frames down to
+// the innermost task it runs for a creator, then that creator's path.
+Stack profile_path(const Thread &th)
+{
+	Stack path;
+	size_t bottom = th.stack.size();
+	while (bottom > 0 && !th.stack[bottom - 1].created)
+		bottom--;
+	if (bottom > 0)
+		path = th.stack[bottom - 1].created_in;
+	for (size_t i = bottom > 0 ? bottom - 1 : 0; i < th.stack.size(); i++)
+		path.push_back(th.stack[i].name);
+	return path;
+}
 
 Timeline replay(const TraceInput &input)
 {
@@ -74,14 +98,19 @@ Timeline replay(const TraceInput &input)
 		case USDTPROF_EV_ENTER:
 		case USDTPROF_EV_TASK_BEGIN: {
 			Frame f{task ? kTaskName : std::string_view(e.name), task, task ? e.task_id : 0};
-			th.stack.push_back(f);
-			t.actions.push_back({Action::Open, key, ts, f.name, f.task, f.id});
 			auto it = task ? creates.find(e.task_id) : creates.end();
-			if (it == creates.end())
+			if (it == creates.end()) {
+				th.stack.push_back(f);
+				t.actions.push_back({Action::Open, key, ts, f.name, f.task, f.id});
 				break;
-			Create c = it->second.back();
+			}
+			Create c = std::move(it->second.back());
 			if (it->second.pop_back(); it->second.empty())
 				creates.erase(it);
+			f.created = true;
+			f.created_in = c.path;
+			th.stack.push_back(f);
+			t.actions.push_back({Action::Open, key, ts, f.name, f.task, f.id, false, true, std::move(c.path)});
 			// After the Open, so that the flow end binds to the [task] slice.
 			if (c.flow_start != kNone && ts >= c.ts) {
 				t.actions[c.flow_start].paired = true;
@@ -106,7 +135,7 @@ Timeline replay(const TraceInput &input)
 			size_t flow = th.stack.empty() ? kNone : t.actions.size();
 			if (flow != kNone)
 				t.actions.push_back({Action::FlowStart, key, ts, {}, true, e.task_id});
-			creates[e.task_id].push_back({flow, ts});
+			creates[e.task_id].push_back({flow, ts, profile_path(th)});
 			break;
 		}
 		}
@@ -155,8 +184,11 @@ std::string render_chrome_trace(const TraceInput &input)
 		e.update({{"pid", a.thread.first}, {"tid", a.thread.second}, {"ts", static_cast<double>(a.ts) / 1000.0}});
 		if (a.kind == Action::Open)
 			e["cat"] = a.task ? "task" : "function";
-		if (a.kind == Action::Open && a.task)
+		if (a.kind == Action::Open && a.task) {
 			e["args"] = {{"task_id", a.id}};
+			if (a.created)
+				e["args"]["created_in"] = std::vector<std::string>(a.created_in.begin(), a.created_in.end());
+		}
 		if (a.kind == Action::FlowEnd)
 			e["bp"] = "e";
 		events.push_back(std::move(e));
@@ -173,13 +205,47 @@ std::string render_speedscope(const TraceInput &input)
 	std::map<ThreadKey, json> events;
 	for (const auto &[key, th] : t.threads)
 		events[key] = json::array();
+	// Per thread, the frames written open, and for each task run for a
+	// creator the frames it replaced.
+	struct Shown {
+		Stack open;
+		std::vector<std::pair<Stack, size_t>> replaced; // thread's frames, depth of the task's frame
+	};
+	std::map<ThreadKey, Shown> shown;
+	auto write = [&](const ThreadKey &thread, bool open, std::string_view name, uint64_t ts) {
+		auto [it, added] = frame_ids.try_emplace(name, frame_ids.size());
+		if (added)
+			frames.push_back({{"name", std::string(name)}});
+		events[thread].push_back({{"type", open ? "O" : "C"}, {"frame", it->second}, {"at", ts}});
+		Shown &sh = shown[thread];
+		open ? sh.open.push_back(name) : sh.open.pop_back();
+	};
+	auto close_all = [&](const ThreadKey &thread, size_t depth, uint64_t ts) {
+		while (shown[thread].open.size() > depth)
+			write(thread, false, shown[thread].open.back(), ts);
+	};
 	for (const Action &a : t.actions) {
 		if (a.kind != Action::Open && a.kind != Action::Close)
 			continue;
-		auto [it, added] = frame_ids.try_emplace(a.name, frame_ids.size());
-		if (added)
-			frames.push_back({{"name", std::string(a.name)}});
-		events[a.thread].push_back({{"type", a.kind == Action::Open ? "O" : "C"}, {"frame", it->second}, {"at", a.ts}});
+		Shown &sh = shown[a.thread];
+		if (a.kind == Action::Open && a.created) {
+			// A task runs under its creator's path, as in the profile: the
+			// thread's own frames are closed while it runs, then reopened.
+			Stack own = sh.open;
+			close_all(a.thread, 0, a.ts);
+			for (std::string_view name : a.created_in)
+				write(a.thread, true, name, a.ts);
+			write(a.thread, true, a.name, a.ts);
+			shown[a.thread].replaced.push_back({std::move(own), shown[a.thread].open.size()});
+		} else if (a.kind == Action::Close && !sh.replaced.empty() && sh.open.size() == sh.replaced.back().second) {
+			auto [own, depth] = std::move(sh.replaced.back());
+			sh.replaced.pop_back();
+			close_all(a.thread, 0, a.ts);
+			for (std::string_view name : own)
+				write(a.thread, true, name, a.ts);
+		} else {
+			write(a.thread, a.kind == Action::Open, a.name, a.ts);
+		}
 	}
 	json profiles = json::array();
 	for (auto &[key, evs] : events) {

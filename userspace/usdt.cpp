@@ -9,6 +9,7 @@
 #include <libelf.h>
 #include <memory>
 #include <optional>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "unique_fd.h"
@@ -152,28 +153,27 @@ Result<usdtprof_arg_spec> parse_usdt_arg(std::string_view spec) {
 	return arg;
 }
 
+namespace {
+
 // An open ELF file with its header and loadable segments.
 struct ElfFile {
-	UniqueFd fd;
 	ElfPtr elf;
 	GElf_Ehdr ehdr;
 	std::vector<GElf_Phdr> loads;
 };
 
-Result<ElfFile> open_elf(const std::string &path)
+// libelf reads fd with pread, as it needs: fd stays the caller's.
+Result<ElfFile> open_elf(int fd, const std::string &name)
 {
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return Error{std::string("libelf: ") + elf_errmsg(-1)};
 	ElfFile f;
-	f.fd = UniqueFd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-	if (f.fd.get() < 0)
-		return Error{path + ": " + std::strerror(errno)};
-	f.elf = ElfPtr(elf_begin(f.fd.get(), ELF_C_READ, nullptr));
+	f.elf = ElfPtr(elf_begin(fd, ELF_C_READ, nullptr));
 	if (!f.elf || elf_kind(f.elf.get()) != ELF_K_ELF)
-		return Error{path + ": not an ELF file"};
+		return Error{name + ": not an ELF file"};
 	size_t phnum = 0;
 	if (!gelf_getehdr(f.elf.get(), &f.ehdr) || elf_getphdrnum(f.elf.get(), &phnum) != 0)
-		return Error{path + ": " + elf_errmsg(-1)};
+		return Error{name + ": " + elf_errmsg(-1)};
 	for (size_t i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
 		if (gelf_getphdr(f.elf.get(), static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
@@ -182,19 +182,45 @@ Result<ElfFile> open_elf(const std::string &path)
 	return f;
 }
 
-Result<uint64_t> entry_point_offset(const std::string &path)
+// The notes, or their first kMaxNoteBytes (a note cut in two is not read).
+Elf_Data *note_data(Elf *elf, Elf_Scn *notes, bool &cut)
 {
-	auto f = open_elf(path);
+	GElf_Shdr shdr;
+	if (!gelf_getshdr(notes, &shdr))
+		return nullptr;
+	cut = shdr.sh_size > kMaxNoteBytes;
+	if (!cut)
+		return elf_getdata(notes, nullptr);
+	return elf_getdata_rawchunk(elf, int64_t(shdr.sh_offset), kMaxNoteBytes, ELF_T_NHDR);
+}
+
+} // namespace
+
+Result<uint64_t> entry_point_offset(int fd, const std::string &name)
+{
+	auto f = open_elf(fd, name);
 	if (!f)
 		return f.error();
 	std::optional<uint64_t> offset = file_offset(f->loads, f->ehdr.e_entry, PF_X);
 	if (!f->ehdr.e_entry || !offset)
-		return Error{path + ": no entry point"};
+		return Error{name + ": no entry point"};
 	return *offset;
 }
 
-Result<std::vector<UsdtSite>> read_usdt_sites(const std::string &path) {
-	auto file = open_elf(path);
+Result<std::vector<UsdtSite>> read_usdt_sites(const std::string &path, bool *cut)
+{
+	// Non-blocking: a FIFO put at the path must not hang the open.
+	UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+	struct stat st;
+	if (fd.get() < 0 || fstat(fd.get(), &st) != 0)
+		return Error{path + ": " + std::strerror(errno)};
+	if (!S_ISREG(st.st_mode))
+		return Error{path + ": not a regular file"};
+	return read_usdt_sites(fd.get(), path, cut);
+}
+
+Result<std::vector<UsdtSite>> read_usdt_sites(int fd, const std::string &path, bool *cut, size_t max_sites) {
+	auto file = open_elf(fd, path);
 	if (!file)
 		return file.error();
 	Elf *elf = file->elf.get();
@@ -218,9 +244,12 @@ Result<std::vector<UsdtSite>> read_usdt_sites(const std::string &path) {
 		else if (std::strcmp(name, ".stapsdt.base") == 0)
 			stapsdt_base = shdr.sh_addr;
 	}
+	bool bytes_cut = false;
+	if (cut)
+		*cut = false;
 	if (!notes)
 		return std::vector<UsdtSite>{};
-	Elf_Data *data = elf_getdata(notes, nullptr);
+	Elf_Data *data = note_data(elf, notes, bytes_cut);
 	if (!data)
 		return Error{path + ": " + elf_errmsg(-1)};
 
@@ -232,6 +261,10 @@ Result<std::vector<UsdtSite>> read_usdt_sites(const std::string &path) {
 	size_t name_off = 0, desc_off = 0;
 	for (size_t off = 0, next; (next = gelf_getnote(data, off, &nhdr, &name_off, &desc_off)) != 0;
 	     off = next) {
+		if (sites.size() == max_sites) {
+			bytes_cut = true;
+			break;
+		}
 		const char *buf = static_cast<const char *>(data->d_buf);
 		if (nhdr.n_type != kNtStapsdt || std::string_view(buf + name_off, nhdr.n_namesz) != kStapsdtOwner)
 			continue;
@@ -274,6 +307,8 @@ Result<std::vector<UsdtSite>> read_usdt_sites(const std::string &path) {
 		}
 		sites.push_back(std::move(site));
 	}
+	if (cut)
+		*cut = bytes_cut;
 	return sites;
 }
 

@@ -85,6 +85,8 @@ enum usdtprof_part_type {
 	USDTPROF_PART_STR,     /* NUL-terminated string at arg */
 	USDTPROF_PART_STR_LEN, /* string at arg, length in len (not NUL-terminated) */
 	USDTPROF_PART_INT,     /* arg's value */
+	USDTPROF_PART_STR_PREFIXED, /* as PART_STR; num = the 8 bytes before the string
+				       (a runtime's length field, e.g. PHP's zend_string) */
 };
 
 struct usdtprof_name_part {
@@ -104,8 +106,16 @@ struct usdtprof_probe_spec {
 	__u32 role;  /* enum usdtprof_role */
 	__u32 ident; /* enum usdtprof_ident */
 	__u32 nargs; /* identity arguments used (IDENT_PTRS) */
-	__u32 content_mask; /* IDENT_PTRS: bit i set: args[i] is hashed by content */
+	__u32 content_mask; /* IDENT_PTRS: bit i set: args[i] is hashed by content;
+			       bit USDTPROF_CONTENT_PREFIXED(i) also: with the 8
+			       bytes before the string (see PART_STR_PREFIXED) */
+	__u32 nests;        /* the probed calls nest on the native stack (our
+			       header): frames keep their entry's stack pointer
+			       and site, which can prove them gone */
+	__u32 pad;
 };
+
+#define USDTPROF_CONTENT_PREFIXED(i) (1u << (16 + (i)))
 
 /* A function's captured name, keyed by (process, function id). */
 struct usdtprof_name_key {
@@ -129,6 +139,9 @@ struct usdtprof_frame {
 	__u64 resume; /* when this frame last became the running one */
 	__u64 self;   /* exclusive time accumulated so far */
 	__u64 offcpu; /* the part of self spent switched out */
+	__u64 sp;     /* stack pointer at the entry probe; 0 if the probe does
+			 not nest on the native stack */
+	__u64 site;   /* address of the entry probe */
 };
 
 /* A path's totals accumulated by one thread, not yet added to the paths map. */
@@ -140,6 +153,17 @@ struct usdtprof_path_slot {
 	__u64 self_ns;
 	__u64 total_ns;
 	__u64 self_offcpu_ns;
+};
+
+/* Frames entered before the probes were attached, as their exits show them:
+ * the first exit is the innermost frame, each later one its caller. Kept per
+ * thread and recorded nested (outermost first) when the thread's stack is
+ * flushed, since a frame's callers are known only after its exit. */
+#define USDTPROF_ATTACH_CHAIN 16
+struct usdtprof_attach_frame {
+	__u64 func;
+	__u64 self;   /* time it was the innermost frame */
+	__u64 offcpu; /* the part of self spent switched out */
 };
 
 struct usdtprof_thread_stack {
@@ -154,6 +178,9 @@ struct usdtprof_thread_stack {
 	__u64 unknown_offcpu;
 	__u64 switched_out; /* when the thread last left its CPU, 0 while running */
 	__u64 epoch;        /* the flush_epoch its path cache was last flushed in */
+	__u32 chain_len;    /* entries of attach_chain in use */
+	__u32 pad;
+	struct usdtprof_attach_frame attach_chain[USDTPROF_ATTACH_CHAIN]; /* innermost first */
 	struct usdtprof_frame frames[USDTPROF_MAX_DEPTH];
 	struct usdtprof_path_slot cache[USDTPROF_PATH_CACHE];
 };

@@ -116,6 +116,24 @@ std::string Background::wait_for_line(const std::string &text, bool from_stderr,
 	return {};
 }
 
+std::string Background::wait_for_line_from(size_t from, const std::string &text, double timeout_s)
+{
+	auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+	while (std::chrono::steady_clock::now() < deadline) {
+		size_t at = out_buf_.find(text, from);
+		size_t end = at == std::string::npos ? at : out_buf_.find('\n', at);
+		if (end != std::string::npos) {
+			size_t start = out_buf_.rfind('\n', at);
+			start = start == std::string::npos ? 0 : start + 1;
+			return out_buf_.substr(start, end - start);
+		}
+		pump(out_fd_, err_fd_, out_buf_, err_buf_, 50);
+	}
+	FAIL("timed out waiting for '" << text << "' after byte " << from << "; stdout: " << out_buf_.substr(from)
+				       << " stderr: " << err_buf_);
+	return {};
+}
+
 int Background::wait()
 {
 	int status;

@@ -26,6 +26,9 @@ public:
 	int pid() const { return pid_; }
 	// Waits up to timeout_s for a line of stdout (or stderr) containing text.
 	std::string wait_for_line(const std::string &text, bool from_stderr = false, double timeout_s = 30);
+	// ... of stdout, starting at byte from of what it printed (stdout_size()).
+	std::string wait_for_line_from(size_t from, const std::string &text, double timeout_s = 30);
+	size_t stdout_size() const { return out_buf_.size(); }
 	int wait(); // exit status, or 128 + signal
 	std::string rest_of_stderr();
 	std::string all_stdout() const { return out_buf_; }

@@ -1,6 +1,7 @@
 // usdtprof monitor: interval profiles that add up exactly, sampling windows
 // within the overhead budget, signals, Prometheus metrics.
 #include <catch2/catch.hpp>
+#include <regex>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include "harness.h"
+#include "intervals.h"
 #include "profile.h"
 
 using namespace e2e;
@@ -18,32 +20,16 @@ using nlohmann::json;
 namespace {
 
 namespace fs = std::filesystem;
+constexpr uint64_t kMs = 1000000;
 
-std::vector<usdtprof::Profile> interval_profiles(const std::string &dir)
+// Each interval begins where the last one ended.
+void require_contiguous(const std::vector<usdtprof::Profile> &profiles)
 {
-	std::vector<std::string> files;
-	for (const auto &e : fs::directory_iterator(dir))
-		if (e.path().extension() == ".data")
-			files.push_back(e.path());
-	std::sort(files.begin(), files.end());
-	std::vector<usdtprof::Profile> out;
-	for (const std::string &f : files) {
-		auto p = usdtprof::load_profile(f);
-		REQUIRE(p);
-		out.push_back(*p);
+	for (size_t i = 1; i < profiles.size(); i++) {
+		INFO("interval " << i);
+		REQUIRE(profiles[i].start_unix_ns == profiles[i - 1].stop_unix_ns);
+		REQUIRE(profiles[i].stop_unix_ns - profiles[i].start_unix_ns == int64_t(profiles[i].duration_ns));
 	}
-	return out;
-}
-
-// Calls of a function over all intervals.
-uint64_t calls_of(const std::vector<usdtprof::Profile> &profiles, const std::string &name)
-{
-	uint64_t calls = 0;
-	for (const usdtprof::Profile &p : profiles)
-		for (const usdtprof::PathNode &n : p.nodes)
-			if (p.functions[n.function] == name)
-				calls += n.calls;
-	return calls;
 }
 
 void sleep_s(double s)
@@ -89,6 +75,39 @@ TEST_CASE("monitor: interval profiles add up to the exact calls, none lost or co
 		}
 }
 
+TEST_CASE("monitor -d: contiguous intervals, the last one no sliver, together long enough for the time they hold",
+	  "[monitor]")
+{
+	std::string dir = temp_dir() + "/duration";
+	Background t({target("nested"), "--wait", "1000"});
+	t.wait_for_line("ready");
+	Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(t.pid()), "-i", "0.5", "--budget", "1", "-d",
+			"0.9", "-o", dir});
+	mon.wait_for_line("monitoring", true);
+	REQUIRE(kill(t.pid(), SIGUSR1) == 0);
+	REQUIRE(mon.wait() == 0);
+	kill(t.pid(), SIGKILL);
+	t.wait();
+	auto profiles = interval_profiles(dir);
+	// 0.4-0.6 s (jittered), then the rest: a last interval under half an
+	// interval is folded into the one before, never written as a sliver.
+	REQUIRE(profiles.size() == 2);
+	require_contiguous(profiles);
+	REQUIRE(profiles.back().duration_ns >= 300 * kMs);
+	// main was entered after the attach and runs to the end: the one thread's
+	// self times all lie within the intervals, which cover the whole run.
+	uint64_t self = 0, duration = 0;
+	for (const auto &p : profiles) {
+		duration += p.duration_ns;
+		for (const auto &n : p.nodes)
+			self += n.self_ns;
+	}
+	INFO(self << " ns of self time in " << duration << " ns of intervals");
+	REQUIRE(calls_of(profiles, "main") == 1);
+	REQUIRE(duration >= 900 * kMs);
+	REQUIRE(self <= duration);
+}
+
 TEST_CASE("monitor: a hot target is sampled in windows within the budget, counts never extrapolated", "[monitor]")
 {
 	std::string dir = temp_dir() + "/hot";
@@ -100,6 +119,15 @@ TEST_CASE("monitor: a hot target is sampled in windows within the budget, counts
 	REQUIRE(kill(t.pid(), SIGUSR1) == 0);
 	REQUIRE(t.wait() == 0); // never harmed
 	REQUIRE(mon.wait() == 0);
+	// When sampling starts, the log says why, with the figures that decided it.
+	std::string log = mon.rest_of_stderr();
+	std::smatch why;
+	INFO(log);
+	REQUIRE(std::regex_search(log, why, std::regex("sampling from the next interval: estimated probe cost ([0-9.]+)% "
+							"of the target's CPU \\([0-9]+ hits, [0-9]+ ns trap each, [0-9.]+ s target "
+							"CPU\\) is over the budget 1%: probes attached for ([0-9]+)% of each interval")));
+	REQUIRE(std::stod(why[1]) > 1);
+	REQUIRE(std::stod(why[2]) < 100);
 	uint64_t made = 0;
 	std::istringstream(t.all_stdout().substr(t.all_stdout().find("calls ") + 6)) >> made;
 	auto profiles = interval_profiles(dir);
@@ -114,6 +142,24 @@ TEST_CASE("monitor: a hot target is sampled in windows within the budget, counts
 	uint64_t counted = calls_of(profiles, "work");
 	REQUIRE(counted > 0);
 	REQUIRE(counted < made); // what was measured, not scaled up
+	// A window charges nothing beyond the time its probes were attached
+	// (closing detaches the links for tens of ms after the window's end):
+	// the one probed thread's self time fits in the attached share.
+	std::ostringstream seen;
+	for (const auto &p : profiles) {
+		uint64_t self = 0, calls = 0, open = 0;
+		for (const auto &n : p.nodes) {
+			self += n.self_ns;
+			calls += n.calls;
+			open += n.open;
+		}
+		double attached_ns = p.sampled_fraction * double(p.duration_ns);
+		seen << "[" << p.start_unix_ns << " +" << p.duration_ns << " ns, sampled " << p.sampled_fraction << ", self "
+		     << self << ", calls " << calls << ", open " << open << "] ";
+		INFO("intervals so far: " << seen.str());
+		REQUIRE(double(self) <= attached_ns + 1000); // + the fraction's rounding
+	}
+	require_contiguous(profiles);
 	// Frames open when a window closed are counted then, not again after:
 	// at most one exit without its entry per window (each interval's own count).
 	uint64_t window_exits = 0;

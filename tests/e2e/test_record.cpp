@@ -199,7 +199,7 @@ TEST_CASE("errors: one clear line and a documented exit status")
 	}
 	SECTION("a command without probes is refused before it runs")
 	{
-		Output o = run({usdtprof(), "record", "-o", dir + "/x.data", "--", "/bin/true"});
+		Output o = run({usdtprof(), "record", "--no-follow", "-o", dir + "/x.data", "--", "/bin/true"});
 		REQUIRE(o.status == 1);
 		REQUIRE_THAT(o.err, Contains("no probes of any preset"));
 		REQUIRE(std::count(o.err.begin(), o.err.end(), '\n') == 1);
@@ -258,7 +258,7 @@ TEST_CASE("on- and off-CPU self time: spin 1 ms then sleep 2 ms comes out 1 : 2"
 	// The text report and folded export weigh by the chosen part.
 	Output cpu = run({usdtprof(), "report", "--time", "cpu", data});
 	REQUIRE(cpu.status == 0);
-	REQUIRE_THAT(cpu.out, Contains("usdtprof report (on-CPU self time): "));
+	REQUIRE_THAT(cpu.out, Contains("usdtprof report (on-CPU time): "));
 	Output folded = run({usdtprof(), "export", data, "--format", "folded", "--time", "offcpu"});
 	REQUIRE(folded.status == 0);
 	size_t sp = folded.out.rfind(' ');

@@ -157,13 +157,17 @@ std::string read_file(const std::string &path)
 // ptrace with its libraries mapped, that is while usdtprof attaches. Returns its pid.
 int held_at_entry(int usdtprof_pid)
 {
-	std::string children = "/proc/" + std::to_string(usdtprof_pid) + "/task/" + std::to_string(usdtprof_pid) + "/children";
+	// The command is the child of the thread that launched it (a tracer thread when it is followed).
+	std::string tasks = "/proc/" + std::to_string(usdtprof_pid) + "/task";
 	for (auto start = Clock::now(); seconds_since(start) < 10; sleep_s(0.0001)) {
-		int child = 0;
-		std::ifstream(children) >> child;
-		if (child && proc_state(child) == 't' &&
-		    read_file("/proc/" + std::to_string(child) + "/maps").find("libc.so") != std::string::npos)
-			return child;
+		std::error_code ec;
+		for (const auto &task : std::filesystem::directory_iterator(tasks, ec)) {
+			int child = 0;
+			std::ifstream(task.path() / "children") >> child;
+			if (child && proc_state(child) == 't' &&
+			    read_file("/proc/" + std::to_string(child) + "/maps").find("libc.so") != std::string::npos)
+				return child;
+		}
 	}
 	FAIL("usdtprof never held its command");
 	return 0;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "java_calls.h"
 #include "profile.h"
 
 using namespace e2e;
@@ -142,7 +143,7 @@ TEST_CASE("php: record -- php sets USE_ZEND_DTRACE itself, exact calls per Class
 	auto report = report_json(data);
 	require_no_anomalies(report);
 	const std::pair<const char *, int> expected[] = {{"fib", 1973}, {"Counter::inc", 1000}, {"Counter::get", 1},
-		{"Util::twice", 7}, {"Base::hello", 3}, {"{closure}", 5}, {"thrower", 2}, {"main", 1}};
+		{"Util::twice", 7}, {"Base::hello", 3}, {"{closure}", 5}, {"thrower", 2}, {"{main}", 1}};
 	for (const auto &[name, calls] : expected) {
 		INFO(name);
 		auto f = function(report, name);
@@ -152,15 +153,45 @@ TEST_CASE("php: record -- php sets USE_ZEND_DTRACE itself, exact calls per Class
 	// Internal functions (count, printf ...) have no probes: nothing else is there.
 	REQUIRE(report["functions"].size() == std::size(expected));
 	REQUIRE(function(report, "fib")["recursive"] == true);
-	REQUIRE(path(report, "main")["calls"] == 1);
-	REQUIRE(path(report, "main;fib")["calls"] == 1);
-	REQUIRE(path(report, "main;Counter::inc")["calls"] == 1000);
-	REQUIRE(path(report, "main;Base::hello")["calls"] == 3);
-	// thrower's exception unwinds through a function__return: its caller is still main.
-	REQUIRE(path(report, "main;thrower")["calls"] == 2);
-	REQUIRE(path(report, "main;Counter::get")["calls"] == 1);
+	REQUIRE(path(report, "{main}")["calls"] == 1);
+	REQUIRE(path(report, "{main};fib")["calls"] == 1);
+	REQUIRE(path(report, "{main};Counter::inc")["calls"] == 1000);
+	REQUIRE(path(report, "{main};Base::hello")["calls"] == 3);
+	// thrower's exception unwinds through a function__return: its caller is still {main}.
+	REQUIRE(path(report, "{main};thrower")["calls"] == 2);
+	REQUIRE(path(report, "{main};Counter::get")["calls"] == 1);
 	// The preset resolves a file:line location per function, but `report --format json` has no
 	// field for it (docs/report-json.md): nothing to check here.
+}
+
+TEST_CASE("php: top-level code is {main}, a user function main() is main, each once", "[runtimes]")
+{
+	// Top-level code, a user function main(), an included file's top-level code, and
+	// a method main() of a class.
+	std::string dir = temp_dir();
+	{
+		std::ofstream inc(dir + "/inc.php");
+		inc << "<?php\n$included = 1;\n";
+		std::ofstream script(dir + "/main.php");
+		script << "<?php\nfunction main($n) { return $n > 0 ? main($n - 1) : 0; }\n"
+			  "class App { public function main() { return main(2); } }\n"
+			  "main(0);\n(new App())->main();\ninclude __DIR__ . '/inc.php';\necho \"done\\n\";\n";
+	}
+	auto [o, data] = record_launch({"php", dir + "/main.php"});
+	INFO(o.err);
+	REQUIRE(o.out == "done\n");
+	auto report = report_json(data);
+	require_no_anomalies(report);
+	// main(0) once, then App::main -> main(2) -> main(1) -> main(0).
+	REQUIRE(function(report, "main")["calls"] == 4);
+	REQUIRE(function(report, "App::main")["calls"] == 1);
+	REQUIRE(path(report, "{main}")["calls"] == 1);
+	REQUIRE(path(report, "{main};main")["calls"] == 1);
+	REQUIRE(path(report, "{main};App::main;main;main;main")["calls"] == 1);
+	// The included file's top-level code is top-level code too.
+	REQUIRE(path(report, "{main};{main}")["calls"] == 1);
+	REQUIRE(function(report, "{main}")["calls"] == 2);
+	REQUIRE(function(report, "{main}")["recursive"] == true);
 }
 
 TEST_CASE("php: record -p of a php started without USE_ZEND_DTRACE is refused in one line, nothing written",
@@ -274,15 +305,8 @@ TEST_CASE("java: record -- java turns DTraceMethodProbes on, exact calls per Cla
 	const auto &report = java_calls_report();
 	// inc is JIT-compiled midway, main is OSR-compiled with thrower inlined: counts stay exact, even
 	// for thrower, whose compiled frames left by its exception fire no method__return.
-	const std::map<std::string, int> expected = {{"Calls.main", 1}, {"Calls.fib", 1973}, {"Calls$Counter.<init>", 1},
-		{"Calls$Counter.inc", 100000}, {"Calls$Counter.get", 1}, {"Calls$Util.twice", 7},
-		{"Calls$Child.<init>", 1}, {"Calls$Base.<init>", 1}, {"Calls$Base.hello", 3}, {"Calls.thrower", 2}};
-	std::map<std::string, int> got;
-	for (const auto &f : report["functions"]) {
-		std::string name = f["name"];
-		if (name.starts_with("Calls.") || name.starts_with("Calls$"))
-			got[name] = f["calls"];
-	}
+	const auto &expected = java_expected_calls();
+	std::map<std::string, int> got = java_class_calls(report);
 	for (const auto &[name, calls] : expected) {
 		INFO(name);
 		REQUIRE(got[name] == calls);
@@ -367,6 +391,41 @@ TEST_CASE("python3.11: calls per function equal cProfile's ncalls for the same s
 		REQUIRE(function(report, "calls.py:" + name)["calls"] == calls);
 	}
 	REQUIRE(function(report, "calls.py:fib")["recursive"] == true);
+}
+
+TEST_CASE("python3.11: record -p mid-call: the frames running at attach nest as their exits show, within the recording",
+	  "[runtimes]")
+{
+	Background py({kPython311, runtime_file("attach.py")});
+	py.wait_for_line("ready");
+	std::string data = temp_dir() + "/attach.data";
+	Background rec({e2e::usdtprof(), "record", "-p", std::to_string(py.pid()), "-o", data});
+	rec.wait_for_line("recording", true);
+	REQUIRE(kill(py.pid(), SIGUSR1) == 0);
+	REQUIRE(py.wait() == 0);
+	REQUIRE(rec.wait() == 0);
+
+	auto report = report_json(data);
+	for (const auto &[name, count] : report["anomalies"].items()) {
+		INFO(name); // an ordinary attach: frames running at it are no anomaly
+		REQUIRE(count == 0);
+	}
+	// leaf returns first, <module> last: nested so, one call each.
+	std::string stack = "[running at attach]";
+	for (const char *name : {"<module>", "top", "mid", "leaf"}) {
+		stack += std::string(";attach.py:") + name;
+		INFO(stack);
+		REQUIRE(path(report, stack)["calls"] == 1);
+	}
+	REQUIRE(function(report, "attach.py:after")["calls"] == 3);
+	// One thread: its roots' totals (its recorded time) within the recording.
+	double roots = 0;
+	for (const auto &p : report["paths"])
+		if (p["stack"].size() == 1)
+			roots += p["total_ns"].get<double>();
+	INFO("roots " << roots << " ns, self " << report["total_self_ns"] << " ns, duration " << report["duration_ns"]);
+	REQUIRE(roots <= report["duration_ns"].get<double>());
+	REQUIRE(report["total_self_ns"].get<double>() <= report["duration_ns"].get<double>());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "harness.h"
+#include "intervals.h"
 #include "http.h"
 #include "profile.h"
 
@@ -67,32 +68,6 @@ httplib::Result scrape(int port)
 	http.set_connection_timeout(5, 0);
 	http.set_read_timeout(5, 0);
 	return http.Get("/metrics");
-}
-
-std::vector<usdtprof::Profile> interval_profiles(const std::string &dir)
-{
-	std::vector<std::string> files;
-	for (const auto &e : fs::directory_iterator(dir))
-		if (e.path().extension() == ".data")
-			files.push_back(e.path());
-	std::sort(files.begin(), files.end());
-	std::vector<usdtprof::Profile> out;
-	for (const std::string &f : files) {
-		auto p = usdtprof::load_profile(f);
-		REQUIRE(p);
-		out.push_back(*p);
-	}
-	return out;
-}
-
-uint64_t calls_of(const std::vector<usdtprof::Profile> &profiles, const std::string &name)
-{
-	uint64_t calls = 0;
-	for (const usdtprof::Profile &p : profiles)
-		for (const usdtprof::PathNode &n : p.nodes)
-			if (p.functions[n.function] == name)
-				calls += n.calls;
-	return calls;
 }
 
 // A monitor of every process of `nested`, started as root, listening on a free port.

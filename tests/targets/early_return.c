@@ -40,7 +40,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < calls; i++)
 		step(i);
 	USDTPROF_EXIT("main");
-	printf("measured step %lld\nmeasured leaf %lld\nmeasured off_cpu %lld\n", step_self, leaf_self,
-	       off_cpu_outside_spins());
+	printf("measured step %lld\nmeasured leaf %lld\nmeasured off_cpu %lld\nmeasured outside %lld\n", step_self, leaf_self,
+	       off_cpu_outside_spins(), wall_outside_spins());
 	return 0;
 }

@@ -101,7 +101,7 @@ int main(int argc, char **argv)
 		a2();
 	USDTPROF_EXIT("main");
 	printf("measured outer %lld\nmeasured mid %lld\nmeasured thrower %lld\n"
-	       "measured a2 %lld\nmeasured b2 %lld\nmeasured unwind %lld\nmeasured off_cpu %lld\n",
-	       outer_self, mid_self, thrower_self, a2_self, b2_self, unwind, off_cpu_outside_spins());
+	       "measured a2 %lld\nmeasured b2 %lld\nmeasured unwind %lld\nmeasured off_cpu %lld\nmeasured outside %lld\n",
+	       outer_self, mid_self, thrower_self, a2_self, b2_self, unwind, off_cpu_outside_spins(), wall_outside_spins());
 	return 0;
 }

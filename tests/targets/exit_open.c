@@ -30,9 +30,9 @@ static __attribute__((noinline)) void inner(void)
 {
 	USDTPROF_ENTER("inner");
 	spin_into(&inner_self, 2000);
-	printf("measured main %lld\nmeasured outer %lld\nmeasured inner %lld\nmeasured off_cpu %lld\n"
+	printf("measured main %lld\nmeasured outer %lld\nmeasured inner %lld\nmeasured off_cpu %lld\nmeasured outside %lld\n"
 	       "measured entered_at %lld\n",
-	       main_self, outer_self, inner_self, off_cpu_outside_spins(), entered_at);
+	       main_self, outer_self, inner_self, off_cpu_outside_spins(), wall_outside_spins(), entered_at);
 	exit(3);
 }
 

@@ -96,9 +96,22 @@ TEST_CASE("budget: attached all the time while cheap, a proportional share when 
 	BudgetEstimate fixed = estimate_budget({1000, 500, 1'000'000'000, 1.0, 0, 2'000'000}, 0.01, 0.01);
 	REQUIRE(fixed.overhead == Approx(2.5e6 / (1e9 - 500e3)));
 	REQUIRE(fixed.next_duty == 1.0);
-	// Fixed costs take their share first: 0.6% of them leaves 0.4% to probes costing 0.8%.
-	BudgetEstimate shared = estimate_budget({16'000, 500, 1'000'000'000, 1.0, 0, 6'000'000}, 0.01, 0.01);
-	REQUIRE(shared.next_duty == Approx((0.01 - 6e6 / (1e9 - 8e6)) / (8e6 / (1e9 - 8e6))));
+	// Fixed costs take their share first: 0.3% of them leaves 0.7% to probes costing 0.8%.
+	BudgetEstimate shared = estimate_budget({16'000, 500, 1'000'000'000, 1.0, 0, 3'000'000}, 0.01, 0.01);
+	REQUIRE(shared.next_duty == Approx((0.01 - 3e6 / (1e9 - 8e6)) / (8e6 / (1e9 - 8e6))));
+	// ... but never more than half: the probes keep half of the budget.
+	BudgetEstimate half = estimate_budget({16'000, 500, 1'000'000'000, 1.0, 0, 6'000'000}, 0.01, 0.01);
+	REQUIRE(half.next_duty == Approx(0.005 / (8e6 / (1e9 - 8e6))));
+	// A target that barely ran (1 ms of CPU, 20 hits) beside 5 ms of usdtprof's
+	// own: the fixed costs alone exceed even a budget of 1, which sampling cannot
+	// mend; the probes' 10 us stay attached all the time.
+	REQUIRE(estimate_budget({20, 500, 1'000'000, 1.0, 0, 5'000'000}, 1.0, 0.01).next_duty == 1.0);
+	// Hits and no CPU time read (the target exited between the reads): nothing
+	// is learnt, the window keeps its share.
+	REQUIRE(estimate_budget({5, 5'000, 0, 1.0, 17'685, 2'500'000}, 1.0, 0.01).next_duty == 1.0);
+	REQUIRE(estimate_budget({5, 5'000, 0, 0.25, 17'685, 2'500'000}, 0.01, 0.01).next_duty == 0.25);
+	// A hot target's CPU time is nearly all probes: sampled hard, not left alone.
+	REQUIRE(estimate_budget({100'000, 5'000, 480'000'000, 1.0, 10'000'000}, 0.01, 0.01).next_duty == 0.01);
 	// A sampled window that saw no hit widens step by step.
 	REQUIRE(estimate_budget({0, 500, 1'000'000, 0.05}, 0.01, 0.01).next_duty == Approx(0.1));
 }

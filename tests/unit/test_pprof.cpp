@@ -8,6 +8,8 @@
 #include "pprof.h"
 #include "profile.h"
 #include "proto/profile.pb.h"
+#include "task_profile.h"
+#include "text_escape.h"
 
 using namespace usdtprof;
 namespace pp = perftools::profiles;
@@ -56,9 +58,9 @@ std::string gunzip(const std::string &gz)
 	return out;
 }
 
-pp::Profile decode(const Profile &profile)
+pp::Profile decode(const Profile &profile, TimeMode time = TimeMode::Wall)
 {
-	std::string gz = render_pprof(profile);
+	std::string gz = render_pprof(profile, time);
 	REQUIRE(gz.size() > 2);
 	CHECK(static_cast<unsigned char>(gz[0]) == 0x1f);
 	CHECK(static_cast<unsigned char>(gz[1]) == 0x8b);
@@ -243,4 +245,43 @@ TEST_CASE("pprof: an empty profile is a valid pprof profile", "[pprof]")
 	CHECK(out.sample_size() == 0);
 	CHECK(out.function_size() == 0);
 	CHECK(d.sample_types() == std::vector<std::string>{"calls/count", "self_time/nanoseconds"});
+}
+
+TEST_CASE("pprof: cum is the report's inclusive time in the chosen domain, tasks under their creator", "[pprof][tasks]")
+{
+	Profile p = task_profile();
+	for (TimeMode time : {TimeMode::Wall, TimeMode::Cpu, TimeMode::Offcpu}) {
+		INFO(time_mode_name(time));
+		pp::Profile out = decode(p, time);
+		Decoded d{out};
+		// The default sample type's column, as pprof's cum adds it up.
+		std::string type = d.str(out.default_sample_type());
+		size_t column = 0;
+		while (d.str(out.sample_type(int(column)).type()) != type)
+			column++;
+		std::map<std::string, int64_t> cum;
+		for (const pp::Sample &s : out.sample())
+			for (const std::string &frame : d.stack(s))
+				cum[frame] += s.value(int(column));
+		CallTree tree = with_self_time(build_call_tree(p), time);
+		for (const FunctionSummary &f : summarize_functions(tree))
+			CHECK(cum[f.name] == int64_t(f.total_ns));
+		CHECK(type == (time == TimeMode::Wall ? "self_time" : time == TimeMode::Cpu ? "self_oncpu_time"
+											      : "self_offcpu_time"));
+	}
+	CHECK(decode(p).sample_type_size() == 4);
+}
+
+TEST_CASE("pprof: names with invalid UTF-8 become valid strings (U+FFFD), so the protobuf parses", "[pprof][escape]")
+{
+	Profile p = sample_profile();
+	p.functions[2] = "bad\xff\xfe name";
+	p.processes[0].comm = "comm\x9b";
+	pp::Profile out = decode(p); // ParseFromString rejects invalid UTF-8 in a string field
+	bool found = false;
+	for (const std::string &s : out.string_table()) {
+		CHECK(valid_utf8(s) == s);
+		found |= s == "bad\xef\xbf\xbd\xef\xbf\xbd name";
+	}
+	CHECK(found);
 }

@@ -50,7 +50,7 @@ TEST_CASE("list_probes groups this binary's sites per probe, sorted, with the na
 	probe_twice();
 	auto sites = read_usdt_sites("/proc/self/exe");
 	REQUIRE(sites);
-	auto probes = list_probes({"/proc/self/exe"});
+	auto probes = list_probes(std::vector<std::string>{"/proc/self/exe"});
 	REQUIRE(probes);
 	for (size_t i = 1; i < probes->size(); i++) {
 		const ListedProbe &a = (*probes)[i - 1], &b = (*probes)[i];
@@ -87,10 +87,10 @@ TEST_CASE("list_probes groups this binary's sites per probe, sorted, with the na
 
 TEST_CASE("list_probes reports an unreadable or non-ELF file")
 {
-	auto missing = list_probes({"/proc/self/exe", "/nonexistent/usdtprof"});
+	auto missing = list_probes(std::vector<std::string>{"/proc/self/exe", "/nonexistent/usdtprof"});
 	REQUIRE_FALSE(missing);
 	CHECK(missing.error().message == "/nonexistent/usdtprof: No such file or directory");
-	auto text = list_probes({"/proc/self/status"});
+	auto text = list_probes(std::vector<std::string>{"/proc/self/status"});
 	REQUIRE_FALSE(text);
 	CHECK(text.error().message == "/proc/self/status: not an ELF file");
 }
@@ -166,4 +166,19 @@ TEST_CASE("render_probe_list: a table per binary and a summary, or JSON")
 	CHECK(doc["binaries"][0]["probes"][0]["semaphore"].is_null());
 	CHECK(doc["binaries"][1]["probes"][0]["args"] == nlohmann::json::array());
 	CHECK(nlohmann::json::parse(render_probe_list({}, true)) == nlohmann::json{{"binaries", nlohmann::json::array()}});
+}
+
+TEST_CASE("list: probe strings and paths from an ELF file are escaped in text and valid UTF-8 in JSON", "[escape]")
+{
+	std::vector<ListedProbe> probes = group_sites(
+		"/tmp/evil\x1b]0;t\x07\r\nfake\xff", {site("prov\x1b[2J", "name\r\nfake", {"8@%rax\x9b", "-4@$1\x7f"})});
+	std::string text = render_probe_list(probes, false);
+	for (unsigned char c : text)
+		REQUIRE(((c >= 0x20 || c == '\n') && c != 0x7f));
+	CHECK(text.find("/tmp/evil\\x1b]0;t\\x07\\x0d\\x0afake\\xff\n") != std::string::npos);
+	CHECK(text.find("prov\\x1b[2J:name\\x0d\\x0afake") != std::string::npos);
+	CHECK(text.find("8@%rax\\x9b -4@$1\\x7f") != std::string::npos);
+	auto j = nlohmann::json::parse(render_probe_list(probes, true)); // strict: throws on invalid UTF-8
+	CHECK(j["binaries"][0]["path"] == "/tmp/evil\x1b]0;t\x07\r\nfake\xef\xbf\xbd");
+	CHECK(j["binaries"][0]["probes"][0]["args"][0] == "8@%rax\xef\xbf\xbd");
 }

@@ -1,8 +1,10 @@
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "report.h"
+#include "task_profile.h"
 
 using namespace usdtprof;
 using nlohmann::json;
@@ -283,6 +285,8 @@ TEST_CASE("report: folded stacks", "[report]")
 	CHECK(escape_folded_frame("a;b%c") == "a%3Bb%25c");
 	CHECK(escape_folded_frame(std::string("t\tn\n\x7f\x1f", 6)) == "t%09n%0A%7F%1F");
 	CHECK(escape_folded_frame("caf\xc3\xa9") == "caf\xc3\xa9");
+	// C1 controls and bidi overrides in UTF-8, and invalid UTF-8: every byte.
+	CHECK(escape_folded_frame("a\xc2\x9b" "31m\xe2\x80\xae" "b\xff") == "a%C2%9B31m%E2%80%AEb%FF");
 }
 
 TEST_CASE("report: simplify_function_name", "[report]")
@@ -343,9 +347,170 @@ TEST_CASE("report: self time splits into on- and off-CPU parts; --time selects o
 	CHECK(off.nodes[1].self_ns == 2000);
 	CHECK(cpu.total_self_ns == 800 + 1000);
 	CHECK(off.total_self_ns == 200 + 2000);
-	// Inclusive time stays wall-clock.
-	CHECK(cpu.nodes[0].total_ns == 4000);
+	// Inclusive time is in the same domain: the sum of the subtree's parts.
+	CHECK(cpu.nodes[0].total_ns == 800 + 1000);
+	CHECK(off.nodes[0].total_ns == 200 + 2000);
+	CHECK(cpu.time == TimeMode::Cpu);
 	CHECK(render_folded(with_self_time(build_call_tree(p), TimeMode::Offcpu)) == "main;wait 2\n");
 	CHECK(parse_time_mode("cpu").value() == TimeMode::Cpu);
 	CHECK_FALSE(parse_time_mode("gpu").ok());
+}
+
+namespace {
+
+// Every total is its self plus its children's totals, no child exceeds its
+// parent, and total_self_ns is the sum of the selves.
+void check_tree_sums(const CallTree &t)
+{
+	uint64_t selves = 0;
+	for (uint32_t i = 0; i < t.nodes.size(); i++) {
+		uint64_t children = 0;
+		for (uint32_t c : t.nodes[i].children) {
+			CHECK(t.nodes[c].total_ns <= t.nodes[i].total_ns);
+			children += t.nodes[c].total_ns;
+		}
+		CHECK(t.nodes[i].total_ns == t.nodes[i].self_ns + children);
+		selves += t.nodes[i].self_ns;
+	}
+	CHECK(t.total_self_ns == selves);
+}
+
+} // namespace
+
+TEST_CASE("report: a task's work counts in its creator's inclusive time, not its worker's", "[report][tasks]")
+{
+	Profile p = task_profile();
+	CallTree t = build_call_tree(p);
+	check_tree_sums(t);
+	uint32_t main = find_child(t, kNoParent, "main"), spawn = find_child(t, main, "spawn");
+	uint32_t task = find_child(t, spawn, "[task]"), body = find_child(t, kNoParent, "thread_body");
+	CHECK(t.nodes[task].total_ns == 761'000);
+	CHECK(t.nodes[spawn].total_ns == 110'000 + 761'000);
+	CHECK(t.nodes[main].total_ns == 40'000 + 871'000);
+	CHECK(t.nodes[body].total_ns == 50'000); // not the 761 us it spent running spawn's task
+	CHECK(t.total_self_ns == 961'000);
+
+	const auto fs = summarize_functions(t);
+	CHECK(summary(fs, "spawn").total_ns == 871'000);
+	CHECK(summary(fs, "thread_body").total_ns == 50'000);
+
+	// Text, tree and JSON say the same.
+	ReportOptions o;
+	o.tree = true;
+	o.min_percent = 0;
+	std::string tree = render_report(p, o);
+	INFO(tree);
+	CHECK(tree.find("871 us   90.6%     110 us            1    spawn\n") != std::string::npos);
+	CHECK(tree.find("761 us   79.2%    1.00 us            1      [task]\n") != std::string::npos);
+	CHECK(tree.find("50.0 us    5.2%    50.0 us            1  thread_body\n") != std::string::npos);
+	o.tree = false;
+	std::string flat = render_report(p, o);
+	INFO(flat);
+	CHECK(flat.find("110 us  11.4%     871 us     871 us  spawn\n") != std::string::npos);
+	o.format = ReportFormat::Json;
+	json j = json::parse(render_report(p, o));
+	for (const json &path : j["paths"])
+		if (path["stack"] == json{"main", "spawn"})
+			CHECK(path["total_ns"] == 871'000);
+	// Folded weights add up to the same totals.
+	uint64_t under_spawn = 0;
+	std::istringstream folded(render_folded(t));
+	for (std::string line; std::getline(folded, line);)
+		if (line.rfind("main;spawn", 0) == 0)
+			under_spawn += std::stoull(line.substr(line.rfind(' ') + 1));
+	CHECK(under_spawn == 871);
+}
+
+TEST_CASE("report: --time puts self, total, average and percentages in one domain", "[report][time]")
+{
+	Profile p = task_profile();
+	for (TimeMode mode : {TimeMode::Wall, TimeMode::Cpu, TimeMode::Offcpu}) {
+		INFO(time_mode_name(mode));
+		CallTree t = with_self_time(build_call_tree(p), mode);
+		check_tree_sums(t);
+		for (const TreeNode &n : t.nodes)
+			CHECK(n.self_ns == (mode == TimeMode::Wall ? n.self_oncpu_ns + n.self_offcpu_ns
+							  : mode == TimeMode::Cpu ? n.self_oncpu_ns : n.self_offcpu_ns));
+		for (const FunctionSummary &f : summarize_functions(t))
+			CHECK(f.total_ns <= t.total_self_ns);
+
+		// No total% above 100 in the tree; the JSON is in the same domain.
+		ReportOptions o;
+		o.tree = true;
+		o.min_percent = 0;
+		o.time = mode;
+		std::string text = render_report(p, o);
+		INFO(text);
+		std::istringstream lines(text);
+		for (std::string line; std::getline(lines, line);) {
+			size_t pc = line.find('%');
+			if (pc != std::string::npos && pc > 8 && pc < 20 && isdigit(static_cast<unsigned char>(line[pc - 1])))
+				CHECK(std::stod(line.substr(pc - 6, 6)) <= 100.0);
+		}
+		o.format = ReportFormat::Json;
+		json j = json::parse(render_report(p, o));
+		CHECK(j["time"] == time_mode_name(mode));
+		CHECK(j["total_self_ns"] == t.total_self_ns);
+		uint64_t selves = 0;
+		for (const json &path : j["paths"]) {
+			selves += path["self_ns"].get<uint64_t>();
+			// The parts always describe the wall-clock self time; self_ns is the chosen one.
+			uint64_t on = path["self_oncpu_ns"], off = path["self_offcpu_ns"];
+			CHECK(path["self_ns"] == (mode == TimeMode::Wall ? on + off : mode == TimeMode::Cpu ? on : off));
+		}
+		CHECK(selves == t.total_self_ns);
+	}
+	CallTree cpu = with_self_time(build_call_tree(p), TimeMode::Cpu);
+	uint32_t spawn = find_child(cpu, find_child(cpu, kNoParent, "main"), "spawn");
+	CHECK(cpu.nodes[spawn].total_ns == 10'000 + 1'000 + 700'000);
+	ReportOptions o;
+	o.time = TimeMode::Cpu;
+	std::string flat = render_report(p, o);
+	INFO(flat);
+	CHECK(flat.find("usdtprof report (on-CPU time): 771 us recorded") == 0);
+	// spawn: 10 us on-CPU self (1.3%), 711 us on-CPU total and average.
+	CHECK(flat.find("10.0 us   1.3%     711 us     711 us  spawn\n") != std::string::npos);
+}
+
+TEST_CASE("report: json --tree nests the tree view, pruned like the text", "[report]")
+{
+	ReportOptions o;
+	o.format = ReportFormat::Json;
+	CHECK_FALSE(json::parse(render_report(task_profile(), o)).contains("tree"));
+	o.tree = true;
+	o.min_percent = 5.3;
+	json j = json::parse(render_report(task_profile(), o));
+	REQUIRE(j["tree"].size() == 1); // thread_body (5.2%) is pruned
+	const json &main = j["tree"][0];
+	CHECK(main["name"] == "main");
+	CHECK(main["total_ns"] == 911'000);
+	CHECK(main["omitted_children"] == 0);
+	const json &task = main["children"][0]["children"][0];
+	CHECK(task["name"] == "[task]");
+	CHECK(task["total_ns"] == 761'000);
+	CHECK(task["children"][0]["name"] == "work");
+	CHECK(task["children"][0]["children"] == json::array());
+	o.min_percent = 0;
+	CHECK(json::parse(render_report(task_profile(), o))["tree"].size() == 2);
+}
+
+TEST_CASE("report: names from the target are escaped in flat, tree and per-process text", "[report][escape]")
+{
+	Profile p = make_profile({"main", "evil\x1b]0;pwned\x07\r\nfake\xff"}, {{kNoParent, 0, 7, 1, 1000}, {0, 1, 7, 2, 500}});
+	p.processes = {{7, "p\x1b[31m\nfake", {}}};
+	p.anomalies = {{"odd\x1b[2J", 1}};
+	for (bool tree : {false, true})
+		for (bool per_process : {false, true}) {
+			ReportOptions o;
+			o.tree = tree;
+			std::string text = render_report(per_process ? split_by_process(p) : p, o);
+			INFO(text);
+			for (unsigned char c : text)
+				REQUIRE(((c >= 0x20 || c == '\n') && c != 0x7f && c < 0x80));
+			CHECK(text.find("evil\\x1b]0;pwned\\x07\\x0d\\x0afake\\xff") != std::string::npos);
+			CHECK(text.find("odd\\x1b[2J: 1") != std::string::npos);
+			CHECK(text.find("\nfake") == std::string::npos);
+			if (per_process && tree)
+				CHECK(text.find("p\\x1b[31m\\x0afake (pid 7)") != std::string::npos);
+		}
 }

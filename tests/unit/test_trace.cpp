@@ -146,20 +146,29 @@ TEST_CASE("trace: a task created in a slice and begun on another thread gets a f
 		json::parse(R"({"ph": "f", "id": 7, "name": "task", "cat": "task", "pid": 100, "tid": 2, "ts": 0.3, "bp": "e"})"));
 	const json &b = find_event(out.chrome, "B", "[task]");
 	CHECK(b["cat"] == "task");
-	CHECK(b["args"] == json{{"task_id", 7}});
-	CHECK(steps(out.speedscope, 1) == std::vector<std::string>{"O [task] 300", "O run 400", "C run 500", "C [task] 600"});
+	CHECK(b["args"] == json::parse(R"({"task_id": 7, "created_in": ["spawn"]})"));
+	// speedscope runs the task under its creator's path, as the profile counts it.
+	CHECK(steps(out.speedscope, 1) == std::vector<std::string>{"O spawn 300", "O [task] 300", "O run 400", "C run 500",
+		"C [task] 600", "C spawn 600"});
 }
 
 TEST_CASE("trace: a flow needs a create inside a slice, before its begin")
 {
 	std::vector<TraceEvent> events;
+	// Where the profile counts the task: created at the root, under spawn, or
+	// (never created) under the worker's own frames.
+	std::vector<std::string> speedscope = {"O [task] 300", "C [task] 400"};
+	json created_in;
 	SECTION("create outside any slice")
 	{
 		events = {task(USDTPROF_EV_TASK_CREATE, 1, 100, 7)};
+		created_in = json::array();
 	}
 	SECTION("begin earlier than the create")
 	{
 		events = {enter(1, 0, "spawn"), task(USDTPROF_EV_TASK_CREATE, 1, 500, 7), leave(1, 600, "spawn")};
+		speedscope = {"O spawn 300", "O [task] 300", "C [task] 400", "C spawn 400"};
+		created_in = {"spawn"};
 	}
 	SECTION("no create")
 	{
@@ -170,7 +179,8 @@ TEST_CASE("trace: a flow needs a create inside a slice, before its begin")
 	Output out = render(make_input(events));
 	for (const std::string &step : steps(out.chrome))
 		CHECK(step.find(" s ") == std::string::npos);
-	CHECK(steps(out.speedscope, 1) == std::vector<std::string>{"O [task] 300", "C [task] 400"});
+	CHECK(find_event(out.chrome, "B", "[task]")["args"].value("created_in", json()) == created_in);
+	CHECK(steps(out.speedscope, 1) == speedscope);
 }
 
 TEST_CASE("trace: a begin pairs with the latest unpaired create of its id")
@@ -286,7 +296,26 @@ TEST_CASE("trace: random event sequences always give valid traces")
 			for (const json &e : p["events"])
 				frames += e["type"] == "O";
 		CHECK(slices == opens);
-		CHECK(frames == opens);
+		// speedscope also opens a task's creator frames, and reopens the worker's after it.
+		CHECK(frames >= opens);
 		CHECK(out.chrome["otherData"]["events"] == in.events.size());
 	}
+}
+
+TEST_CASE("trace: a task created inside a task names the whole path; speedscope reopens the worker's frames")
+{
+	// Thread 1 runs a; thread 2, inside its own loop frame, runs task 7 for a
+	// and creates task 8 there; thread 3 runs task 8 inside its own loop.
+	Output out = render(make_input({enter(1, 0, "a"), task(USDTPROF_EV_TASK_CREATE, 1, 10, 7), enter(2, 20, "loop"),
+		task(USDTPROF_EV_TASK_BEGIN, 2, 30, 7), enter(2, 40, "b"), task(USDTPROF_EV_TASK_CREATE, 2, 50, 8),
+		enter(3, 60, "loop"), task(USDTPROF_EV_TASK_BEGIN, 3, 70, 8), enter(3, 80, "c"), leave(3, 90, "c"),
+		task(USDTPROF_EV_TASK_END, 3, 100, 8), leave(3, 110, "loop"), leave(2, 120, "b"), task(USDTPROF_EV_TASK_END, 2, 130, 7),
+		leave(2, 140, "loop"), leave(1, 150, "a")}));
+	std::vector<json> created;
+	for (const json &e : out.chrome["traceEvents"])
+		if (e["ph"] == "B" && e["name"] == "[task]")
+			created.push_back(e["args"]["created_in"]);
+	CHECK(created == std::vector<json>{{"a"}, {"a", "[task]", "b"}});
+	CHECK(steps(out.speedscope, 2) == std::vector<std::string>{"O loop 60", "C loop 70", "O a 70", "O [task] 70", "O b 70",
+		"O [task] 70", "O c 80", "C c 90", "C [task] 100", "C b 100", "C [task] 100", "C a 100", "O loop 100", "C loop 110"});
 }

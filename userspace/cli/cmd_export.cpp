@@ -33,8 +33,8 @@ Command add_export_command(CLI::App &parent)
 		->check(CLI::IsMember({"folded", "pprof"}));
 	app->add_option("-o,--output", a->output, "Write here instead of stdout");
 	app->add_flag("--raw", a->raw, "Times as measured, the probes' own cost included (default: compensated)");
-	app->add_option("--time", a->time, "folded: weight by self time: wall, cpu (on-CPU part) or offcpu; "
-			"ignored by pprof, which has each part as a sample type")
+	app->add_option("--time", a->time, "Time domain: wall, cpu (on-CPU part) or offcpu. folded: the weights; "
+			"pprof: the default sample type (each part is a sample type)")
 		->capture_default_str()
 		->check(CLI::IsMember({"wall", "cpu", "offcpu"}));
 	return {app, [a] {
@@ -46,14 +46,14 @@ Command add_export_command(CLI::App &parent)
 				throw UserError(profile.error().message);
 			if (!a->raw)
 				*profile = compensate(*profile);
-			std::string out =
-				binary ? render_pprof(*profile)
-				       : render_folded(with_self_time(build_call_tree(*profile), *parse_time_mode(a->time)));
+			TimeMode time = *parse_time_mode(a->time);
+			std::string out = binary ? render_pprof(*profile, time)
+						 : render_folded(with_self_time(build_call_tree(*profile), time));
 			if (a->output.empty()) {
 				fwrite(out.data(), 1, out.size(), stdout);
 				return 0;
 			}
-			if (auto r = write_file_atomically(a->output, out); !r)
+			if (auto r = write_output(a->output, out); !r)
 				throw UserError(r.error().message);
 			return 0;
 		}};

@@ -6,7 +6,9 @@
 #include "probe_list.h"
 #include "proc_maps.h"
 #include "process.h"
+#include "target_file.h"
 #include "result.h"
+#include "text_escape.h"
 
 namespace usdtprof::cli {
 
@@ -28,23 +30,27 @@ Command add_list_command(CLI::App &parent)
 	return {app, [a] {
 			if ((a->pid != 0) == !a->binary.empty())
 				throw UserError("list needs exactly one of -p PID or BINARY", 2);
-			std::vector<std::string> files = {a->binary};
+			Result<std::vector<ListedProbe>> probes = std::vector<ListedProbe>{};
 			if (a->pid) {
 				auto maps = read_proc_maps(a->pid);
 				if (!maps)
 					throw UserError(maps.error().message);
-				files = executable_files(*maps);
+				// Each file opened once, checked against its maps line; one
+				// that is not ELF is skipped with a note.
+				TargetFiles opened;
+				probes = list_probes(opened.of_process(a->pid, *maps));
+			} else {
+				probes = list_probes(std::vector<std::string>{a->binary});
 			}
-			auto probes = list_probes(files);
 			if (!probes)
 				throw UserError(probes.error().message);
 			// Nothing to list is an answer, not an error.
 			if (probes->empty() && a->format == "text") {
 				if (a->pid)
 					printf("pid %d (%s): no USDT probes in its binary or shared libraries\n", a->pid,
-					       describe_process(a->pid).comm.c_str());
+					       escape_text(describe_process(a->pid).comm).c_str());
 				else
-					printf("no USDT probes in %s\n", a->binary.c_str());
+					printf("no USDT probes in %s\n", escape_text(a->binary).c_str());
 				return 0;
 			}
 			std::string out = render_probe_list(*probes, a->format == "json");

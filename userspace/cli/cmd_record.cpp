@@ -31,13 +31,17 @@ void add_target_options(CLI::App *app, RecordOptions &o)
 		->allow_extra_args(false);
 	app->add_option("--task", o.tasks, "Custom task probes: PROVIDER:CREATE/BEGIN/END[:argN], argN is the task id")
 		->allow_extra_args(false);
-	app->add_option("command", o.command, "Command to launch, after --");
 }
 
 void add_launch_options(CLI::App *app, RecordOptions &o)
 {
+	app->add_option("command", o.command, "Command to launch, after --");
 	app->add_flag("--ruby-call-hook", o.ruby_call_hook,
 		      "A launched Ruby gets a call/return hook so its Ruby methods fire probes (see README)");
+	app->add_flag("!--no-follow", o.follow,
+		      "Profile the launched command's first program only: not what it execs, nor its children");
+	app->add_flag("--kill-on-stop", o.kill_on_stop,
+		      "Kill the launched command when recording stops (default: wait for it; a second Ctrl-C is passed on)");
 }
 
 void require_one_target(const RecordOptions &o, const char *command)
@@ -50,7 +54,8 @@ Command add_record_command(CLI::App &parent)
 {
 	auto o = std::make_shared<RecordOptions>();
 	CLI::App *app = parent.add_subcommand(
-		"record", "Profile a running process (-p PID) or a command (-- CMD ARGS...)");
+		"record", "Profile a running process (-p PID), every process of a binary (--binary PATH) or a command "
+			  "(-- CMD ARGS...)");
 	app->add_option("-d,--duration", o->duration_s, "Stop after SECONDS (default: Ctrl-C or exit)")
 		->check(kPositive);
 	app->add_option("-o,--output", o->output, "Profile file to write")->capture_default_str();

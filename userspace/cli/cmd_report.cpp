@@ -22,7 +22,7 @@ Command add_report_command(CLI::App &parent)
 	CLI::App *app = parent.add_subcommand("report", "Print a recorded profile");
 	app->add_option("file", a->file, "Profile file")->capture_default_str();
 	app->add_flag("--tree", a->options.tree, "Show the call tree");
-	app->add_flag("--per-process", a->per_process, "Keep processes apart: one root per process");
+	app->add_flag("--per-process", a->per_process, "Keep processes apart: one table per process (--tree, json: one root per process)");
 	app->add_flag("--raw", a->options.raw, "Times as measured, the probes' own cost included (default: compensated)");
 	app->add_option("--sort", a->sort, "self, total, calls, avg or name")->capture_default_str();
 	app->add_option("--limit", a->options.limit, "Show at most N functions (0: all)");
@@ -46,7 +46,11 @@ Command add_report_command(CLI::App &parent)
 			auto profile = load_profile(a->file);
 			if (!profile)
 				throw UserError(profile.error().message);
-			std::string out = render_report(a->per_process ? split_by_process(*profile) : *profile, a->options);
+			// The flat text report keeps processes apart as one table each; the
+			// tree and JSON as one root each.
+			bool tables = a->per_process && !a->options.tree && a->options.format == ReportFormat::Text;
+			std::string out = tables ? render_per_process_report(*profile, a->options)
+						 : render_report(a->per_process ? split_by_process(*profile) : *profile, a->options);
 			fwrite(out.data(), 1, out.size(), stdout);
 			return 0;
 		}};

@@ -16,9 +16,10 @@ struct Command {
 };
 
 // The target and probe options record, trace and monitor share: -p, --binary,
-// --runtime, --pair, --task and the command after -- (monitor refuses one).
+// --runtime, --pair and --task.
 void add_target_options(CLI::App *app, usdtprof::RecordOptions &o);
-// What only a launched command uses (record and trace): --ruby-call-hook.
+// What only record and trace take, to launch a command: the command after --
+// and --ruby-call-hook.
 void add_launch_options(CLI::App *app, usdtprof::RecordOptions &o);
 // Throws the usage error unless exactly one target was given.
 void require_one_target(const usdtprof::RecordOptions &o, const char *command);

@@ -1,0 +1,348 @@
+// Launched commands: the Ruby call hook's script, following a command through
+// exec and into its children, stopping while the command runs on.
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "java_calls.h"
+
+using namespace e2e;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::string read_text(const std::string &path)
+{
+	std::ifstream in(path);
+	std::stringstream s;
+	s << in.rdbuf();
+	return s.str();
+}
+
+// An executable script in dir.
+std::string write_script(const std::string &dir, const std::string &name, const std::string &text)
+{
+	std::string path = dir + "/" + name;
+	std::ofstream(path) << text;
+	REQUIRE(chmod(path.c_str(), 0755) == 0);
+	return path;
+}
+
+// argv run as the unprivileged user nobody.
+std::vector<std::string> as_nobody(std::vector<std::string> argv)
+{
+	std::vector<std::string> full = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"};
+	full.insert(full.end(), argv.begin(), argv.end());
+	return full;
+}
+
+} // namespace
+
+TEST_CASE("ruby hook: takes itself out of RUBYOPT, lives where no other user can plant one", "[launch][security]")
+{
+	std::string dir = temp_dir();
+	REQUIRE(chmod(dir.c_str(), 0777) == 0);
+	// The Ruby starts a child that reports the RUBYOPT it inherited.
+	Output o = run({"env", "-u", "RUBYOPT", usdtprof(), "record", "--ruby-call-hook", "-o", dir + "/p.data", "--",
+			"ruby", "--disable-gems", "-e", "def f; end; f; system('/bin/sh', '-c', 'echo \"child:[$RUBYOPT]\"')"});
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	REQUIRE(o.out == "child:[]\n");
+	std::smatch m;
+	REQUIRE(std::regex_search(o.err, m, std::regex("launching with RUBYOPT=(-r(\\S+))")));
+	const std::string rubyopt = m[1], hook = m[2];
+	REQUIRE(hook.starts_with("/run/usdtprof/"));
+
+	// A descendant that kept RUBYOPT (one that is not Ruby) may start Ruby after
+	// usdtprof has exited: another user cannot replace or plant the file it loads.
+	std::string payload = "File.write('" + dir + "/pwned', 'attacker code ran')\n";
+	std::ofstream(dir + "/evil.rb") << payload;
+	Output replace = run(as_nobody({"sh", "-c", "cp " + dir + "/evil.rb " + hook}));
+	REQUIRE(replace.status != 0);
+	Output plant = run(as_nobody({"sh", "-c", "cp " + dir + "/evil.rb " + hook + ".new && mv " + hook + ".new " + hook}));
+	REQUIRE(plant.status != 0);
+	Output remove = run(as_nobody({"rm", "-f", hook}));
+	REQUIRE(remove.status != 0);
+	struct stat st;
+	REQUIRE(stat("/run/usdtprof", &st) == 0);
+	REQUIRE(st.st_uid == 0);
+	REQUIRE((st.st_mode & 022) == 0);
+
+	// The late Ruby loads the genuine hook (it is still there: no LoadError), as
+	// root and as another user, and no attacker code runs.
+	Output late = run({"env", "RUBYOPT=" + rubyopt, "ruby", "--disable-gems", "-e", "puts ENV.fetch('RUBYOPT', 'unset')"});
+	INFO(late.err);
+	REQUIRE(late.status == 0);
+	REQUIRE(late.out == "unset\n");
+	Output late_user = run(as_nobody({"env", "RUBYOPT=" + rubyopt, "ruby", "--disable-gems", "-e", "puts :ran"}));
+	INFO(late_user.err);
+	REQUIRE(late_user.status == 0);
+	REQUIRE(!std::filesystem::exists(dir + "/pwned"));
+	REQUIRE(read_text(hook).find("attacker") == std::string::npos);
+}
+
+namespace {
+
+// `usdtprof record -o DIR/p.data [options] -- command`, with PATH limited to
+// Debian's directories (pyenv's python3.11, first on some PATHs, has no probes).
+struct Recorded {
+	Output output;
+	std::string data;
+};
+
+Recorded record_followed(const std::vector<std::string> &command, int expected_status,
+			 const std::vector<std::string> &options = {})
+{
+	Recorded r;
+	r.data = temp_dir() + "/p.data";
+	std::vector<std::string> argv = {"env", "-u", "JDK_JAVA_OPTIONS", "-u", "RUBYOPT", "PATH=/usr/bin:/bin",
+					 usdtprof(), "record", "-o", r.data};
+	argv.insert(argv.end(), options.begin(), options.end());
+	argv.push_back("--");
+	argv.insert(argv.end(), command.begin(), command.end());
+	r.output = run(argv);
+	INFO(r.output.err);
+	REQUIRE(r.output.status == expected_status);
+	return r;
+}
+
+nlohmann::json per_process_json(const std::string &data)
+{
+	Output o = run({usdtprof(), "report", "--format", "json", "--per-process", data});
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	return nlohmann::json::parse(o.out);
+}
+
+// Calls per path (stack joined with ';') whose first frame starts with root_prefix.
+std::map<std::string, uint64_t> paths_under(const nlohmann::json &report, const std::string &root_prefix)
+{
+	std::map<std::string, uint64_t> out;
+	for (const auto &p : report.at("paths")) {
+		std::string joined;
+		for (const auto &f : p.at("stack"))
+			joined += (joined.empty() ? "" : ";") + f.get<std::string>();
+		if (joined.starts_with(root_prefix))
+			out[joined] = p.at("calls").get<uint64_t>();
+	}
+	return out;
+}
+
+std::string repo_file(const std::string &relative)
+{
+	return std::filesystem::absolute(std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() /
+					 relative)
+		.string();
+}
+
+} // namespace
+
+TEST_CASE("follow: an #!/usr/bin/env python3.11 script is recorded through env's exec, exact calls", "[launch]")
+{
+	std::string dir = temp_dir();
+	std::string script = write_script(dir, "e.py",
+					  "#!/usr/bin/env python3.11\n"
+					  "def leaf(i):\n    return i + 1\n"
+					  "def work(n):\n    return sum(leaf(i) for i in range(n))\n"
+					  "print(work(250), work(50))\n");
+	auto r = record_followed({script}, 0);
+	REQUIRE(r.output.out == "31375 1275\n");
+	auto report = report_json(r.data);
+	REQUIRE(function(report, "e.py:work")["calls"] == 2);
+	REQUIRE(function(report, "e.py:leaf")["calls"] == 300);
+	REQUIRE(path(report, "e.py:<module>;e.py:work;e.py:<genexpr>;e.py:leaf")["calls"] == 300);
+	REQUIRE(report["processes"].size() == 1);
+	REQUIRE(report["processes"][0]["comm"] == "python3.11");
+	SECTION("--no-follow: env has no probes, refused before it runs")
+	{
+		auto refused = record_followed({script}, 1, {"--no-follow"});
+		REQUIRE_THAT(refused.output.err, Contains("no probes of any preset"));
+		REQUIRE(refused.output.out.empty());
+	}
+}
+
+TEST_CASE("follow: a shell script that runs two probed programs, exact calls per process", "[launch]")
+{
+	std::string dir = temp_dir();
+	std::string script = write_script(dir, "two.sh",
+					  "#!/bin/sh\n" + target("nested") + " 2\n" + target("nested") + " 3\necho done\n");
+	auto r = record_followed({script}, 0);
+	REQUIRE_THAT(r.output.out, Contains("done\n"));
+	auto report = per_process_json(r.data);
+	REQUIRE(report["processes"].size() == 2);
+	std::map<int, std::map<std::string, uint64_t>> by_repeat;
+	for (const auto &p : report["processes"]) {
+		std::string root = "nested (pid " + std::to_string(p["pid"].get<int>()) + ")";
+		auto paths = paths_under(report, root);
+		uint64_t outer = paths[root + ";main;outer"];
+		REQUIRE(paths == std::map<std::string, uint64_t>{{root, 0}, {root + ";main", 1}, {root + ";main;outer", outer},
+								 {root + ";main;outer;inner", 3 * outer}});
+		by_repeat[int(outer)] = paths;
+	}
+	REQUIRE(by_repeat.size() == 2);
+	REQUIRE(by_repeat.count(2));
+	REQUIRE(by_repeat.count(3));
+	// The flat report keeps them apart too: one table per process.
+	Output flat = run({usdtprof(), "report", "--per-process", "--sort", "name", r.data});
+	REQUIRE(flat.status == 0);
+	INFO(flat.out);
+	std::regex table("process nested \\(pid [0-9]+\\)\n[^\n]*\n\n +calls[^\n]*\n +([0-9]+) [^\n]* inner\n +1 "
+			 "[^\n]* main\n +([0-9]+) [^\n]* outer\n");
+	std::set<std::pair<int, int>> tables;
+	for (auto it = std::sregex_iterator(flat.out.begin(), flat.out.end(), table); it != std::sregex_iterator(); ++it)
+		tables.insert({std::stoi((*it)[1]), std::stoi((*it)[2])});
+	REQUIRE(tables == std::set<std::pair<int, int>>{{6, 2}, {9, 3}});
+	for (const auto &[name, count] : report["anomalies"].items()) {
+		INFO(name);
+		REQUIRE(count == 0);
+	}
+}
+
+TEST_CASE("follow: a shell wrapper that execs java, as mvn and gradlew do, exact calls", "[launch][runtimes]")
+{
+	std::string classes = temp_dir();
+	Output javac = run({"javac", "-d", classes, repo_file("tests/runtimes/Calls.java")});
+	INFO(javac.err);
+	REQUIRE(javac.status == 0);
+	std::string wrapper = write_script(temp_dir(), "jc.sh", "#!/bin/sh\nexec java -cp \"$1\" Calls\n");
+	auto r = record_followed({wrapper, classes}, 0);
+	REQUIRE(r.output.out == "fib=610 inc=100000 twice=42 hello=3 caught=2\n");
+	REQUIRE_THAT(r.output.err, Contains("JDK_JAVA_OPTIONS=-XX:+DTraceMethodProbes"));
+	auto report = report_json(r.data);
+	REQUIRE(java_class_calls(report) == java_expected_calls());
+}
+
+TEST_CASE("recording stops while the launched command runs on: said once, the next SIGINT/SIGTERM is passed on",
+	  "[launch]")
+{
+	std::string dir = temp_dir(), data = dir + "/p.data";
+	// nested 3000 runs for 30 s or more: never over before the test ends it.
+	auto require_waiting_line = [&](Background &rec) {
+		std::string line = rec.wait_for_line("waiting for", true);
+		INFO(line);
+		REQUIRE(std::regex_search(line, std::regex("^usdtprof: waiting for nested \\(pid [0-9]+\\) to exit; "
+							   "press Ctrl-C again to stop it$")));
+		// The profile is written before the wait.
+		REQUIRE(std::filesystem::exists(data));
+	};
+	SECTION("-d elapsed: a SIGINT then stops the command, usdtprof exits with its status")
+	{
+		Background rec({usdtprof(), "record", "-d", "1", "-o", data, "--", target("nested"), "3000"});
+		require_waiting_line(rec);
+		REQUIRE(kill(rec.pid(), SIGINT) == 0);
+		REQUIRE(rec.wait() == 128 + SIGINT);
+		std::string all = rec.rest_of_stderr();
+		REQUIRE(all.find("waiting for") == all.rfind("waiting for")); // said once
+	}
+	SECTION("SIGTERM stops the recording, a second SIGTERM the command")
+	{
+		Background rec({usdtprof(), "trace", "-o", dir + "/t.json", "--profile", data, "--", target("nested"), "3000"});
+		rec.wait_for_line("recording", true);
+		REQUIRE(kill(rec.pid(), SIGTERM) == 0);
+		require_waiting_line(rec);
+		REQUIRE(kill(rec.pid(), SIGTERM) == 0);
+		REQUIRE(rec.wait() == 128 + SIGTERM);
+		REQUIRE(std::filesystem::exists(dir + "/t.json"));
+	}
+	SECTION("--kill-on-stop: killed at once")
+	{
+		Output o = run({usdtprof(), "record", "-d", "1", "--kill-on-stop", "-o", data, "--", target("nested"), "3000"});
+		INFO(o.err);
+		REQUIRE(o.status == 128 + SIGKILL);
+		REQUIRE_THAT(o.err, Contains("--kill-on-stop: killing nested (pid "));
+		REQUIRE(o.err.find("waiting for") == std::string::npos);
+		REQUIRE(std::filesystem::exists(data));
+	}
+}
+
+TEST_CASE("names set after the launch are kept: the process's for record, its threads' for trace", "[launch]")
+{
+	std::string dir = temp_dir(), data = dir + "/p.data";
+	SECTION("record: the process is reported by the name it gave itself")
+	{
+		Output o = run({usdtprof(), "record", "-o", data, "--", target("named_threads"), "4", "20"});
+		INFO(o.err);
+		REQUIRE(o.status == 0);
+		auto report = per_process_json(data);
+		REQUIRE(report["processes"].size() == 1);
+		REQUIRE(report["processes"][0]["comm"] == "renamed-main");
+		std::string root = "renamed-main (pid " + std::to_string(report["processes"][0]["pid"].get<int>()) + ")";
+		REQUIRE(path(report, root + ";work")["calls"] == 80);
+	}
+	SECTION("trace: each worker's track is named as the thread named itself, after it exited")
+	{
+		Output o = run({usdtprof(), "trace", "-o", dir + "/t.json", "--profile", data, "--", target("named_threads"),
+				"4", "20"});
+		INFO(o.err);
+		REQUIRE(o.status == 0);
+		auto trace = nlohmann::json::parse(read_text(dir + "/t.json"));
+		std::map<int, std::string> thread_names;
+		std::map<int, int> work_slices;
+		std::string process_name;
+		for (const auto &e : trace["traceEvents"]) {
+			if (e["ph"] == "M" && e["name"] == "thread_name")
+				thread_names[e["tid"].get<int>()] = e["args"]["name"];
+			if (e["ph"] == "M" && e["name"] == "process_name")
+				process_name = e["args"]["name"];
+			if (e["ph"] == "B" && e["name"] == "work")
+				work_slices[e["tid"].get<int>()]++;
+			if (e["ph"] == "X" && e["name"] == "work")
+				work_slices[e["tid"].get<int>()]++;
+		}
+		INFO(trace.dump().substr(0, 2000));
+		REQUIRE(process_name == "renamed-main");
+		REQUIRE(work_slices.size() == 4);
+		std::set<std::string> workers;
+		for (const auto &[tid, slices] : work_slices) {
+			REQUIRE(slices == 20);
+			workers.insert(thread_names[tid]);
+		}
+		REQUIRE(workers == std::set<std::string>{"worker-0", "worker-1", "worker-2", "worker-3"});
+	}
+}
+
+TEST_CASE("no probes: says which binary was searched, and for a runtime built without probes what has them",
+	  "[launch]")
+{
+	// A program named like a runtime, without probes (as pyenv's python3 is built).
+	std::string dir = temp_dir(), fake = dir + "/python3";
+	std::filesystem::copy_file("/bin/true", fake);
+	REQUIRE(chmod(fake.c_str(), 0755) == 0);
+	SECTION("--no-follow: refused before it runs, in one line")
+	{
+		Output o = run({usdtprof(), "record", "--no-follow", "-o", dir + "/p.data", "--", fake});
+		INFO(o.err);
+		REQUIRE(o.status == 1);
+		REQUIRE(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+		REQUIRE_THAT(o.err, Contains("no probes of any preset"));
+		REQUIRE_THAT(o.err, Contains(" in " + fake));
+		REQUIRE_THAT(o.err, Contains("it is a python built without USDT probes"));
+		REQUIRE_THAT(o.err, Contains("/usr/bin/python3.11 has them, use it instead"));
+	}
+	SECTION("followed: every program the command ran is named, nothing written")
+	{
+		std::string wrapper = write_script(dir, "w.sh", "#!/bin/sh\n" + fake + "\n");
+		Output o = run({usdtprof(), "record", "-o", dir + "/p.data", "--", wrapper});
+		INFO(o.err);
+		REQUIRE(o.status == 1);
+		REQUIRE_THAT(o.err, Contains("no probes of any preset"));
+		REQUIRE_THAT(o.err, Contains("/bin/dash, " + fake) || Contains("/bin/bash, " + fake) ||
+					     Contains("/usr/bin/dash, " + fake));
+		REQUIRE_THAT(o.err, Contains("/usr/bin/python3.11 has them, use it instead"));
+		REQUIRE(!std::filesystem::exists(dir + "/p.data"));
+	}
+	SECTION("a program with no runtime's name gets no hint")
+	{
+		Output o = run({usdtprof(), "record", "--no-follow", "-o", dir + "/p.data", "--", "/bin/true"});
+		REQUIRE(o.status == 1);
+		REQUIRE_THAT(o.err, Contains(" in /usr/bin/true"));
+		REQUIRE(o.err.find("use it instead") == std::string::npos);
+	}
+}
