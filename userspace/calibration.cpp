@@ -226,6 +226,18 @@ Result<void> attach_plans(Engine &engine, const std::vector<KindPlan> &plans)
 	return {};
 }
 
+// A parent's leaves, in a frame below the parent's as in real code: an entry
+// at the parent's site from the parent's own frame would prove the parent
+// gone (the dead-frame repair of native probes).
+__attribute__((noinline)) void run_leaves(Site enter, Site exit, uint64_t a, uint64_t b, uint64_t c)
+{
+	for (int j = 0; j < kLeaves; j++) {
+		enter(a, b, c);
+		exit(a, b, c);
+	}
+	asm volatile("" ::: "memory"); // not a tail call: the frame stays below the parent's
+}
+
 // One batch of one kind, under a root of its own: parents calling leaves.
 void run_batch(const KindPlan &p, size_t k, uint64_t root_id)
 {
@@ -234,10 +246,7 @@ void run_batch(const KindPlan &p, size_t k, uint64_t root_id)
 	usdtprof_cal_enter_root(root_id, 0, 0);
 	for (int i = 0; i < kParents; i++) {
 		enter(a, b, c);
-		for (int j = 0; j < kLeaves; j++) {
-			enter(a, b, c);
-			exit(a, b, c);
-		}
+		run_leaves(enter, exit, a, b, c);
 		exit(a, b, c);
 	}
 	usdtprof_cal_exit_root(root_id, 0, 0);

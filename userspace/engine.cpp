@@ -202,7 +202,7 @@ Result<void> Engine::attach_own(usdtprof_role role, const std::string &binary, c
 {
 	bool exit_side = role == USDTPROF_ROLE_EXIT || role == USDTPROF_ROLE_TASK_END;
 	const bpf_program *prog = exit_side ? skel_->progs.usdt_exit : skel_->progs.usdt_entry;
-	auto link = attach_uprobe_multi(bpf_program__fd(prog), getpid(), binary, sites);
+	auto link = attach_uprobe_multi(bpf_program__fd(prog), getpid(), "/proc/self/exe", binary, sites);
 	if (!link)
 		return link.error();
 	own_links_.push_back(std::move(*link));

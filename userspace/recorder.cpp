@@ -510,8 +510,6 @@ std::optional<CalibrationResult> calibrate_or_warn(Engine &engine, bool offcpu_h
 			r.error().message.c_str());
 		return std::nullopt;
 	}
-	if (!r->calibration.kinds.empty())
-		fprintf(stderr, "usdtprof: probe overhead calibrated in %.0f ms\n", r->calibration.cost_ns / 1e6);
 	return *r;
 }
 
@@ -547,7 +545,6 @@ int record(const RecordOptions &o)
 	std::vector<FoundSite> sites;
 	std::map<int, std::vector<Mapping>> attach_maps;
 	AttachedProbes attached;
-	std::optional<CalibrationResult> calibration;
 	Profile profile;
 	profile.command = o.command;
 	// steady_clock is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
@@ -596,8 +593,6 @@ int record(const RecordOptions &o)
 		attached = attach_sites(**engine, sites, binary_processes.has_value());
 		if (binary_processes)
 			(*engine)->share_tables(binary_processes->running());
-		// Before a launched command runs: the calibration then shares the CPU with nothing of it.
-		calibration = calibrate_or_warn(**engine, true, o.trace.has_value());
 		// A launched command runs none of its code before its release: its
 		// recording starts there, not at the first attach.
 		if (child)
@@ -640,12 +635,7 @@ int record(const RecordOptions &o)
 	// stop, after which no hit counts.
 	uint64_t stop_ns = 0;
 	if (tree) {
-		// Once every probe kind the tree uses is known, and with no attach
-		// beside it; usually after the command has exited.
-		tree->stop(*followed, [&] {
-			calibration = calibrate_or_warn(**engine, true, o.trace.has_value());
-			stop_ns = (*engine)->stop();
-		});
+		tree->stop(*followed, [&] { stop_ns = (*engine)->stop(); });
 		attached = tree->attached();
 		attach_maps = tree->maps();
 		profile.processes = tree->processes();
@@ -697,6 +687,18 @@ int record(const RecordOptions &o)
 		return 1;
 	}
 	profile.probes = attached.probes;
+	// Calibrated last: every probe kind used is known, a launched command
+	// has exited (the machine is quieter), and the recording's duration is
+	// not lengthened. The target's paths, all read, leave the table (a full
+	// one would keep no calibration); the probes count again, at usdtprof's
+	// own sites only.
+	std::vector<uint64_t> read;
+	for (const PathRecord &r : records)
+		read.push_back(r.path);
+	(*engine)->delete_paths(read);
+	(*engine)->open_window();
+	std::optional<CalibrationResult> calibration = calibrate_or_warn(**engine, true, o.trace.has_value());
+	(*engine)->stop();
 	if (calibration)
 		profile.calibration = calibration->calibration;
 	// Names set since the attach (prctl, pthread_setname_np): as they are now, or were at the exit.
