@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "gzip.h"
+#include "compensation.h"
 #include "harness.h"
 #include "metrics.h"
 #include "profile.h"
@@ -214,7 +215,7 @@ TEST_CASE("tasks: report, tree, JSON, folded, pprof and metrics agree on a task'
 	auto profile = usdtprof::load_profile(data);
 	REQUIRE(profile.ok());
 	usdtprof::MetricsRegistry metrics;
-	metrics.add_interval(*profile);
+	metrics.add_interval(usdtprof::compensate(*profile)); // as monitor adds it
 	std::string exposition = metrics.render();
 	for (const char *name : {"spawn", "[task]", "work", "thread_body"}) {
 		std::string key = std::string("usdtprof_function_self_seconds_total{process=\"tasks\",function=\"") + name + "\"} ";
