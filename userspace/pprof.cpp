@@ -84,6 +84,34 @@ std::string gzip(const std::string &data)
 	return out;
 }
 
+// The one Mapping every Location is in: the profiled program, marked as
+// already symbolized so pprof neither looks for the binary nor prints
+// "Main binary filename not available.".
+constexpr uint64_t kMainMapping = 1;
+
+std::string main_program(const Profile &profile)
+{
+	if (!profile.command.empty())
+		return profile.command.front();
+	for (const ProfileProcess &p : profile.processes) {
+		if (!p.cmdline.empty() && !p.cmdline.front().empty())
+			return p.cmdline.front();
+		if (!p.comm.empty())
+			return p.comm;
+	}
+	return "[unknown program]";
+}
+
+void add_main_mapping(pp::Profile &out, StringTable &strings, const Profile &profile)
+{
+	pp::Mapping *m = out.add_mapping();
+	m->set_id(kMainMapping);
+	m->set_filename(strings.index(main_program(profile)));
+	m->set_has_functions(true);
+	m->set_has_filenames(true);
+	m->set_has_line_numbers(true);
+}
+
 void set_value_type(pp::ValueType *vt, StringTable &strings, const char *type, const char *unit)
 {
 	vt->set_type(strings.index(type));
@@ -108,6 +136,8 @@ std::string render_pprof(const Profile &profile, TimeMode time)
 		set_value_type(out.add_sample_type(), strings, "self_offcpu_time", "nanoseconds");
 	}
 
+	add_main_mapping(out, strings, profile);
+
 	std::map<int32_t, std::string> comms;
 	for (const ProfileProcess &p : profile.processes)
 		if (!p.comm.empty())
@@ -127,11 +157,15 @@ std::string render_pprof(const Profile &profile, TimeMode time)
 		pp::Function *f = out.add_function();
 		f->set_id(it->second);
 		f->set_name(strings.index(name));
-		f->set_system_name(strings.index(name));
+		// system_name stays "": pprof rewrites a name as C++ (drops its
+		// template arguments and parameters, so `Worker<T, N>::operator()`
+		// and Python's `<module>` and `<lambda>` merge) only when system_name
+		// equals name, i.e. when the name might still be mangled.
 		f->set_filename(strings.index(file));
 		f->set_start_line(line);
 		pp::Location *loc = out.add_location();
 		loc->set_id(it->second);
+		loc->set_mapping_id(kMainMapping);
 		pp::Line *l = loc->add_line();
 		l->set_function_id(it->second);
 		l->set_line(line);

@@ -1,6 +1,7 @@
 #include "presets.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -84,7 +85,7 @@ std::vector<ProbeRole> php_roles()
 std::string php_check(int pid)
 {
 	std::string env = proc_file(pid, "environ");
-	if (env.empty() || ("\0" + env).find(std::string("\0USE_ZEND_DTRACE=1\0", 19)) != std::string::npos)
+	if (env.empty() || php_dtrace_enabled(env))
 		return "";
 	return "PHP fires its function probes only when started with USE_ZEND_DTRACE=1 in its environment: "
 	       "restart it with USE_ZEND_DTRACE=1 (record -- php ... sets it)";
@@ -213,6 +214,25 @@ std::string no_library(const std::string &)
 }
 
 } // namespace
+
+// PHP reads the variable with getenv (the first entry of that name) and
+// zend_atoi: any value whose leading integer is not 0 turns the probes on.
+bool php_dtrace_enabled(std::string_view environ)
+{
+	constexpr std::string_view key = "USE_ZEND_DTRACE=";
+	while (!environ.empty()) {
+		size_t end = environ.find('\0');
+		std::string_view entry = environ.substr(0, end);
+		if (entry.substr(0, key.size()) == key) {
+			std::string value(entry.substr(key.size()));
+			return std::strtoll(value.c_str(), nullptr, 10) != 0;
+		}
+		if (end == std::string_view::npos)
+			break;
+		environ.remove_prefix(end + 1);
+	}
+	return false;
+}
 
 const std::vector<Preset> &presets()
 {

@@ -36,6 +36,9 @@ const std::vector<Preset> &presets();
 const Preset *find_preset(std::string_view name);
 // The presets whose probes (entries) some file of files has, in table order.
 std::vector<const Preset *> detect_presets(const std::vector<TargetFilePtr> &files);
+// Whether a NUL-separated environment (/proc/PID/environ) turns PHP's
+// probes on: USE_ZEND_DTRACE set to a non-zero integer, wherever it stands.
+bool php_dtrace_enabled(std::string_view environ);
 // The presets that use provider:name.
 std::vector<std::string> probe_presets(std::string_view provider, std::string_view name);
 

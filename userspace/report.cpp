@@ -605,15 +605,20 @@ std::string render_report(const Profile &raw, const ReportOptions &options)
 
 std::string render_folded(const CallTree &tree)
 {
+	// Depth first, each node before its children: a frame's lines are
+	// contiguous, so a viewer's time order (speedscope) shows one block per call path.
 	std::string out;
-	for (uint32_t i = 0; i < tree.nodes.size(); i++) {
-		uint64_t us = tree.nodes[i].self_ns / 1000;
-		if (!us)
-			continue;
-		std::string frames;
-		for (const std::string &name : stack_of(tree, i))
-			frames += (frames.empty() ? "" : ";") + escape_folded_frame(name);
-		out += frames + " " + std::to_string(us) + "\n";
+	std::vector<std::pair<uint32_t, std::string>> todo; // node, its escaped stack
+	for (auto root = tree.roots.rbegin(); root != tree.roots.rend(); ++root)
+		todo.push_back({*root, escape_folded_frame(tree.nodes[*root].name)});
+	while (!todo.empty()) {
+		auto [i, frames] = std::move(todo.back());
+		todo.pop_back();
+		const TreeNode &n = tree.nodes[i];
+		if (n.self_ns)
+			out += frames + " " + std::to_string(n.self_ns) + "\n";
+		for (auto child = n.children.rbegin(); child != n.children.rend(); ++child)
+			todo.push_back({*child, frames + ";" + escape_folded_frame(tree.nodes[*child].name)});
 	}
 	return out;
 }

@@ -99,8 +99,9 @@ std::string render_report(const Profile &profile, const ReportOptions &options);
 // "process comm (pid N)" line.
 std::string render_per_process_report(const Profile &profile, const ReportOptions &options);
 
-// Brendan Gregg's folded stacks: "root;...;leaf WEIGHT" per path, weight =
-// exclusive time in integer microseconds.
+// Brendan Gregg's folded stacks: "root;...;leaf WEIGHT" per path with
+// exclusive time, weight = that time in nanoseconds (exact: the weights add
+// up to total_self_ns), depth first; "" when no path has time.
 std::string render_folded(const CallTree &tree);
 // Escapes a name for one folded frame (';', '%' and control characters).
 std::string escape_folded_frame(const std::string &name);

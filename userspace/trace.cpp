@@ -4,6 +4,7 @@
 #include "trace.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string_view>
 #include <utility>
@@ -161,6 +162,52 @@ std::string thread_label(const TraceInput &input, uint32_t tid, bool with_tid)
 
 std::string dump(const json &j) { return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }
 
+// ns since the start -> the format's microseconds, keeping the nanoseconds.
+double micros(uint64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+// A duration in microseconds with which a reader's ts + dur is the end's own
+// double, when one exists (else the nearest below): a slice that ends with
+// its parent then never appears to outlast it (viewers drop such a child).
+double micros_between(double begin, double end)
+{
+	double dur = end - begin;
+	while (dur > 0 && begin + dur > end)
+		dur = std::nextafter(dur, 0.0);
+	if (double up = std::nextafter(dur, end); begin + up == end)
+		dur = up;
+	return std::max(dur, 0.0);
+}
+
+// Sets a slice's dur at its close. Slices of a thread closed at the same ns
+// close innermost first; where the doubles cannot make their ends equal, the
+// inner ones are shortened by a few ulps to end within the outer one.
+void close_slice(json &events, std::vector<size_t> &same_end, size_t slice, double end)
+{
+	json &e = events[slice];
+	double begin = e["ts"].get<double>(), dur = micros_between(begin, end);
+	e["dur"] = dur;
+	for (size_t inner : same_end) {
+		json &in = events[inner];
+		double in_begin = in["ts"].get<double>(), in_dur = in["dur"].get<double>();
+		while (in_dur > 0 && in_begin + in_dur > begin + dur)
+			in_dur = std::nextafter(in_dur, 0.0);
+		in["dur"] = in_dur;
+	}
+	same_end.push_back(slice);
+}
+
+json slice_event(const Action &a)
+{
+	json e = {{"ph", "X"}, {"name", std::string(a.name)}, {"cat", a.task ? "task" : "function"},
+		{"pid", a.thread.first}, {"tid", a.thread.second}, {"ts", micros(a.ts)}, {"dur", 0.0}};
+	if (a.task) {
+		e["args"] = {{"task_id", a.id}};
+		if (a.created)
+			e["args"]["created_in"] = std::vector<std::string>(a.created_in.begin(), a.created_in.end());
+	}
+	return e;
+}
+
 } // namespace
 
 std::string render_chrome_trace(const TraceInput &input)
@@ -172,26 +219,55 @@ std::string render_chrome_trace(const TraceInput &input)
 	for (const auto &[key, th] : t.threads)
 		events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", key.first}, {"tid", key.second},
 			{"args", {{"name", thread_label(input, key.second, false)}}}});
+	// Complete (X) events, not B/E pairs: readers that match an E to the
+	// latest B of any thread (the DevTools trace engine) see no mismatch.
+	std::map<ThreadKey, std::vector<size_t>> open; // per thread, its unclosed slices' indices in events
+	struct Closing {
+		uint64_t ts = 0;
+		std::vector<size_t> slices; // closed at ts, innermost first
+	};
+	std::map<ThreadKey, Closing> closing;
 	for (const Action &a : t.actions) {
-		if (a.kind == Action::FlowStart && !a.paired)
-			continue;
-		const char *ph[] = {"B", "E", "s", "f"};
-		json e = {{"ph", ph[a.kind]}};
-		if (a.kind == Action::Open || a.kind == Action::Close)
-			e["name"] = std::string(a.name);
-		else
-			e.update({{"id", a.id}, {"name", "task"}, {"cat", "task"}});
-		e.update({{"pid", a.thread.first}, {"tid", a.thread.second}, {"ts", static_cast<double>(a.ts) / 1000.0}});
-		if (a.kind == Action::Open)
-			e["cat"] = a.task ? "task" : "function";
-		if (a.kind == Action::Open && a.task) {
-			e["args"] = {{"task_id", a.id}};
-			if (a.created)
-				e["args"]["created_in"] = std::vector<std::string>(a.created_in.begin(), a.created_in.end());
+		auto at = [&a](const char *ph, const char *name) {
+			return json{{"ph", ph}, {"name", name}, {"cat", "task"}, {"pid", a.thread.first}, {"tid", a.thread.second},
+				{"ts", micros(a.ts)}};
+		};
+		switch (a.kind) {
+		case Action::Open:
+			open[a.thread].push_back(events.size());
+			events.push_back(slice_event(a));
+			break;
+		case Action::Close: {
+			// Closes come innermost first (replay's close_to).
+			size_t slice = open[a.thread].back();
+			open[a.thread].pop_back();
+			Closing &c = closing[a.thread];
+			if (c.ts != a.ts)
+				c = {a.ts, {}};
+			close_slice(events, c.slices, slice, micros(a.ts));
+			break;
 		}
-		if (a.kind == Action::FlowEnd)
-			e["bp"] = "e";
-		events.push_back(std::move(e));
+		case Action::FlowStart: {
+			if (!a.paired)
+				break;
+			// DevTools binds a flow event to the event of the same ts, thread
+			// and cat: the creation's own instant; others to the enclosing slice.
+			json created = at("i", "task created");
+			created.update({{"s", "t"}, {"args", {{"task_id", a.id}}}});
+			events.push_back(std::move(created));
+			json start = at("s", "task");
+			start["id"] = a.id;
+			events.push_back(std::move(start));
+			break;
+		}
+		case Action::FlowEnd: {
+			// After the [task] slice it binds to (same ts and cat).
+			json end = at("f", "task");
+			end.update({{"id", a.id}, {"bp", "e"}});
+			events.push_back(std::move(end));
+			break;
+		}
+		}
 	}
 	return dump({{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"},
 		{"otherData", {{"unmatched_exits", t.unmatched_exits}, {"events", input.events.size()}}}});

@@ -168,7 +168,7 @@ TEST_CASE("frames open when recording stops are counted up to the stop and marke
 	REQUIRE(root["total_ns"].get<uint64_t>() == root["self_ns"].get<uint64_t>() + children);
 }
 
-TEST_CASE("export --format folded writes root;...;leaf weights in microseconds")
+TEST_CASE("export --format folded writes root;...;leaf weights in nanoseconds")
 {
 	std::string dir = temp_dir();
 	auto [data, slack] = record_command(dir, {target("nested"), "4"}, 7);
@@ -183,9 +183,12 @@ TEST_CASE("export --format folded writes root;...;leaf weights in microseconds")
 		weights[line.substr(0, sp)] = std::stod(line.substr(sp + 1));
 	}
 	REQUIRE(weights.count("main;outer;inner") == 1);
-	// Weights are whole microseconds.
-	require_time(int64_t(weights["main;outer;inner"] * 1000), 12 * 2 * kMs, slack + 1000);
-	require_time(int64_t(weights["main;outer"] * 1000), 4 * 4 * kMs, slack + 1000);
+	// Weights are nanoseconds: the report's self times exactly.
+	require_time(int64_t(weights["main;outer;inner"]), 12 * 2 * kMs, slack);
+	require_time(int64_t(weights["main;outer"]), 4 * 4 * kMs, slack);
+	auto report = report_json(data);
+	for (const auto &[stack, weight] : weights)
+		REQUIRE(weight == path(report, stack)["self_ns"].get<double>());
 }
 
 TEST_CASE("errors: one clear line and a documented exit status")
@@ -262,7 +265,7 @@ TEST_CASE("on- and off-CPU self time: spin 1 ms then sleep 2 ms comes out 1 : 2"
 	Output folded = run({usdtprof(), "export", data, "--format", "folded", "--time", "offcpu"});
 	REQUIRE(folded.status == 0);
 	size_t sp = folded.out.rfind(' ');
-	REQUIRE(std::stod(folded.out.substr(sp + 1)) == Approx(off / 1000).epsilon(0.001));
+	REQUIRE(std::stod(folded.out.substr(sp + 1)) == Approx(off).epsilon(0.001));
 }
 
 TEST_CASE("tasks: work pushed to an engine thread is attributed under the operator that created it")

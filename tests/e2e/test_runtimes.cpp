@@ -202,6 +202,25 @@ TEST_CASE("php: record -p of a php started without USE_ZEND_DTRACE is refused in
 	require_refused(php.pid(), "USE_ZEND_DTRACE");
 }
 
+TEST_CASE("php: record -p accepts USE_ZEND_DTRACE=1 as the first entry of the environment", "[runtimes]")
+{
+	// `USE_ZEND_DTRACE=1 php ...` from a shell, `env -i`: the variable starts /proc/PID/environ.
+	std::string dir = temp_dir(), go = dir + "/go";
+	Background php({"env", "-i", "USE_ZEND_DTRACE=1", "PATH=/usr/bin:/bin", "php", "-r",
+			"function f() {} echo \"ready\\n\"; while (!file_exists('" + go +
+				"')) usleep(10000); for ($i = 0; $i < 50; $i++) f();"});
+	php.wait_for_line("ready");
+	std::string data = dir + "/profile.data";
+	Background rec({e2e::usdtprof(), "record", "-p", std::to_string(php.pid()), "-o", data});
+	rec.wait_for_line("recording", true);
+	std::ofstream(go).put('\n');
+	REQUIRE(php.wait() == 0);
+	int status = rec.wait();
+	INFO(rec.rest_of_stderr());
+	REQUIRE(status == 0);
+	REQUIRE(function(report_json(data), "f")["calls"] == 50);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Ruby
 

@@ -271,15 +271,21 @@ TEST_CASE("report: a sampled monitor interval says so, with its counts unscaled"
 
 TEST_CASE("report: folded stacks", "[report]")
 {
+	// Weights in nanoseconds, nothing rounded away (tiny's 999 ns included).
 	CHECK(render_folded(build_call_tree(sample_profile())) ==
-		"main 1500\n"
-		"main;work 7000\n"
-		"main;work;util::parse 3000\n"
-		"main;compute 1000\n");
-	// Weights round down to whole microseconds; names are escaped.
-	Profile p = make_profile({"a;b", "50%", "x y\tz"}, {{kNoParent, 0, 1, 1, 2999}, {0, 1, 1, 1, 1000}, {1, 2, 1, 1, 999}});
-	CHECK(render_folded(build_call_tree(p)) == "a%3Bb 2\na%3Bb;50%25 1\n");
+		"main 1500000\n"
+		"main;work 7000000\n"
+		"main;work;util::parse 3000000\n"
+		"main;compute 1000000\n"
+		"main;compute;tiny 999\n");
+	// Names are escaped; a node without self time has no line.
+	Profile p = make_profile({"a;b", "50%", "x y\tz"}, {{kNoParent, 0, 1, 1, 2999}, {0, 1, 1, 1, 0}, {1, 2, 1, 1, 999}});
+	CHECK(render_folded(build_call_tree(p)) == "a%3Bb 2999\na%3Bb;50%25;x y%09z 999\n");
 	CHECK(render_folded(CallTree{}) == "");
+	// Depth first whatever the order the paths were recorded in: a frame's lines are contiguous.
+	Profile bfs = make_profile({"a", "x", "b", "y"}, {{kNoParent, 0, 1, 1, 10}, {kNoParent, 1, 1, 1, 20}, {0, 2, 1, 1, 30},
+		{1, 3, 1, 1, 40}, {0, 3, 1, 1, 50}});
+	CHECK(render_folded(build_call_tree(bfs)) == "a 10\na;b 30\na;y 50\nx 20\nx;y 40\n");
 
 	CHECK(escape_folded_frame("plain name<int>::f") == "plain name<int>::f");
 	CHECK(escape_folded_frame("a;b%c") == "a%3Bb%25c");
@@ -351,7 +357,7 @@ TEST_CASE("report: self time splits into on- and off-CPU parts; --time selects o
 	CHECK(cpu.nodes[0].total_ns == 800 + 1000);
 	CHECK(off.nodes[0].total_ns == 200 + 2000);
 	CHECK(cpu.time == TimeMode::Cpu);
-	CHECK(render_folded(with_self_time(build_call_tree(p), TimeMode::Offcpu)) == "main;wait 2\n");
+	CHECK(render_folded(with_self_time(build_call_tree(p), TimeMode::Offcpu)) == "main 200\nmain;wait 2000\n");
 	CHECK(parse_time_mode("cpu").value() == TimeMode::Cpu);
 	CHECK_FALSE(parse_time_mode("gpu").ok());
 }
@@ -418,7 +424,7 @@ TEST_CASE("report: a task's work counts in its creator's inclusive time, not its
 	for (std::string line; std::getline(folded, line);)
 		if (line.rfind("main;spawn", 0) == 0)
 			under_spawn += std::stoull(line.substr(line.rfind(' ') + 1));
-	CHECK(under_spawn == 871);
+	CHECK(under_spawn == 871'000);
 }
 
 TEST_CASE("report: --time puts self, total, average and percentages in one domain", "[report][time]")

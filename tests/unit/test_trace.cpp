@@ -45,14 +45,16 @@ Output render(const TraceInput &in)
 	return out;
 }
 
-// The non-metadata events as "tid ph name-or-flow-id ts", in array order.
+// The non-metadata events as "tid ph name-or-flow-id ts", and a slice's end
+// (ts + dur, as readers compute it) after, in array order.
 std::vector<std::string> steps(const json &chrome)
 {
 	std::vector<std::string> out;
 	for (const json &e : chrome["traceEvents"])
 		if (e["ph"] != "M")
 			out.push_back(std::to_string(e["tid"].get<uint32_t>()) + " " + e["ph"].get<std::string>() + " " +
-				(e["ph"] == "s" || e["ph"] == "f" ? e["id"].dump() : e["name"].get<std::string>()) + " " + e["ts"].dump());
+				(e["ph"] == "s" || e["ph"] == "f" ? e["id"].dump() : e["name"].get<std::string>()) + " " + e["ts"].dump() +
+				(e["ph"] == "X" ? " " + json(e["ts"].get<double>() + e["dur"].get<double>()).dump() : ""));
 	return out;
 }
 
@@ -80,10 +82,10 @@ const json &find_event(const json &chrome, const std::string &ph, const std::str
 TEST_CASE("trace: nested calls become nested slices")
 {
 	Output out = render(make_input({enter(1, 0, "main"), enter(1, 500, "work"), leave(1, 1500, "work"), leave(1, 2000, "main")}, 5000));
-	CHECK(steps(out.chrome) == std::vector<std::string>{"1 B main 0.0", "1 B work 0.5", "1 E work 1.5", "1 E main 2.0"});
+	CHECK(steps(out.chrome) == std::vector<std::string>{"1 X main 0.0 2.0", "1 X work 0.5 1.5"});
 	CHECK(out.chrome["displayTimeUnit"] == "ns");
 	CHECK(out.chrome["otherData"] == json{{"unmatched_exits", 0}, {"events", 4}});
-	const json &b = find_event(out.chrome, "B", "work");
+	const json &b = find_event(out.chrome, "X", "work");
 	CHECK(b["cat"] == "function");
 	CHECK(b["pid"] == kPid);
 	CHECK(b["ts"].is_number_float());
@@ -107,7 +109,7 @@ TEST_CASE("trace: nested calls become nested slices")
 TEST_CASE("trace: an exit that skips frames closes them")
 {
 	Output out = render(make_input({enter(1, 0, "a"), enter(1, 100, "b"), enter(1, 200, "c"), leave(1, 300, "a")}));
-	CHECK(steps(out.chrome) == std::vector<std::string>{"1 B a 0.0", "1 B b 0.1", "1 B c 0.2", "1 E c 0.3", "1 E b 0.3", "1 E a 0.3"});
+	CHECK(steps(out.chrome) == std::vector<std::string>{"1 X a 0.0 0.3", "1 X b 0.1 0.3", "1 X c 0.2 0.3"});
 	CHECK(out.chrome["otherData"]["unmatched_exits"] == 0);
 	CHECK(steps(out.speedscope, 0) == std::vector<std::string>{"O a 0", "O b 100", "O c 200", "C c 300", "C b 300", "C a 300"});
 }
@@ -115,7 +117,7 @@ TEST_CASE("trace: an exit that skips frames closes them")
 TEST_CASE("trace: an exit matching no open frame is dropped and counted")
 {
 	Output out = render(make_input({enter(1, 0, "a"), leave(1, 100, "z"), leave(1, 200, "a"), leave(1, 300, "a")}));
-	CHECK(steps(out.chrome) == std::vector<std::string>{"1 B a 0.0", "1 E a 0.2"});
+	CHECK(steps(out.chrome) == std::vector<std::string>{"1 X a 0.0 0.2"});
 	CHECK(out.chrome["otherData"] == json{{"unmatched_exits", 2}, {"events", 4}});
 	CHECK(steps(out.speedscope, 0) == std::vector<std::string>{"O a 0", "C a 200"});
 }
@@ -123,13 +125,13 @@ TEST_CASE("trace: an exit matching no open frame is dropped and counted")
 TEST_CASE("trace: frames open at the stop are closed at stop_ns")
 {
 	Output out = render(make_input({enter(1, 0, "a"), enter(1, 100, "b")}, 3000));
-	CHECK(steps(out.chrome) == std::vector<std::string>{"1 B a 0.0", "1 B b 0.1", "1 E b 3.0", "1 E a 3.0"});
+	CHECK(steps(out.chrome) == std::vector<std::string>{"1 X a 0.0 3.0", "1 X b 0.1 3.0"});
 	CHECK(steps(out.speedscope, 0) == std::vector<std::string>{"O a 0", "O b 100", "C b 3000", "C a 3000"});
 
 	SECTION("or at their thread's last event when it came after the stop")
 	{
 		out = render(make_input({enter(2, 0, "a"), enter(1, 4000, "late")}, 3000));
-		CHECK(steps(out.chrome) == std::vector<std::string>{"2 B a 0.0", "1 B late 4.0", "1 E late 4.0", "2 E a 3.0"});
+		CHECK(steps(out.chrome) == std::vector<std::string>{"2 X a 0.0 3.0", "1 X late 4.0 4.0"});
 		CHECK(out.speedscope["profiles"][0]["endValue"] == 4000);
 	}
 }
@@ -138,13 +140,16 @@ TEST_CASE("trace: a task created in a slice and begun on another thread gets a f
 {
 	Output out = render(make_input({enter(1, 0, "spawn"), task(USDTPROF_EV_TASK_CREATE, 1, 100, 7), leave(1, 200, "spawn"),
 		task(USDTPROF_EV_TASK_BEGIN, 2, 300, 7), enter(2, 400, "run"), leave(2, 500, "run"), task(USDTPROF_EV_TASK_END, 2, 600, 7)}));
-	// The flow end follows the [task] B, so that it binds to that slice.
-	CHECK(steps(out.chrome) == std::vector<std::string>{"1 B spawn 0.0", "1 s 7 0.1", "1 E spawn 0.2", "2 B [task] 0.3", "2 f 7 0.3",
-		"2 B run 0.4", "2 E run 0.5", "2 E [task] 0.6"});
+	// The flow start is at the creation's instant, the end follows the [task]
+	// slice, so that each binds (same ts, thread and cat).
+	CHECK(steps(out.chrome) == std::vector<std::string>{"1 X spawn 0.0 0.2", "1 i task created 0.1", "1 s 7 0.1",
+		"2 X [task] 0.3 0.6", "2 f 7 0.3", "2 X run 0.4 0.5"});
+	CHECK(find_event(out.chrome, "i", "task created") ==
+		json::parse(R"({"ph": "i", "s": "t", "name": "task created", "cat": "task", "pid": 100, "tid": 1, "ts": 0.1, "args": {"task_id": 7}})"));
 	CHECK(find_event(out.chrome, "s", "task") == json::parse(R"({"ph": "s", "id": 7, "name": "task", "cat": "task", "pid": 100, "tid": 1, "ts": 0.1})"));
 	CHECK(find_event(out.chrome, "f", "task") ==
 		json::parse(R"({"ph": "f", "id": 7, "name": "task", "cat": "task", "pid": 100, "tid": 2, "ts": 0.3, "bp": "e"})"));
-	const json &b = find_event(out.chrome, "B", "[task]");
+	const json &b = find_event(out.chrome, "X", "[task]");
 	CHECK(b["cat"] == "task");
 	CHECK(b["args"] == json::parse(R"({"task_id": 7, "created_in": ["spawn"]})"));
 	// speedscope runs the task under its creator's path, as the profile counts it.
@@ -179,7 +184,7 @@ TEST_CASE("trace: a flow needs a create inside a slice, before its begin")
 	Output out = render(make_input(events));
 	for (const std::string &step : steps(out.chrome))
 		CHECK(step.find(" s ") == std::string::npos);
-	CHECK(find_event(out.chrome, "B", "[task]")["args"].value("created_in", json()) == created_in);
+	CHECK(find_event(out.chrome, "X", "[task]")["args"].value("created_in", json()) == created_in);
 	CHECK(steps(out.speedscope, 1) == speedscope);
 }
 
@@ -190,8 +195,8 @@ TEST_CASE("trace: a begin pairs with the latest unpaired create of its id")
 	Output out = render(make_input({enter(1, 0, "a"), task(USDTPROF_EV_TASK_CREATE, 1, 100, 7), leave(1, 150, "a"),
 		task(USDTPROF_EV_TASK_CREATE, 1, 200, 7), task(USDTPROF_EV_TASK_BEGIN, 2, 300, 7), task(USDTPROF_EV_TASK_END, 2, 400, 7),
 		task(USDTPROF_EV_TASK_BEGIN, 2, 500, 7), task(USDTPROF_EV_TASK_END, 2, 600, 7)}));
-	CHECK(steps(out.chrome) == std::vector<std::string>{"1 B a 0.0", "1 s 7 0.1", "1 E a 0.15", "2 B [task] 0.3", "2 E [task] 0.4",
-		"2 B [task] 0.5", "2 f 7 0.5", "2 E [task] 0.6"});
+	CHECK(steps(out.chrome) == std::vector<std::string>{"1 X a 0.0 0.15", "1 i task created 0.1", "1 s 7 0.1",
+		"2 X [task] 0.3 0.4", "2 X [task] 0.5 0.6", "2 f 7 0.5"});
 }
 
 TEST_CASE("trace: a task end closes its task slice and the frames above it")
@@ -199,8 +204,8 @@ TEST_CASE("trace: a task end closes its task slice and the frames above it")
 	Output out = render(make_input({task(USDTPROF_EV_TASK_BEGIN, 1, 0, 5), enter(1, 100, "x"), task(USDTPROF_EV_TASK_BEGIN, 1, 200, 6),
 		enter(1, 300, "y"), leave(1, 350, "[task]"), task(USDTPROF_EV_TASK_END, 1, 400, 5), task(USDTPROF_EV_TASK_END, 1, 500, 9),
 		task(USDTPROF_EV_TASK_END, 1, 600, 5)}));
-	CHECK(steps(out.chrome) == std::vector<std::string>{"1 B [task] 0.0", "1 B x 0.1", "1 B [task] 0.2", "1 B y 0.3", "1 E y 0.4",
-		"1 E [task] 0.4", "1 E x 0.4", "1 E [task] 0.4"});
+	CHECK(steps(out.chrome) == std::vector<std::string>{"1 X [task] 0.0 0.4", "1 X x 0.1 0.4", "1 X [task] 0.2 0.4",
+		"1 X y 0.3 0.4"});
 	// The exit of a function named "[task]" is not a task end; task 9 never began; task 5 ended already.
 	CHECK(out.chrome["otherData"]["unmatched_exits"] == 3);
 }
@@ -225,32 +230,39 @@ TEST_CASE("trace: timestamps going back on a thread are clamped")
 	TraceEvent early = enter(1, 0, "early");
 	early.ts_ns = kStart - 500; // before the recording's start
 	Output out = render(make_input({early, leave(1, 100, "early"), enter(1, 500, "a"), enter(1, 300, "b"), leave(1, 400, "b"), leave(1, 600, "a")}));
-	CHECK(steps(out.chrome) == std::vector<std::string>{"1 B early 0.0", "1 E early 0.1", "1 B a 0.5", "1 B b 0.5", "1 E b 0.5", "1 E a 0.6"});
+	CHECK(steps(out.chrome) == std::vector<std::string>{"1 X early 0.0 0.1", "1 X a 0.5 0.6", "1 X b 0.5 0.5"});
 	CHECK(steps(out.speedscope, 0) == std::vector<std::string>{"O early 0", "C early 100", "O a 500", "O b 500", "C b 500", "C a 600"});
 }
 
 TEST_CASE("trace: names that are not UTF-8 are replaced")
 {
 	Output out = render(make_input({enter(1, 0, "bad\xff"), leave(1, 100, "bad\xff")}));
-	CHECK(find_event(out.chrome, "B", "bad\xef\xbf\xbd")["ts"] == 0.0);
+	CHECK(find_event(out.chrome, "X", "bad\xef\xbf\xbd")["ts"] == 0.0);
 	CHECK(out.speedscope["shared"]["frames"][0]["name"] == "bad\xef\xbf\xbd");
 }
 
 TEST_CASE("trace: the validators reject broken traces")
 {
 	auto chrome = [](const char *events) { return validate_chrome_trace(json::parse(std::string(R"({"traceEvents": [)") + events + "]}")); };
-	const char *b = R"({"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 1.0})";
-	CHECK(chrome(b) != "");
-	CHECK(chrome(R"({"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 1}, {"ph": "B", "name": "b", "pid": 1, "tid": 1, "ts": 2},
-		{"ph": "E", "name": "a", "pid": 1, "tid": 1, "ts": 3}, {"ph": "E", "name": "b", "pid": 1, "tid": 1, "ts": 3})") != "");
-	CHECK(chrome(R"({"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 2}, {"ph": "E", "name": "a", "pid": 1, "tid": 1, "ts": 1})") != "");
-	CHECK(chrome(R"({"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 1}, {"ph": "f", "bp": "e", "id": 3, "pid": 1, "tid": 1, "ts": 1},
-		{"ph": "E", "name": "a", "pid": 1, "tid": 1, "ts": 2})") != "");
-	CHECK(chrome(R"({"ph": "s", "id": 3, "pid": 1, "tid": 2, "ts": 0}, {"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 1},
-		{"ph": "f", "bp": "e", "id": 3, "pid": 1, "tid": 1, "ts": 1}, {"ph": "E", "name": "a", "pid": 1, "tid": 1, "ts": 2})") != "");
-	CHECK(chrome(R"({"ph": "B", "name": "b", "pid": 1, "tid": 2, "ts": 0}, {"ph": "s", "id": 3, "pid": 1, "tid": 2, "ts": 0},
-		{"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 1}, {"ph": "f", "bp": "e", "id": 3, "pid": 1, "tid": 1, "ts": 1},
-		{"ph": "E", "name": "a", "pid": 1, "tid": 1, "ts": 2}, {"ph": "E", "name": "b", "pid": 1, "tid": 2, "ts": 2})") == "");
+	CHECK(chrome(R"({"ph": "X", "name": "a", "cat": "function", "pid": 1, "tid": 1, "ts": 1.0})") != ""); // no dur
+	// A child that outlasts its parent; ts going back.
+	CHECK(chrome(R"({"ph": "X", "name": "a", "cat": "function", "pid": 1, "tid": 1, "ts": 1, "dur": 2},
+		{"ph": "X", "name": "b", "cat": "function", "pid": 1, "tid": 1, "ts": 2, "dur": 5})") != "");
+	CHECK(chrome(R"({"ph": "X", "name": "a", "cat": "function", "pid": 1, "tid": 1, "ts": 2, "dur": 1},
+		{"ph": "X", "name": "b", "cat": "function", "pid": 1, "tid": 1, "ts": 1, "dur": 0})") != "");
+	// An f with no s; an s outside any slice; an s with no instant to bind to.
+	CHECK(chrome(R"({"ph": "X", "name": "a", "cat": "task", "pid": 1, "tid": 1, "ts": 1, "dur": 1},
+		{"ph": "f", "name": "task", "cat": "task", "bp": "e", "id": 3, "pid": 1, "tid": 1, "ts": 1})") != "");
+	CHECK(chrome(R"({"ph": "s", "name": "task", "cat": "task", "id": 3, "pid": 1, "tid": 2, "ts": 0},
+		{"ph": "X", "name": "a", "cat": "task", "pid": 1, "tid": 1, "ts": 1, "dur": 1},
+		{"ph": "f", "name": "task", "cat": "task", "bp": "e", "id": 3, "pid": 1, "tid": 1, "ts": 1})") != "");
+	const char *valid_tail = R"({"ph": "s", "name": "task", "cat": "task", "id": 3, "pid": 1, "tid": 2, "ts": 0},
+		{"ph": "X", "name": "a", "cat": "task", "pid": 1, "tid": 1, "ts": 1, "dur": 1},
+		{"ph": "f", "name": "task", "cat": "task", "bp": "e", "id": 3, "pid": 1, "tid": 1, "ts": 1})";
+	CHECK(chrome((std::string(R"({"ph": "X", "name": "b", "cat": "function", "pid": 1, "tid": 2, "ts": 0, "dur": 2}, )") +
+		valid_tail).c_str()) != "");
+	CHECK(chrome((std::string(R"({"ph": "X", "name": "b", "cat": "function", "pid": 1, "tid": 2, "ts": 0, "dur": 2},
+		{"ph": "i", "s": "t", "name": "task created", "cat": "task", "pid": 1, "tid": 2, "ts": 0}, )") + valid_tail).c_str()) == "");
 
 	auto speedscope = [](const char *events) {
 		return validate_speedscope(json::parse(std::string(R"({"$schema": "https://www.speedscope.app/file-format-schema.json",
@@ -291,7 +303,7 @@ TEST_CASE("trace: random event sequences always give valid traces")
 		Output out = render(in);
 		size_t slices = 0, frames = 0;
 		for (const json &e : out.chrome["traceEvents"])
-			slices += e["ph"] == "B";
+			slices += e["ph"] == "X";
 		for (const json &p : out.speedscope["profiles"])
 			for (const json &e : p["events"])
 				frames += e["type"] == "O";
@@ -313,7 +325,7 @@ TEST_CASE("trace: a task created inside a task names the whole path; speedscope 
 		leave(2, 140, "loop"), leave(1, 150, "a")}));
 	std::vector<json> created;
 	for (const json &e : out.chrome["traceEvents"])
-		if (e["ph"] == "B" && e["name"] == "[task]")
+		if (e["ph"] == "X" && e["name"] == "[task]")
 			created.push_back(e["args"]["created_in"]);
 	CHECK(created == std::vector<json>{{"a"}, {"a", "[task]", "b"}});
 	CHECK(steps(out.speedscope, 2) == std::vector<std::string>{"O loop 60", "C loop 70", "O a 70", "O [task] 70", "O b 70",

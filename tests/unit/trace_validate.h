@@ -21,18 +21,25 @@ inline bool has_index(const nlohmann::json &o, const char *key) { return has(o, 
 
 } // namespace trace_validate_detail
 
-// Chrome Trace Event JSON: per (pid, tid), B/E balanced and nested (an E
-// closes the innermost open slice of its name) with non-decreasing ts; every
-// flow "f" (bp "e") ends a preceding "s" of the same id, and both lie inside
-// an open slice of their thread.
+// Chrome Trace Event JSON: per (pid, tid), complete (X) slices in
+// non-decreasing ts, each ending within the slice enclosing it (ends compared
+// as a reader computes them, ts + dur); instants (i) and flows inside a slice
+// of their thread; every flow "f" (bp "e") ends a preceding "s" of the same
+// id, and an "s" is at the ts of an instant of its thread and cat, an "f" at
+// that of a slice, so that the DevTools trace engine binds them.
 inline std::string validate_chrome_trace(const nlohmann::json &trace)
 {
 	using namespace trace_validate_detail;
 	if (!has(trace, "traceEvents") || !trace["traceEvents"].is_array())
 		return "no traceEvents array";
+	struct Slice {
+		std::string name;
+		double end;
+	};
 	struct Thread {
-		std::vector<std::string> open;
+		std::vector<Slice> open; // enclosing slices, innermost last
 		double last_ts = 0;
+		double slice_ts = -1, instant_ts = -1; // the latest of each kind, for flow binding
 	};
 	std::map<std::pair<uint64_t, uint64_t>, Thread> threads;
 	std::map<std::string, std::vector<double>> flows; // id -> ts of each "s" not yet ended
@@ -48,10 +55,11 @@ inline std::string validate_chrome_trace(const nlohmann::json &trace)
 				return at + "metadata without name, pid or args.name";
 			continue;
 		}
-		if (ph != "B" && ph != "E" && ph != "s" && ph != "f")
+		if (ph != "X" && ph != "i" && ph != "s" && ph != "f")
 			return at + "unexpected ph " + ph;
-		if (!has_index(e, "pid") || !has_index(e, "tid") || !has_number(e, "ts"))
-			return at + "missing pid, tid or ts";
+		if (!has_index(e, "pid") || !has_index(e, "tid") || !has_number(e, "ts") || !has_string(e, "name") ||
+		    !has_string(e, "cat"))
+			return at + "missing pid, tid, ts, name or cat";
 		uint64_t pid = e["pid"], tid = e["tid"];
 		std::string thread = std::to_string(pid) + "/" + std::to_string(tid);
 		Thread &th = threads[{pid, tid}];
@@ -59,40 +67,46 @@ inline std::string validate_chrome_trace(const nlohmann::json &trace)
 		if (ts < th.last_ts)
 			return at + "ts " + std::to_string(ts) + " before " + std::to_string(th.last_ts) + " on " + thread;
 		th.last_ts = ts;
-		if (ph == "B") {
-			if (!has_string(e, "name"))
-				return at + "B without name";
-			th.open.push_back(e["name"]);
-		} else if (ph == "E") {
-			if (th.open.empty())
-				return at + "E with no open slice on " + thread;
-			if (has(e, "name") && e["name"] != th.open.back())
-				return at + "E of " + e["name"].dump() + " but the innermost open slice on " + thread + " is \"" + th.open.back() + "\"";
+		// Slices that ended by now enclose nothing more.
+		while (!th.open.empty() && ts >= th.open.back().end && !(ph != "X" && ts == th.open.back().end))
 			th.open.pop_back();
-		} else {
-			if (!has(e, "id"))
-				return at + "flow without id";
-			if (th.open.empty())
-				return at + ph + " outside any slice on " + thread;
-			std::vector<double> &starts = flows[e["id"].dump()];
-			if (ph == "s") {
-				starts.push_back(ts);
-				continue;
-			}
-			if (!has_string(e, "bp") || e["bp"] != "e")
-				return at + "f without bp \"e\"";
-			// The latest start not after this end.
-			auto s = starts.rbegin();
-			while (s != starts.rend() && *s > ts)
-				++s;
-			if (s == starts.rend())
-				return at + "f of id " + e["id"].dump() + " with no earlier s";
-			starts.erase(std::next(s).base());
+		if (ph == "X") {
+			if (!has_number(e, "dur") || e["dur"].get<double>() < 0)
+				return at + "X without a dur >= 0";
+			double end = ts + e["dur"].get<double>();
+			if (!th.open.empty() && end > th.open.back().end)
+				return at + "slice " + e["name"].dump() + " ends after the enclosing \"" + th.open.back().name + "\" on " + thread;
+			th.open.push_back({e["name"], end});
+			th.slice_ts = ts;
+			continue;
 		}
+		if (th.open.empty())
+			return at + ph + " outside any slice on " + thread;
+		if (ph == "i") {
+			th.instant_ts = ts;
+			continue;
+		}
+		if (!has(e, "id"))
+			return at + "flow without id";
+		std::vector<double> &starts = flows[e["id"].dump()];
+		if (ph == "s") {
+			if (th.instant_ts != ts)
+				return at + "s with no instant at its ts on " + thread;
+			starts.push_back(ts);
+			continue;
+		}
+		if (!has_string(e, "bp") || e["bp"] != "e")
+			return at + "f without bp \"e\"";
+		if (th.slice_ts != ts)
+			return at + "f with no slice beginning at its ts on " + thread;
+		// The latest start not after this end.
+		auto s = starts.rbegin();
+		while (s != starts.rend() && *s > ts)
+			++s;
+		if (s == starts.rend())
+			return at + "f of id " + e["id"].dump() + " with no earlier s";
+		starts.erase(std::next(s).base());
 	}
-	for (const auto &[key, th] : threads)
-		if (!th.open.empty())
-			return std::to_string(key.first) + "/" + std::to_string(key.second) + ": slice \"" + th.open.back() + "\" never closed";
 	for (const auto &[id, starts] : flows)
 		if (!starts.empty())
 			return "flow id " + id + " started but never ended";

@@ -27,7 +27,7 @@ Command add_export_command(CLI::App &parent)
 	CLI::App *app = parent.add_subcommand("export", "Convert a profile for other tools");
 	app->add_option("file", a->file, "Profile file")->capture_default_str();
 	app->add_option("--format", a->format,
-			"folded (flamegraph.pl, speedscope) or pprof (gzipped protobuf for go tool pprof; "
+			"folded (flamegraph.pl, speedscope; weights in nanoseconds) or pprof (gzipped protobuf for go tool pprof; "
 			"binary: use -o or a pipe)")
 		->required()
 		->check(CLI::IsMember({"folded", "pprof"}));
@@ -49,6 +49,11 @@ Command add_export_command(CLI::App &parent)
 			TimeMode time = *parse_time_mode(a->time);
 			std::string out = binary ? render_pprof(*profile, time)
 						 : render_folded(with_self_time(build_call_tree(*profile), time));
+			// flamegraph.pl and others fail on an empty file ("No stack counts found").
+			if (out.empty())
+				throw UserError(a->file + ": no call path has " +
+						(time == TimeMode::Wall ? std::string("any time") : std::string(time_mode_name(time)) + " time") +
+						": no folded stacks to write");
 			if (a->output.empty()) {
 				fwrite(out.data(), 1, out.size(), stdout);
 				return 0;

@@ -1,0 +1,481 @@
+// Our outputs loaded in the real tools people open them with (docs/viewing.md),
+// compared with `report --format json` of the same recording: go tool pprof,
+// the DevTools Performance panel's trace engine, speedscope in headless
+// Chromium, promtool. One recording of each kind serves every check.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "harness.h"
+#include "http.h"
+
+using namespace e2e;
+using nlohmann::json;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A file of the source tree (tests/clients/...), whatever the working directory.
+std::string source_file(const std::string &relative)
+{
+	return fs::absolute(fs::path(__FILE__).parent_path().parent_path().parent_path() / relative).string();
+}
+
+
+void write_text(const std::string &file, const std::string &text)
+{
+	std::ofstream(file, std::ios::binary) << text;
+}
+
+std::string join(const std::vector<std::string> &names)
+{
+	std::string out;
+	for (const std::string &n : names)
+		out += (out.empty() ? "" : ";") + n;
+	return out;
+}
+
+// The recordings the checks share, made once per test run.
+struct Recordings {
+	std::string dir = temp_dir();
+	std::string cxx_data = dir + "/clients.data";   // tests/targets/clients.cpp, with tasks and a named thread
+	std::string cxx_trace = dir + "/clients.json";  // the same run's Chrome trace
+	std::string ss_data = dir + "/speedscope.data";  // another run of it, in speedscope's format
+	std::string ss_trace = dir + "/clients.speedscope.json";
+	std::string py_data = dir + "/python.data";     // python3.11 with <module>, <lambda>, <dictcomp>, <frozen ...>
+};
+
+const Recordings &recordings()
+{
+	static const Recordings r = [] {
+		Recordings r;
+		Output t = run({usdtprof(), "trace", "-o", r.cxx_trace, "--profile", r.cxx_data, "--", target("clients"), "8"});
+		INFO(t.err);
+		REQUIRE(t.status == 0);
+		Output s = run({usdtprof(), "trace", "--format", "speedscope", "-o", r.ss_trace, "--profile", r.ss_data, "--",
+				target("clients"), "8"});
+		INFO(s.err);
+		REQUIRE(s.status == 0);
+		write_text(r.dir + "/script.py", "squares = {i: i * i for i in range(50)}\n"
+						 "inc = lambda x: x + 1\n"
+						 "def total(n):\n"
+						 "    return sum(map(inc, range(n))) + len(squares)\n"
+						 "print(total(200))\n");
+		Output p = run({usdtprof(), "record", "-o", r.py_data, "--", "/usr/bin/python3.11", r.dir + "/script.py"});
+		INFO(p.err);
+		REQUIRE(p.status == 0);
+		REQUIRE(p.out == "20150\n");
+		return r;
+	}();
+	return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// go tool pprof
+
+// A time pprof shows ("10.07ms", "320.85us", "11ms"): two decimals at most,
+// so within 0.005 of its unit of the exact value.
+struct Shown {
+	double ns, tolerance;
+};
+
+Shown pprof_time(const std::string &text)
+{
+	static const std::regex re(R"(^([0-9]+(?:\.[0-9]+)?)(ns|us|ms|s)?$)");
+	std::smatch m;
+	INFO("pprof shows " << text);
+	REQUIRE(std::regex_match(text, m, re));
+	double scale = m[2] == "us" ? 1e3 : m[2] == "ms" ? 1e6 : m[2] == "s" ? 1e9 : 1;
+	return {std::stod(m[1]) * scale, 0.005 * scale + 1};
+}
+
+void require_shown(const Shown &shown, uint64_t exact)
+{
+	INFO("pprof " << shown.ns << " report " << exact);
+	REQUIRE(std::abs(shown.ns - double(exact)) <= shown.tolerance);
+}
+
+Output pprof(const std::vector<std::string> &options, const std::string &file)
+{
+	std::vector<std::string> argv = {"go", "tool", "pprof"};
+	argv.insert(argv.end(), options.begin(), options.end());
+	argv.push_back(file);
+	Output o = run(argv);
+	INFO(argv[3] << ": " << o.err);
+	REQUIRE(o.status == 0);
+	// Nothing on stderr: no "Main binary filename not available.".
+	REQUIRE(o.err.empty());
+	return o;
+}
+
+// -top, default options: a row per function shown, flat and cum the report's
+// self and total; functions whose cum is at most 0.5% of the total are dropped.
+void check_top(const std::string &file, const json &report)
+{
+	Output o = pprof({"-top"}, file);
+	static const std::regex row(R"(^\s*(\S+)\s+\S+%\s+\S+%\s+(\S+)\s+\S+%\s+(.+)$)");
+	std::set<std::string> shown;
+	std::istringstream lines(o.out.substr(o.out.find("flat  flat%")));
+	std::string line;
+	std::getline(lines, line); // the header
+	while (std::getline(lines, line)) {
+		std::smatch m;
+		INFO(line);
+		REQUIRE(std::regex_match(line, m, row));
+		json f = function(report, m[3]); // the name intact, or not found
+		require_shown(pprof_time(m[1]), f["self_ns"]);
+		require_shown(pprof_time(m[2]), f["total_ns"]);
+		REQUIRE(shown.insert(m[3]).second); // no two functions merged into one row
+	}
+	std::set<std::string> expected;
+	for (const json &f : report["functions"])
+		if (f["total_ns"].get<double>() > 0.005 * report["total_self_ns"].get<double>())
+			expected.insert(f["name"].get<std::string>());
+	REQUIRE(shown == expected);
+}
+
+// -traces: each sample's stack, leaf first, with its value: the report's path and self time.
+void check_traces(const std::string &file, const json &report)
+{
+	Output o = pprof({"-traces"}, file);
+	std::set<std::string> shown;
+	std::istringstream lines(o.out);
+	std::string line, value;
+	bool in_traces = false; // past the header
+	std::vector<std::string> stack; // leaf first
+	auto finish = [&] {
+		if (stack.empty())
+			return;
+		std::vector<std::string> root_first(stack.rbegin(), stack.rend());
+		json p = path(report, join(root_first));
+		INFO(join(root_first));
+		REQUIRE(!p.is_null());
+		require_shown(pprof_time(value), p["self_ns"]);
+		REQUIRE(shown.insert(join(root_first)).second);
+		stack.clear();
+	};
+	while (std::getline(lines, line)) {
+		if (line.starts_with("-----------+")) {
+			finish();
+			in_traces = true;
+			continue;
+		}
+		if (!in_traces || line.size() < 13 || line[10] == ':')
+			continue; // the header, or a label (pid, process)
+		if (line.find_first_not_of(' ') < 10) {
+			value = line.substr(line.find_first_not_of(' '), 10 - line.find_first_not_of(' '));
+			stack = {line.substr(13)};
+		} else if (!stack.empty()) {
+			stack.push_back(line.substr(13));
+		}
+	}
+	finish();
+	std::set<std::string> expected;
+	for (const json &p : report["paths"])
+		if (p["self_ns"] > 0)
+			expected.insert(join(p["stack"].get<std::vector<std::string>>()));
+	for (const std::string &s : expected)
+		REQUIRE(shown.count(s) == 1);
+}
+
+// -raw: the exact values of every sample, and every function's name.
+void check_raw(const std::string &file, const json &report)
+{
+	Output o = pprof({"-raw"}, file);
+	std::istringstream lines(o.out);
+	std::string line;
+	std::vector<std::pair<std::vector<int64_t>, std::vector<uint64_t>>> samples; // calls, self; location ids leaf first
+	std::map<uint64_t, std::string> names;
+	static const std::regex sample(R"(^\s+(\d+)\s+(\d+)(?:\s+\d+)*: ([\d ]+?)\s*$)");
+	// "ID: 0x0 M=1 NAME FILE:LINE s=START_LINE(SYSTEM_NAME)": a file has no
+	// space here, but Python's "<frozen importlib._bootstrap>".
+	static const std::regex location(R"(^\s+(\d+): 0x0 M=1 (.*?) (<frozen [^>]*>|\S*):(\d+) s=(\d+)(\(.*\))?$)");
+	while (std::getline(lines, line)) {
+		std::smatch m;
+		if (std::regex_match(line, m, sample)) {
+			std::vector<uint64_t> ids;
+			std::istringstream in(m[3].str());
+			for (uint64_t id; in >> id;)
+				ids.push_back(id);
+			samples.push_back({{std::stoll(m[1]), std::stoll(m[2])}, ids});
+		} else if (std::regex_match(line, m, location)) {
+			names[std::stoull(m[1])] = m[2];
+		}
+	}
+	std::set<std::string> functions, report_functions;
+	for (const auto &[id, name] : names)
+		functions.insert(name);
+	for (const json &f : report["functions"])
+		report_functions.insert(f["name"].get<std::string>());
+	REQUIRE(functions == report_functions);
+	size_t expected = 0;
+	for (const json &p : report["paths"])
+		expected += p["calls"] > 0 || p["self_ns"] > 0;
+	REQUIRE(samples.size() == expected);
+	for (const auto &[values, ids] : samples) {
+		std::vector<std::string> stack;
+		for (auto id = ids.rbegin(); id != ids.rend(); ++id)
+			stack.push_back(names.at(*id));
+		INFO(join(stack));
+		json p = path(report, join(stack));
+		REQUIRE(!p.is_null());
+		REQUIRE(values[0] == p["calls"].get<int64_t>());
+		REQUIRE(values[1] == p["self_ns"].get<int64_t>());
+	}
+}
+
+void check_pprof(const std::string &pb, const json &report)
+{
+	check_top(pb, report);
+	check_traces(pb, report);
+	check_raw(pb, report);
+}
+
+} // namespace
+
+TEST_CASE("clients: go tool pprof shows a C++ profile with its template names intact and the report's values",
+	  "[clients][pprof]")
+{
+	const Recordings &r = recordings();
+	std::string pb = r.dir + "/clients.pb.gz";
+	REQUIRE(run({usdtprof(), "export", r.cxx_data, "--format", "pprof", "-o", pb}).status == 0);
+	json report = report_json(r.cxx_data);
+	// Names pprof's C++ clean-up would rewrite (Worker::operator) or merge (Box::get).
+	REQUIRE(function(report, "app::detail::Worker<T, N>::operator()")["calls"] == 8);
+	REQUIRE(function(report, "Box<int>::get")["calls"] == 8);
+	REQUIRE(function(report, "Box<long>::get")["calls"] == 8);
+	check_pprof(pb, report);
+	// The profiled program is named, as pprof's header shows it.
+	REQUIRE_THAT(pprof({"-top"}, pb).out, Catch::Matchers::StartsWith("File: clients\n"));
+}
+
+TEST_CASE("clients: go tool pprof keeps Python's <module>, <lambda>, <dictcomp> and <frozen ...> names apart",
+	  "[clients][pprof]")
+{
+	const Recordings &r = recordings();
+	std::string pb = r.dir + "/python.pb.gz";
+	REQUIRE(run({usdtprof(), "export", r.py_data, "--format", "pprof", "-o", pb}).status == 0);
+	json report = report_json(r.py_data);
+	REQUIRE(function(report, "script.py:<module>")["calls"] == 1);
+	REQUIRE(function(report, "script.py:<lambda>")["calls"] == 200);
+	REQUIRE(function(report, "script.py:<dictcomp>")["calls"] == 1);
+	size_t frozen_modules = 0;
+	for (const json &f : report["functions"])
+		frozen_modules += f["name"].get<std::string>().starts_with("<frozen ") &&
+				  f["name"].get<std::string>().ends_with(">:<module>");
+	REQUIRE(frozen_modules >= 10);
+	check_pprof(pb, report);
+}
+
+TEST_CASE("clients: the DevTools trace engine loads the trace with no mismatch: names, self times, flows",
+	  "[clients][trace]")
+{
+	const Recordings &r = recordings();
+	Output o = run({"node", source_file("tests/clients/trace_engine.mjs"), r.cxx_trace});
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	json engine = json::parse(o.out);
+	INFO(engine.dump());
+	// No "Begin/End events mismatch", nor any other complaint.
+	REQUIRE(engine["messages"].empty());
+	std::set<std::string> threads;
+	for (const auto &[key, name] : engine["threads"].items())
+		threads.insert(name.get<std::string>());
+	REQUIRE(threads == std::set<std::string>{"clients", "clients-worker"});
+	// Self time per name, summed over threads: the profile's (its ns are the
+	// trace's microseconds with three decimals; each slice's subtraction in
+	// doubles may add an ulp).
+	json report = report_json(r.cxx_data);
+	REQUIRE(engine["self"].size() == report["functions"].size());
+	for (const json &f : report["functions"]) {
+		std::string name = f["name"];
+		INFO(name);
+		REQUIRE(engine["slices"][name] == f["calls"]);
+		double self_ns = engine["self"][name].get<double>() * 1000;
+		REQUIRE(std::abs(self_ns - f["self_ns"].get<double>()) <= 0.001 * f["calls"].get<double>() + 1);
+	}
+	// An arrow per task, from its creation on the main thread to its run on the worker.
+	REQUIRE(engine["flows"].size() == 8);
+	for (const json &flow : engine["flows"]) {
+		REQUIRE(flow.size() == 2);
+		REQUIRE(flow[0]["name"] == "task created");
+		REQUIRE(flow[1]["name"] == "[task]");
+		REQUIRE(flow[0]["tid"] != flow[1]["tid"]);
+		REQUIRE(flow[0]["ts"] <= flow[1]["ts"]);
+	}
+}
+
+TEST_CASE("clients: folded stacks lose no time, come depth first, and an empty profile is one error line",
+	  "[clients][folded]")
+{
+	const Recordings &r = recordings();
+	std::string folded = r.dir + "/clients.folded";
+	REQUIRE(run({usdtprof(), "export", r.cxx_data, "--format", "folded", "-o", folded}).status == 0);
+	json report = report_json(r.cxx_data);
+	std::ifstream in(folded);
+	uint64_t sum = 0;
+	std::vector<std::string> stacks;
+	for (std::string line; std::getline(in, line);) {
+		size_t sp = line.rfind(' ');
+		REQUIRE(sp != std::string::npos);
+		std::string stack = line.substr(0, sp);
+		uint64_t weight = std::stoull(line.substr(sp + 1));
+		INFO(line);
+		// Nanoseconds: each weight is its path's self time.
+		REQUIRE(weight == path(report, stack)["self_ns"].get<uint64_t>());
+		sum += weight;
+		stacks.push_back(stack);
+	}
+	REQUIRE(sum == report["total_self_ns"].get<uint64_t>());
+	// Depth first: the lines under a frame are contiguous, so no prefix comes back once left.
+	std::set<std::string> left;
+	for (size_t i = 0; i < stacks.size(); i++) {
+		for (size_t cut = 0; cut != std::string::npos; cut = stacks[i].find(';', cut + 1)) {
+			std::string prefix = stacks[i].substr(0, cut == 0 ? stacks[i].find(';') : cut);
+			INFO(stacks[i] << " comes back to " << prefix);
+			REQUIRE(left.count(prefix) == 0);
+		}
+		if (i + 1 < stacks.size())
+			for (size_t cut = 0; cut != std::string::npos; cut = stacks[i].find(';', cut + 1)) {
+				std::string prefix = stacks[i].substr(0, cut == 0 ? stacks[i].find(';') : cut);
+				if (!(stacks[i + 1] + ";").starts_with(prefix + ";"))
+					left.insert(prefix);
+			}
+	}
+
+	// A profile in which nothing was called: one line, exit status 1, no file.
+	Background idle({target("nested"), "--wait", "1"});
+	idle.wait_for_line("ready");
+	std::string empty = r.dir + "/empty.data";
+	REQUIRE(run({usdtprof(), "record", "-p", std::to_string(idle.pid()), "-d", "0.3", "-o", empty}).status == 0);
+	kill(idle.pid(), SIGKILL);
+	Output o = run({usdtprof(), "export", empty, "--format", "folded", "-o", r.dir + "/empty.folded"});
+	REQUIRE(o.status == 1);
+	REQUIRE(o.err == "usdtprof: " + empty + ": no call path has any time: no folded stacks to write\n");
+	REQUIRE(!fs::exists(r.dir + "/empty.folded"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// speedscope
+
+// A time speedscope shows: "15.06ms", "830.85µs" (two decimals), or a folded
+// weight as is, "23,852,634".
+Shown speedscope_value(const std::string &text)
+{
+	static const std::regex re(R"(^([0-9][0-9,]*(?:\.[0-9]+)?)(ns|µs|ms|s)?$)");
+	std::smatch m;
+	INFO("speedscope shows " << text);
+	REQUIRE(std::regex_match(text, m, re));
+	std::string digits = m[1];
+	digits.erase(std::remove(digits.begin(), digits.end(), ','), digits.end());
+	if (!m[2].matched)
+		return {std::stod(digits), 0};
+	double scale = m[2] == "µs" ? 1e3 : m[2] == "ms" ? 1e6 : m[2] == "s" ? 1e9 : 1;
+	return {std::stod(digits) * scale, 0.005 * scale + 1};
+}
+
+TEST_CASE("clients: speedscope in headless Chromium imports folded, pprof, speedscope and Chrome JSON with no warning",
+	  "[clients][speedscope]")
+{
+	const Recordings &r = recordings();
+	std::string folded = r.dir + "/clients.folded", pb = r.dir + "/clients.pb.gz";
+	REQUIRE(run({usdtprof(), "export", r.cxx_data, "--format", "folded", "-o", folded}).status == 0);
+	REQUIRE(run({usdtprof(), "export", r.cxx_data, "--format", "pprof", "-o", pb}).status == 0);
+	// The screenshots are kept: .output/test-artifacts/speedscope/NAME.png.
+	std::string shots = (fs::path(usdtprof()).parent_path() / "test-artifacts" / "speedscope").string();
+	fs::create_directories(shots);
+	Output o = run({"node", source_file("tests/clients/speedscope.mjs"), shots, folded, pb, r.cxx_trace, r.ss_trace});
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	json report = report_json(r.cxx_data), ss_report = report_json(r.ss_data);
+	std::istringstream lines(o.out);
+	size_t files = 0;
+	for (std::string line; std::getline(lines, line); files++) {
+		json shown = json::parse(line);
+		std::string file = shown["file"];
+		INFO(shown.dump());
+		REQUIRE(shown["messages"].empty()); // no "Tried to end ..." nor any other warning
+		REQUIRE(fs::file_size(shots + "/" + fs::path(file).filename().string() + ".png") > 0);
+		// folded and pprof: one profile of every thread; the traces: the
+		// first thread's (main's) track, whose inclusive times leave out the
+		// tasks it handed to the worker.
+		bool whole = file == folded || file == pb;
+		const json &truth = file == r.ss_trace ? ss_report : report;
+		REQUIRE(shown["rows"].size() == (whole ? truth["functions"].size() : 5));
+		for (const json &row : shown["rows"]) {
+			json f = function(truth, row["name"]); // the name intact
+			Shown self = speedscope_value(row["self"]);
+			INFO(row.dump() << " report " << f.dump());
+			REQUIRE(std::abs(self.ns - f["self_ns"].get<double>()) <= self.tolerance);
+			if (whole) {
+				Shown total = speedscope_value(row["total"]);
+				REQUIRE(std::abs(total.ns - f["total_ns"].get<double>()) <= total.tolerance);
+			}
+		}
+	}
+	REQUIRE(files == 4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// monitor: an interval's pprof in go tool pprof, the live /metrics in promtool
+
+TEST_CASE("clients: go tool pprof reads a monitor interval as its report; promtool lints the live /metrics clean",
+	  "[clients][pprof][monitor]")
+{
+	std::string dir = temp_dir() + "/intervals";
+	Background t({target("clients"), "100000"});
+	Background mon({usdtprof(), "monitor", "-p", std::to_string(t.pid()), "-i", "0.3", "--budget", "1", "-o", dir,
+			"--listen", "127.0.0.1:0"});
+	std::string listening = mon.wait_for_line("metrics at", true);
+	std::smatch port;
+	REQUIRE(std::regex_search(listening, port, std::regex(":([0-9]+)/metrics")));
+	// Two intervals written: the metrics have every series by then.
+	auto pprofs = [&dir] {
+		std::vector<std::string> files;
+		if (fs::exists(dir))
+			for (const auto &e : fs::directory_iterator(dir))
+				if (e.path().string().ends_with(".pb.gz"))
+					files.push_back(e.path().string());
+		std::sort(files.begin(), files.end());
+		return files;
+	};
+	for (int i = 0; i < 300 && pprofs().size() < 2; i++)
+		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+	REQUIRE(pprofs().size() >= 2);
+
+	httplib::Client http("127.0.0.1", std::stoi(port[1]));
+	auto res = http.Get("/metrics");
+	REQUIRE(res);
+	REQUIRE(res->status == 200);
+	std::string metrics = temp_dir() + "/metrics.txt";
+	write_text(metrics, res->body);
+	Output lint = run({"sh", "-c", "promtool check metrics < \"$0\"", metrics});
+	INFO(res->body);
+	INFO(lint.out << lint.err);
+	REQUIRE(lint.status == 0);
+	REQUIRE(lint.out.empty()); // promtool prints each problem it finds
+	REQUIRE(lint.err.empty());
+	REQUIRE_THAT(res->body, Catch::Matchers::Contains("function=\"app::detail::Worker<T, N>::operator()\""));
+
+	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
+	REQUIRE(mon.wait() == 0);
+	kill(t.pid(), SIGKILL);
+	t.wait();
+	// The first complete interval, with its .data twin.
+	std::string pb = pprofs()[1];
+	std::string data = pb.substr(0, pb.size() - 6) + ".data";
+	REQUIRE(fs::exists(data));
+	json report = report_json(data);
+	INFO(pb);
+	REQUIRE(function(report, "Box<long>::get")["calls"] > 0);
+	check_pprof(pb, report);
+}
