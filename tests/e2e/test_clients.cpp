@@ -293,8 +293,9 @@ TEST_CASE("clients: the DevTools trace engine loads the trace with no mismatch: 
 	REQUIRE(threads == std::set<std::string>{"clients", "clients-worker"});
 	// Self time per name, summed over threads: the profile's (its ns are the
 	// trace's microseconds with three decimals; each slice's subtraction in
-	// doubles may add an ulp).
-	json report = report_json(r.cxx_data);
+	// doubles may add an ulp). A timeline keeps measured times: the
+	// profile's as measured (--raw).
+	json report = report_json(r.cxx_data, true);
 	REQUIRE(engine["self"].size() == report["functions"].size());
 	for (const json &f : report["functions"]) {
 		std::string name = f["name"];
@@ -396,7 +397,9 @@ TEST_CASE("clients: speedscope in headless Chromium imports folded, pprof, speed
 	Output o = run({"node", source_file("tests/clients/speedscope.mjs"), shots, folded, pb, r.cxx_trace, r.ss_trace});
 	INFO(o.err);
 	REQUIRE(o.status == 0);
-	json report = report_json(r.cxx_data), ss_report = report_json(r.ss_data);
+	// Timelines keep measured times (--raw); folded and pprof are compensated.
+	json report = report_json(r.cxx_data), raw_report = report_json(r.cxx_data, true),
+	     ss_report = report_json(r.ss_data, true);
 	std::istringstream lines(o.out);
 	size_t files = 0;
 	for (std::string line; std::getline(lines, line); files++) {
@@ -409,7 +412,7 @@ TEST_CASE("clients: speedscope in headless Chromium imports folded, pprof, speed
 		// first thread's (main's) track, whose inclusive times leave out the
 		// tasks it handed to the worker.
 		bool whole = file == folded || file == pb;
-		const json &truth = file == r.ss_trace ? ss_report : report;
+		const json &truth = file == r.ss_trace ? ss_report : file == r.cxx_trace ? raw_report : report;
 		REQUIRE(shown["rows"].size() == (whole ? truth["functions"].size() : 5));
 		for (const json &row : shown["rows"]) {
 			json f = function(truth, row["name"]); // the name intact
