@@ -227,6 +227,8 @@ void FollowedCommand::Tracer::handle_stop(int pid, int status)
 		if (!run_to_entry(pid))
 			return; // gone before its entry point
 		callbacks.on_image(pid);
+	} else if (event == 0 && callbacks.on_signal) {
+		callbacks.on_signal(pid, sig);
 	}
 	ptrace(PTRACE_CONT, pid, 0, deliver);
 }

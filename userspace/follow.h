@@ -23,6 +23,9 @@ public:
 		// A process forked (not vforked) by parent, which has its parent's
 		// image, stopped before its first instruction.
 		std::function<void(int pid, int parent)> on_fork;
+		// A process of the tree stopped to receive sig, which it will
+		// get once this returns (Ruby's repair script raises one).
+		std::function<void(int pid, int sig)> on_signal;
 	};
 	// Starts argv in a tracer thread; returns once the command's first image
 	// went through on_image, or with why it could not start.

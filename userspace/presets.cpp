@@ -1,6 +1,7 @@
 #include "presets.h"
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -203,6 +204,43 @@ Fiddle::Function.new(Fiddle::Handle::DEFAULT["rb_add_event_hook"],
                      Fiddle::TYPE_VOID).call(Fiddle::Handle::DEFAULT["labs"], 0x8 | 0x10, 0)
 )";
 
+// Ruby 3.1 forgets the name of RubyVM::FrozenCore (the receiver of `alias`,
+// `undef` and some hash literals: core#set_method_alias ...) at its first
+// GC: the name is kept in the instance variables of a class whose type was
+// changed to T_ICLASS, which the GC does not mark. The cmethod probes'
+// rb_dtrace_setup() then reads the freed string (rb_class_path): a garbage
+// class name, or a crash when the slot holds another kind of object. This
+// script, loaded by every launched Ruby, gives the name back as a string
+// pinned by a GC root, then keeps itself open as the sign that this process
+// is repaired and raises SIGURG (ignored by default), the moment a following
+// usdtprof attaches the cmethod probes. Any failure leaves the process as it
+// was, unrepaired and without those probes.
+const char kRubyRepair[] = R"(# usdtprof: gives RubyVM::FrozenCore its name back (Ruby 3.1 frees it), so that C method probes are safe.
+if RUBY_VERSION.start_with?("3.1.")
+  begin
+    require "fiddle"
+    lib = Fiddle::Handle::DEFAULT
+    word = ->(address) { Fiddle::Pointer.new(address)[0, 8].unpack1("J") }
+    call = ->(name, args, ret, *values) { Fiddle::Function.new(lib[name], args, ret).call(*values) }
+    vp, uptr = Fiddle::TYPE_VOIDP, Fiddle::TYPE_UINTPTR_T
+    core = word[lib["rb_mRubyVMFrozenCore"]]
+    ext = core != 0 && (word[core] & 0x1f) == 0x1c ? word[core + 24] : 0 # T_ICLASS; RClass's ptr
+    table = ext != 0 ? word[ext + 8] : 0                                  # rb_classext_t's iv_tbl
+    id = call["rb_intern", [vp], uptr, "__classpath__"]
+    if table != 0 && call["rb_st_lookup", [vp, uptr, vp], Fiddle::TYPE_INT, table, id, Fiddle::Pointer.malloc(8)] == 1
+      name = String.new("RubyVM::FrozenCore").freeze
+      root = Fiddle::Pointer.new(Fiddle.malloc(8))
+      root[0, 8] = [Fiddle.dlwrap(name)].pack("J")
+      call["rb_gc_register_address", [vp], Fiddle::TYPE_VOID, root]
+      call["rb_st_insert", [vp, uptr, uptr], Fiddle::TYPE_INT, table, id, Fiddle.dlwrap(name)]
+      $usdtprof_ruby_repaired = File.open(__FILE__)
+      call["raise", [Fiddle::TYPE_INT], Fiddle::TYPE_INT, Signal.list.fetch("URG")]
+    end
+  rescue StandardError, LoadError
+  end
+end
+)";
+
 std::string no_check(int)
 {
 	return "";
@@ -238,23 +276,37 @@ const std::vector<Preset> &presets()
 {
 	static const std::vector<Preset> table = {
 		{"native", "usdtprof's own header (include/usdtprof/usdtprof.h)", native_probe_roles, no_check, {},
-		 nullptr, nullptr, no_library},
+		 nullptr, nullptr, no_library, nullptr},
 		{"php", "PHP: php:function__entry/return, named Class::function", php_roles, php_check,
-		 {{"USE_ZEND_DTRACE", "1"}}, nullptr, nullptr, no_library},
+		 {{"USE_ZEND_DTRACE", "1"}}, nullptr, nullptr, no_library, nullptr},
 		{"ruby", "Ruby: ruby:method__entry/return and cmethod__entry/return, named Class#method", ruby_roles,
-		 no_check, {{"RUBYOPT", "-r{script}"}}, kRubyHooks,
+		 no_check, {{"RUBYOPT", "-r{repair}"}, {"RUBYOPT", "-r{script}"}}, kRubyHooks,
 		 "Ruby fires method__entry/return only while a call/return hook is on: recording C methods only; "
-		 "--ruby-call-hook installs one (Ruby calls 3x slower, before the probes' own cost; Ruby 3.1 can crash in rb_dtrace_setup with "
-		 "any such hook, seen in 1 launch of 20 with rubygems)",
-		 no_library},
+		 "--ruby-call-hook installs one (Ruby calls 3x slower, before the probes' own cost)",
+		 no_library, kRubyRepair},
 		{"java", "Java (HotSpot): hotspot:method__entry/return, named pkg.Class.method", java_roles, java_check,
-		 {{"JDK_JAVA_OPTIONS", "-XX:+DTraceMethodProbes"}}, nullptr, nullptr, java_library},
+		 {{"JDK_JAVA_OPTIONS", "-XX:+DTraceMethodProbes"}}, nullptr, nullptr, java_library, nullptr},
 		{"python", "CPython: python:function__entry/return, named file.py:function", python_roles, no_check, {},
-		 nullptr, nullptr, no_library},
+		 nullptr, nullptr, no_library, nullptr},
 		{"postgres", "PostgreSQL: one frame per statement shape, its phases and waits inside", postgres_roles,
-		 no_check, {}, nullptr, nullptr, no_library},
+		 no_check, {}, nullptr, nullptr, no_library, nullptr},
 	};
 	return table;
+}
+
+bool ruby_repaired(int pid)
+{
+	std::error_code ec;
+	std::filesystem::directory_iterator fds("/proc/" + std::to_string(pid) + "/fd", ec);
+	for (; !ec && fds != std::filesystem::directory_iterator(); fds.increment(ec))
+		if (std::filesystem::read_symlink(fds->path(), ec) == kRubyRepairScript)
+			return true;
+	return false;
+}
+
+int ruby_repaired_signal()
+{
+	return SIGURG;
 }
 
 const Preset *find_preset(std::string_view name)

@@ -22,7 +22,7 @@ struct Preset {
 	// Environment a launched command needs for the probes to fire: each
 	// value is added to the variable's, "{script}" standing for a file
 	// holding launch_script, which is only used when asked for
-	// (--ruby-call-hook: it can crash the target, see docs/design.md).
+	// (--ruby-call-hook), "{repair}" for one holding repair_script, always.
 	std::vector<std::pair<const char *, const char *>> launch_env;
 	const char *launch_script;
 	// Said when a command is launched without the launch script.
@@ -30,7 +30,20 @@ struct Preset {
 	// Files holding the probes that a launched executable loads later with
 	// dlopen (HotSpot's libjvm.so): "" when none.
 	std::string (*late_library)(const std::string &executable);
+	// Loaded by every launched process of the runtime: repairs what would
+	// make its probes crash it (Ruby 3.1), then says so (ruby_repaired).
+	const char *repair_script;
 };
+
+// Where launch scripts live (a directory only root can write), and the Ruby
+// repair script, which a repaired Ruby keeps open.
+constexpr const char *kLaunchDir = "/run/usdtprof";
+constexpr const char *kRubyRepairScript = "/run/usdtprof/ruby-repair.rb";
+// Whether pid is a Ruby that loaded the repair script: only then are its
+// cmethod probes safe (Ruby 3.1 reads a freed class name in them otherwise).
+bool ruby_repaired(int pid);
+// The signal a repaired Ruby raises once repaired (SIGURG, ignored by default).
+int ruby_repaired_signal();
 
 const std::vector<Preset> &presets();
 const Preset *find_preset(std::string_view name);

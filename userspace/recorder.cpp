@@ -185,10 +185,9 @@ std::string resolve_command(const std::string &name)
 	return name;
 }
 
-// Where launch scripts live: a directory only root can write, in /run (which
-// only root can write either), so no other user can plant or replace a script
-// that a launched root process loads, not even after usdtprof has exited.
-constexpr const char *kLaunchDir = "/run/usdtprof";
+// Launch scripts live in kLaunchDir: a directory only root can write, in /run
+// (which only root can write either), so no other user can plant or replace a
+// script that a launched root process loads, not even after usdtprof has exited.
 
 Result<void> check_launch_dir()
 {
@@ -207,17 +206,16 @@ Result<void> check_launch_dir()
 // starts the runtime after usdtprof has exited still inherits the variable
 // naming it, and must find the same harmless script (not a missing file, which
 // would stop it, nor one another user planted).
-Result<std::string> install_launch_script(const Preset &preset)
+Result<std::string> install_launch_script(const std::string &path, const char *content)
 {
 	if (auto r = check_launch_dir(); !r)
 		return r.error();
-	std::string path = std::string(kLaunchDir) + "/" + preset.name + "-launch.rb";
 	std::string temp = path + ".XXXXXX";
 	int fd = mkstemp(temp.data()); // O_EXCL, 0600: then made readable by any user the command becomes
 	if (fd < 0)
 		return Error{"cannot create a launch script in " + std::string(kLaunchDir) + ": " + strerror(errno)};
-	size_t len = strlen(preset.launch_script);
-	bool ok = write(fd, preset.launch_script, len) == ssize_t(len) && fchmod(fd, 0644) == 0;
+	size_t len = strlen(content);
+	bool ok = write(fd, content, len) == ssize_t(len) && fchmod(fd, 0644) == 0;
 	close(fd);
 	if (!ok || rename(temp.c_str(), path.c_str()) != 0) {
 		unlink(temp.c_str());
@@ -247,7 +245,14 @@ bool apply_launch_env(const std::vector<const Preset *> &chosen, bool use_script
 					say(p, p->without_script);
 					continue;
 				}
-				auto script = install_launch_script(*p);
+				auto script = install_launch_script(std::string(kLaunchDir) + "/" + p->name + "-launch.rb",
+								    p->launch_script);
+				if (!script)
+					throw UserError(script.error().message);
+				value.replace(at, 8, *script);
+			}
+			if (size_t at = value.find("{repair}"); at != std::string::npos) {
+				auto script = install_launch_script(kRubyRepairScript, p->repair_script);
 				if (!script)
 					throw UserError(script.error().message);
 				value.replace(at, 8, *script);
@@ -337,7 +342,8 @@ public:
 
 	FollowedCommand::Callbacks callbacks()
 	{
-		return {[this](int pid) { on_image(pid); }, [this](int pid, int parent) { on_fork(pid, parent); }};
+		return {[this](int pid) { on_image(pid); }, [this](int pid, int parent) { on_fork(pid, parent); },
+			[this](int pid, int sig) { on_signal(pid, sig); }};
 	}
 
 	// Ends attaching, then (outside this) the engine stops: no attach can
@@ -392,7 +398,8 @@ private:
 			return;
 		}
 		std::vector<const Preset *> chosen = choose_presets(o_, *files);
-		auto sites = more_sites(o_, *files, chosen, custom_, engine_.attached_sites());
+		held_.erase(pid);
+		auto sites = more_sites(o_, *files, chosen, custom_, engine_.attached_sites(), &held_[pid]);
 		if (sites_.count(pid)) {
 			// An exec after an image already recorded: native names are
 			// looked up by address in the maps of the first image, so
@@ -402,6 +409,27 @@ private:
 			reimaged_.insert(pid);
 		}
 		attach(pid, std::move(sites), std::move(*maps), chosen);
+	}
+
+	// A Ruby held back (its cmethod probes) raises the signal once its
+	// repair script has run: they are attached before it goes on.
+	void on_signal(int pid, int sig)
+	{
+		std::lock_guard lock(mutex_);
+		auto held = held_.find(pid);
+		if (stopped_ || sig != ruby_repaired_signal() || held == held_.end() || held->second.empty() ||
+		    !ruby_repaired(pid))
+			return;
+		std::vector<FoundSite> sites = std::move(held->second);
+		held_.erase(held);
+		try {
+			merge_attached(attached_, attach_sites(engine_, sites));
+		} catch (const UserError &e) {
+			log_line("%s: %s; C methods not recorded", pid_text(pid).c_str(), e.what());
+			return;
+		}
+		auto &all = sites_[pid];
+		all.insert(all.end(), sites.begin(), sites.end());
 	}
 
 	void on_fork(int pid, int parent)
@@ -460,6 +488,7 @@ private:
 	AttachedProbes attached_;
 	std::map<int, std::vector<Mapping>> maps_;
 	std::map<int, std::vector<FoundSite>> sites_;
+	std::map<int, std::vector<FoundSite>> held_; // sites attached once the process is repaired (Ruby)
 	std::map<int, std::vector<const Preset *>> chosen_;
 	std::set<std::tuple<int, uint64_t, uint64_t>> attached_files_; // pid, device, inode
 	std::set<int> reimaged_; // pids that ran a second recorded image

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <map>
 #include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -200,9 +201,40 @@ std::string probeless_runtime_hint(const std::string &binary)
 	return "";
 }
 
+// Ruby 3.1's cmethod probes read a freed class name (RubyVM::FrozenCore's)
+// in the target and can crash it, unless usdtprof's repair script ran there
+// (presets.cpp, kRubyRepair): those of other processes are moved to held.
+static void hold_unrepaired_ruby(std::vector<FoundSite> &sites, std::vector<FoundSite> *held)
+{
+	std::map<int, bool> repaired;
+	auto unsafe = [&](const FoundSite &f) {
+		if (f.site.provider != "ruby" || !f.site.name.starts_with("cmethod__"))
+			return false;
+		auto [it, fresh] = repaired.try_emplace(f.pid, false);
+		if (fresh)
+			it->second = f.pid && ruby_repaired(f.pid);
+		return !it->second;
+	};
+	std::vector<FoundSite> out;
+	for (const FoundSite &f : sites)
+		if (unsafe(f))
+			out.push_back(f);
+	std::erase_if(sites, unsafe);
+	static bool said = false;
+	if (held)
+		held->insert(held->end(), out.begin(), out.end());
+	else if (!out.empty() && !said) {
+		log_line("ruby: C method probes (cmethod__entry/return) not attached to %s: Ruby 3.1 can crash in them "
+			 "once its first GC has freed a class name; usdtprof repairs the Rubies it launches "
+			 "(record -- ruby ..., followed) and only those (docs/design.md)",
+			 out.front().pid ? pid_text(out.front().pid).c_str() : "every process of the binary");
+		said = true;
+	}
+}
+
 std::vector<FoundSite> more_sites(const RecordOptions &o, const FilesByPid &files,
 				  const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom,
-				  size_t already)
+				  size_t already, std::vector<FoundSite> *held)
 {
 	std::vector<FoundSite> sites;
 	std::vector<ProbeRole> roles = merge_roles(chosen, custom);
@@ -214,6 +246,7 @@ std::vector<FoundSite> more_sites(const RecordOptions &o, const FilesByPid &file
 	std::erase_if(sites, [](const FoundSite &f) {
 		return f.probe.semaphore_only && f.file->path.find("python3.11") == std::string::npos;
 	});
+	hold_unrepaired_ruby(sites, held);
 	// Processes of a binary may be gone, and their maps unknown, before
 	// names are read: native names are then captured in the kernel too.
 	if (!o.binary.empty())

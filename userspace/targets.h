@@ -80,9 +80,11 @@ std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched
 				  const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom);
 // The sites in more files (of processes started since, or of a followed
 // command's new image), already planned before them. No checks, nothing said.
+// Ruby's cmethod probes of a process not repaired (ruby_repaired) are left
+// out: into held when given (attached once it is), else said once.
 std::vector<FoundSite> more_sites(const RecordOptions &o, const FilesByPid &files,
 				  const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom,
-				  size_t already);
+				  size_t already, std::vector<FoundSite> *held = nullptr);
 // Native names captured in the kernel, like runtimes' names: for processes
 // whose maps may be gone (or replaced by an exec) when names are read.
 void capture_native_names(std::vector<FoundSite> &sites);

@@ -52,7 +52,7 @@ try {
     const text = await page.evaluate(() => document.body.innerText);
     const lines = text.slice(text.indexOf('Symbol Name\n') + 12).split('\n');
     const rows = [];
-    for (let l = 0; l + 2 < lines.length + 1 && lines[l]; l += 3) {
+    for (let l = 0; l + 2 < lines.length && lines[l]; l += 3) {
       rows.push({total: lines[l].replace(/ \(.*\)$/, ''), self: lines[l + 1].trim().replace(/ \(.*\)$/, ''),
                  name: lines[l + 2].replace(/^\t/, '')});
     }

@@ -44,6 +44,14 @@ std::string join(const std::vector<std::string> &names)
 	return out;
 }
 
+// The report of the times as measured. The timelines (Chrome trace,
+// speedscope's evented format) keep measured times; where reports and exports
+// take the probes' own cost out, `report --raw` gives the measured ones.
+json measured_report(const std::string &data)
+{
+	return report_json(data, true);
+}
+
 // The recordings the checks share, made once per test run.
 struct Recordings {
 	std::string dir = temp_dir();
@@ -293,9 +301,8 @@ TEST_CASE("clients: the DevTools trace engine loads the trace with no mismatch: 
 	REQUIRE(threads == std::set<std::string>{"clients", "clients-worker"});
 	// Self time per name, summed over threads: the profile's (its ns are the
 	// trace's microseconds with three decimals; each slice's subtraction in
-	// doubles may add an ulp). A timeline keeps measured times: the
-	// profile's as measured (--raw).
-	json report = report_json(r.cxx_data, true);
+	// doubles may add an ulp).
+	json report = measured_report(r.cxx_data);
 	REQUIRE(engine["self"].size() == report["functions"].size());
 	for (const json &f : report["functions"]) {
 		std::string name = f["name"];
@@ -397,9 +404,7 @@ TEST_CASE("clients: speedscope in headless Chromium imports folded, pprof, speed
 	Output o = run({"node", source_file("tests/clients/speedscope.mjs"), shots, folded, pb, r.cxx_trace, r.ss_trace});
 	INFO(o.err);
 	REQUIRE(o.status == 0);
-	// Timelines keep measured times (--raw); folded and pprof are compensated.
-	json report = report_json(r.cxx_data), raw_report = report_json(r.cxx_data, true),
-	     ss_report = report_json(r.ss_data, true);
+	json report = report_json(r.cxx_data), raw_report = measured_report(r.cxx_data), ss_report = measured_report(r.ss_data);
 	std::istringstream lines(o.out);
 	size_t files = 0;
 	for (std::string line; std::getline(lines, line); files++) {

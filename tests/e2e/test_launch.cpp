@@ -54,10 +54,12 @@ TEST_CASE("ruby hook: takes itself out of RUBYOPT, lives where no other user can
 			"ruby", "--disable-gems", "-e", "def f; end; f; system('/bin/sh', '-c', 'echo \"child:[$RUBYOPT]\"')"});
 	INFO(o.err);
 	REQUIRE(o.status == 0);
-	REQUIRE(o.out == "child:[]\n");
+	// The child keeps the repair script (harmless, wanted by the Rubies it may start), not the hook.
+	REQUIRE(o.out == "child:[-r/run/usdtprof/ruby-repair.rb]\n");
 	std::smatch m;
-	REQUIRE(std::regex_search(o.err, m, std::regex("launching with RUBYOPT=(-r(\\S+))")));
-	const std::string rubyopt = m[1], hook = m[2];
+	REQUIRE(std::regex_search(o.err, m, std::regex("launching with RUBYOPT=(-r(\\S+) -r(\\S+))")));
+	const std::string rubyopt = m[1], repair = m[2], hook = m[3];
+	REQUIRE(repair == "/run/usdtprof/ruby-repair.rb");
 	REQUIRE(hook.starts_with("/run/usdtprof/"));
 
 	// A descendant that kept RUBYOPT (one that is not Ruby) may start Ruby after
@@ -70,6 +72,8 @@ TEST_CASE("ruby hook: takes itself out of RUBYOPT, lives where no other user can
 	REQUIRE(plant.status != 0);
 	Output remove = run(as_nobody({"rm", "-f", hook}));
 	REQUIRE(remove.status != 0);
+	REQUIRE(run(as_nobody({"sh", "-c", "cp " + dir + "/evil.rb " + repair})).status != 0);
+	REQUIRE(run(as_nobody({"rm", "-f", repair})).status != 0);
 	struct stat st;
 	REQUIRE(stat("/run/usdtprof", &st) == 0);
 	REQUIRE(st.st_uid == 0);
@@ -80,12 +84,13 @@ TEST_CASE("ruby hook: takes itself out of RUBYOPT, lives where no other user can
 	Output late = run({"env", "RUBYOPT=" + rubyopt, "ruby", "--disable-gems", "-e", "puts ENV.fetch('RUBYOPT', 'unset')"});
 	INFO(late.err);
 	REQUIRE(late.status == 0);
-	REQUIRE(late.out == "unset\n");
+	REQUIRE(late.out == "-r" + repair + "\n");
 	Output late_user = run(as_nobody({"env", "RUBYOPT=" + rubyopt, "ruby", "--disable-gems", "-e", "puts :ran"}));
 	INFO(late_user.err);
 	REQUIRE(late_user.status == 0);
 	REQUIRE(!std::filesystem::exists(dir + "/pwned"));
 	REQUIRE(read_text(hook).find("attacker") == std::string::npos);
+	REQUIRE(read_text(repair).find("attacker") == std::string::npos);
 }
 
 namespace {
