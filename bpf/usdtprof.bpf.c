@@ -45,6 +45,15 @@ struct {
 	__type(value, __u64);
 } tasks SEC(".maps");
 
+/* Custom pairs' frames popped by an exit that was not theirs, or whose exit
+ * popped frames above them: pair tag -> count (they do not nest with calls). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u64);
+} pair_mismatches SEC(".maps");
+
 /* Names of runtime functions (IDENT_PTRS, IDENT_SQL), captured the first
  * time each process shows each function. */
 struct {
@@ -592,9 +601,27 @@ struct pop_ctx {
 	__u32 open;
 };
 
+static __always_inline void count_pair_mismatch(__u32 pair)
+{
+	__u64 one = 1, *n;
+
+	if (!pair)
+		return;
+	n = bpf_map_lookup_elem(&pair_mismatches, &pair);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else
+		bpf_map_update_elem(&pair_mismatches, &pair, &one, BPF_NOEXIST);
+}
+
 static long pop_one(__u32 i, void *data)
 {
 	struct pop_ctx *c = data;
+	__u32 d = c->depth - i;
+
+	/* Popped without its exit (open: still running at the stop). */
+	if (!c->open && d > 0 && d <= USDTPROF_MAX_DEPTH)
+		count_pair_mismatch((__u32)c->st->frames[(d - 1) & FRAME_MASK].pair);
 
 	pop_frame(c->st, c->depth - i, c->now, c->open);
 	return 0;
@@ -633,6 +660,8 @@ static __always_inline __u64 hit_function(struct pt_regs *ctx, const struct usdt
 {
 	if (spec->ident == USDTPROF_IDENT_NATIVE)
 		return read_arg(ctx, &spec->args[0]);
+	if (spec->ident == USDTPROF_IDENT_PAIR)
+		return 0; /* its frame's: usdt_exit finds it */
 	return runtime_function(ctx, spec, spec_index, st->tgid);
 }
 
@@ -895,6 +924,7 @@ int usdt_entry(struct pt_regs *ctx)
 	f->offcpu = 0;
 	f->sp = sp;
 	f->site = CTX_LOAD(ip);
+	f->pair = spec->pair;
 	st->depth = d + 1;
 	return 0;
 }
@@ -923,6 +953,28 @@ static __always_inline void exit_running_at_attach(struct usdtprof_thread_stack 
 	st->idle_since = now;
 }
 
+/* The innermost frame a custom pair's entry opened (IDENT_PAIR exits). */
+struct pair_ctx {
+	struct usdtprof_thread_stack *st;
+	__u64 func;
+	__u32 pair, depth, found;
+};
+
+static long find_pair_frame(__u32 i, void *data)
+{
+	struct pair_ctx *c = data;
+	struct usdtprof_frame *f;
+
+	if (i >= c->depth)
+		return 1;
+	f = &c->st->frames[(c->depth - 1 - i) & FRAME_MASK];
+	if (f->pair != c->pair)
+		return 0;
+	c->func = f->func;
+	c->found = 1;
+	return 1;
+}
+
 SEC("uprobe")
 int usdt_exit(struct pt_regs *ctx)
 {
@@ -946,7 +998,7 @@ int usdt_exit(struct pt_regs *ctx)
 		emit(USDTPROF_EV_TASK_END, func, now);
 		bpf_map_delete_elem(&tasks, &key);
 		func = USDTPROF_FUNC_TASK;
-	} else {
+	} else if (spec->ident != USDTPROF_IDENT_PAIR) {
 		emit(USDTPROF_EV_EXIT, func, now);
 	}
 	if (st->overflow) {
@@ -956,6 +1008,11 @@ int usdt_exit(struct pt_regs *ctx)
 		return 0;
 	}
 	d = st->depth;
+	if (d == 0 && spec->ident == USDTPROF_IDENT_PAIR) {
+		/* Opened before the attach: its function is unknown. */
+		count_anomaly(USDTPROF_ANOM_EXIT_NO_FRAME, 1);
+		return 0;
+	}
 	if (d == 0) {
 		if (windowed)
 			count_anomaly(USDTPROF_ANOM_WINDOW_EXITS, 1);
@@ -965,6 +1022,17 @@ int usdt_exit(struct pt_regs *ctx)
 	}
 	if (d > USDTPROF_MAX_DEPTH)
 		return 0;
+	if (spec->ident == USDTPROF_IDENT_PAIR) {
+		struct pair_ctx c = { .st = st, .pair = spec->pair, .depth = d };
+
+		bpf_loop(USDTPROF_MAX_DEPTH, find_pair_frame, &c, 0);
+		if (!c.found) {
+			count_anomaly(USDTPROF_ANOM_EXIT_NO_FRAME, 1);
+			return 0;
+		}
+		func = c.func;
+		emit(USDTPROF_EV_EXIT, func, now);
+	}
 	if (st->frames[(d - 1) & FRAME_MASK].func != func) {
 		/* Find the frame this exit belongs to; frames above it missed their exit. */
 		for (i = 1; i < USDTPROF_MAX_DEPTH && i < d; i++)
@@ -975,6 +1043,8 @@ int usdt_exit(struct pt_regs *ctx)
 			return 0;
 		}
 		count_anomaly(USDTPROF_ANOM_EXIT_MISMATCH, 1);
+		/* A pair's exit with calls still open inside its frame. */
+		count_pair_mismatch(spec->pair);
 		pop_frames(st, d, i, now, 0);
 		d -= i;
 	}

@@ -462,6 +462,16 @@ std::map<uint32_t, std::string> Engine::read_thread_comms() const
 	return read_comms(bpf_map__fd(skel_->maps.thread_comms));
 }
 
+std::map<uint32_t, uint64_t> Engine::pair_mismatches() const
+{
+	int fd = bpf_map__fd(skel_->maps.pair_mismatches);
+	std::map<uint32_t, uint64_t> out;
+	for (uint32_t tag : map_keys<uint32_t>(fd))
+		if (uint64_t n; bpf_map_lookup_elem(fd, &tag, &n) == 0)
+			out[tag] = n;
+	return out;
+}
+
 std::map<uint32_t, std::string> Engine::read_comms(int fd)
 {
 	std::map<uint32_t, std::string> out;

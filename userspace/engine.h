@@ -131,6 +131,8 @@ public:
 	// Names the kernel captured for runtime probes, by (tgid, function id).
 	std::map<std::pair<uint32_t, uint64_t>, usdtprof_name> read_names() const;
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> anomalies() const;
+	// Custom pairs' frames that did not nest with the calls around them, by pair tag.
+	std::map<uint32_t, uint64_t> pair_mismatches() const;
 
 	// Detaches every probe, the last attached first.
 	void detach_probes();

@@ -121,8 +121,34 @@ std::vector<ProbeRole> native_probe_roles()
 
 Result<std::vector<ProbeRole>> parse_pair_spec(std::string_view spec)
 {
-	return parse_spec(spec, {USDTPROF_ROLE_ENTRY, USDTPROF_ROLE_EXIT}, true,
-			  "PROVIDER:ENTRY/EXIT[:argN[:str|:int]|:=NAME]");
+	std::string_view body = spec;
+	bool match = body.ends_with(":match") && body.size() > 6;
+	if (match)
+		body.remove_suffix(6);
+	auto roles = parse_spec(body, {USDTPROF_ROLE_ENTRY, USDTPROF_ROLE_EXIT}, true,
+				"PROVIDER:ENTRY/EXIT[:argN[:str|:int]|:=NAME][:match]");
+	if (!roles)
+		return roles;
+	uint32_t tag = pair_tag((*roles)[0].provider, (*roles)[0].name, (*roles)[1].name);
+	for (ProbeRole &r : *roles) {
+		r.pair = tag;
+		r.spec = spec;
+	}
+	if (!match) {
+		ProbeRole &exit = (*roles)[1];
+		exit.ident = USDTPROF_IDENT_PAIR;
+		exit.ident_args.clear();
+		exit.content_mask = 0;
+		exit.parts.clear();
+	}
+	return roles;
+}
+
+uint32_t pair_tag(std::string_view provider, std::string_view entry, std::string_view exit)
+{
+	uint64_t h = const_function_id(std::string(provider) + ":" + std::string(entry) + "/" + std::string(exit));
+	uint32_t tag = uint32_t(h ^ (h >> 32));
+	return tag ? tag : 1;
 }
 
 Result<std::vector<ProbeRole>> parse_task_spec(std::string_view spec)

@@ -42,7 +42,12 @@ struct ProbeRole {
 	std::string const_name;                   // IDENT_CONST
 	bool semaphore_only = false;              // only hold this probe's semaphore up (see usdt_semaphore)
 	bool nests_on_stack = false;              // its calls nest on the native stack (our header): see usdtprof_probe_spec.nests
+	uint32_t pair = 0;                        // a custom pair's tag (usdtprof_probe_spec.pair), 0 otherwise
+	std::string spec;                         // a custom pair: the spec it was given as
 };
+
+// A custom pair's tag: non-zero, from its provider and probe names.
+uint32_t pair_tag(std::string_view provider, std::string_view entry, std::string_view exit);
 
 // The function id of a constant name (IDENT_CONST): far from any address.
 uint64_t const_function_id(std::string_view name);
@@ -57,6 +62,9 @@ std::vector<ProbeRole> native_probe_roles();
 // arg0), a pointer to a name string the program keeps (read once); "argN:str",
 // a string, keyed by its content; "argN:int", an integer (named "ENTRY(N)");
 // or "=TEXT", a constant. E.g. "myapp:request__start/request__done:arg1".
+// The exit closes the innermost frame its entry opened (IDENT_PAIR), its
+// arguments unread, unless the spec ends with ":match": then the exit's
+// arguments name its frame as the entry's do.
 Result<std::vector<ProbeRole>> parse_pair_spec(std::string_view spec);
 // "PROVIDER:CREATE/BEGIN/END[:argN]": task probes whose argument N is the task id.
 Result<std::vector<ProbeRole>> parse_task_spec(std::string_view spec);

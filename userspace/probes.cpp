@@ -50,7 +50,10 @@ usdtprof_probe_spec probe_spec(const FoundSite &f)
 	spec.role = p.role;
 	spec.ident = p.ident;
 	spec.nests = p.nests_on_stack;
+	spec.pair = p.pair;
 	switch (p.ident) {
+	case USDTPROF_IDENT_PAIR:
+		break;
 	case USDTPROF_IDENT_NATIVE:
 		spec.args[0] = site_arg(f, p.arg);
 		break;

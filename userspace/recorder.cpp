@@ -529,6 +529,19 @@ void wait_for_command(int pid, const std::string &comm, bool kill_on_stop)
 		close(pfd);
 }
 
+// A pair whose frames were popped by other exits, or whose exits popped
+// frames inside it, does not nest with the calls around it: its frames then
+// mean nothing.
+void warn_unnested_pairs(const std::vector<ProbeRole> &custom, const std::map<uint32_t, uint64_t> &mismatches)
+{
+	for (const ProbeRole &r : custom)
+		if (r.pair && r.role == USDTPROF_ROLE_ENTRY)
+			if (auto m = mismatches.find(r.pair); m != mismatches.end() && m->second)
+				log_line("warning: --pair %s: %llu of its frames did not nest with the calls around them "
+					 "(exit_mismatch): it is not a function, and its frames' times and callees mean nothing",
+					 escape_text(r.spec).c_str(), (unsigned long long)m->second);
+}
+
 } // namespace
 
 std::optional<CalibrationResult> calibrate_or_warn(Engine &engine, bool offcpu_hook, bool trace)
@@ -679,6 +692,7 @@ int record(const RecordOptions &o)
 	auto anomalies = (*engine)->anomalies();
 	for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
 		profile.anomalies[anomaly_name(a)] = anomalies[a];
+	warn_unnested_pairs(custom, (*engine)->pair_mismatches());
 	// A process that has exited maps nothing any more: then native names are
 	// read from the files it mapped at attach time.
 	for (auto &[p, maps] : attach_maps)

@@ -69,6 +69,9 @@ enum usdtprof_ident {
 				  for the args in content_mask, the strings' contents */
 	USDTPROF_IDENT_SQL,    /* func = hash of the text at args[0] with literals
 				  replaced by placeholders: one frame per statement shape */
+	USDTPROF_IDENT_PAIR,   /* an exit of a custom pair: its frame is the innermost
+				  one its pair's entry opened (spec->pair), whatever
+				  the exit's arguments say */
 };
 
 /* Identity arguments hashed together, and name parts captured per function. */
@@ -112,7 +115,8 @@ struct usdtprof_probe_spec {
 	__u32 nests;        /* the probed calls nest on the native stack (our
 			       header): frames keep their entry's stack pointer
 			       and site, which can prove them gone */
-	__u32 pad;
+	__u32 pair;         /* a custom pair's entry and exit: its tag (non-zero),
+			       kept in the frames it opens; 0 otherwise */
 };
 
 #define USDTPROF_CONTENT_PREFIXED(i) (1u << (16 + (i)))
@@ -142,6 +146,7 @@ struct usdtprof_frame {
 	__u64 sp;     /* stack pointer at the entry probe; 0 if the probe does
 			 not nest on the native stack */
 	__u64 site;   /* address of the entry probe */
+	__u64 pair;   /* the custom pair that opened it (spec->pair), 0 if none */
 };
 
 /* A path's totals accumulated by one thread, not yet added to the paths map. */

@@ -287,7 +287,8 @@ TEST_CASE("ruby: launched Rubies (erb, with and without the hook) never crash; F
 		REQUIRE(core_calls > 0);
 	}
 	// A running Ruby that usdtprof did not repair gets no C method probes, and says why.
-	Background rb({"env", "-u", "RUBYOPT", "ruby", "-e", "puts 'ready'; $stdout.flush; sleep 10"});
+	// It sleeps until killed: attaching may take seconds on a loaded host.
+	Background rb({"env", "-u", "RUBYOPT", "ruby", "-e", "puts 'ready'; $stdout.flush; sleep"});
 	rb.wait_for_line("ready");
 	Output attached = run({e2e::usdtprof(), "record", "-p", std::to_string(rb.pid()), "-d", "0.3", "-o", dir + "/p.data"});
 	INFO(attached.err);
@@ -447,6 +448,56 @@ TEST_CASE("python3.11: calls per function equal cProfile's ncalls for the same s
 		REQUIRE(function(report, "calls.py:" + name)["calls"] == calls);
 	}
 	REQUIRE(function(report, "calls.py:fib")["recursive"] == true);
+}
+
+// python:gc__start(generation) / gc__done(objects collected): the exit's argument is no identity.
+// Before, the exit was named by its own arg0 (here 100 or more), never matched its frame, and every
+// later call nested under an open gc__start(2).
+TEST_CASE("python3.11: --pair gc__start/gc__done:arg0:int: each exit closes its own collection", "[runtimes][pairs]")
+{
+	std::string dir = temp_dir();
+	std::ofstream(dir + "/gcpair.py") << "import gc\n"
+					     "class Node:\n"
+					     "    def __init__(self):\n"
+					     "        self.me = self\n"
+					     "def collect():\n"
+					     "    for _ in range(100):\n"
+					     "        Node()\n"
+					     "    return gc.collect()\n"
+					     "def after():\n"
+					     "    return 1\n"
+					     "def load():\n"
+					     "    import colorsys\n"
+					     "def main():\n"
+					     "    gc.disable()\n"
+					     "    n = sum(collect() for _ in range(5))\n"
+					     "    load()\n"
+					     "    after()\n"
+					     "    print('collected', n >= 500)\n"
+					     "main()\n";
+	auto [o, data] = record_launch({kPython311, dir + "/gcpair.py"}, {},
+				       {"--pair", "python:gc__start/gc__done:arg0:int"});
+	INFO(o.err);
+	REQUIRE(o.out == "collected True\n");
+	REQUIRE_THAT(o.err, !Contains("did not nest"));
+	auto report = report_json(data);
+	auto gc = path(report, "gcpair.py:<module>;gcpair.py:main;gcpair.py:<genexpr>;gcpair.py:collect;gc__start(2)");
+	INFO(report["paths"].dump());
+	REQUIRE(gc.is_object());
+	REQUIRE(gc["calls"] == 5);
+	REQUIRE(gc["open"] == 0);
+	// The calls after the collections are no callees of one.
+	REQUIRE(path(report, "gcpair.py:<module>;gcpair.py:main;gcpair.py:after")["calls"] == 1);
+	REQUIRE(report["anomalies"]["exit_mismatch"] == 0);
+	REQUIRE(report["anomalies"]["exit_no_frame"] == 0);
+
+	// A pair that does not nest with the calls (an import's start paired with a collection's end,
+	// which never comes inside load()) is said to.
+	auto [bad, bad_data] = record_launch({kPython311, dir + "/gcpair.py"}, {},
+					     {"--pair", "python:import__find__load__start/gc__done:=loading"});
+	INFO(bad.err);
+	REQUIRE_THAT(bad.err, Contains("warning: --pair python:import__find__load__start/gc__done:=loading:"));
+	REQUIRE_THAT(bad.err, Contains("it is not a function"));
 }
 
 TEST_CASE("python3.11: record -p mid-call: the frames running at attach nest as their exits show, within the recording",

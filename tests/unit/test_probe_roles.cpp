@@ -16,6 +16,23 @@ TEST_CASE("probe specs: pairs and task triples with an optional argument")
 	CHECK((*pair)[1].role == USDTPROF_ROLE_EXIT);
 	CHECK((*pair)[1].arg == 1);
 	CHECK(parse_pair_spec("p:a/b")->at(0).arg == 0);
+	// The exit closes its pair's frame, its arguments unread, unless :match says otherwise.
+	CHECK((*pair)[1].ident == USDTPROF_IDENT_PAIR);
+	CHECK((*pair)[0].ident == USDTPROF_IDENT_NATIVE);
+	CHECK((*pair)[0].pair != 0);
+	CHECK((*pair)[0].pair == (*pair)[1].pair);
+	auto counted = parse_pair_spec("python:gc__start/gc__done:arg0:int");
+	REQUIRE(counted.ok());
+	CHECK((*counted)[0].ident == USDTPROF_IDENT_PTRS);
+	CHECK((*counted)[1].ident == USDTPROF_IDENT_PAIR);
+	CHECK((*counted)[1].parts.empty());
+	CHECK((*counted)[0].pair != (*pair)[0].pair);
+	auto matched = parse_pair_spec("python:gc__start/gc__done:arg0:int:match");
+	REQUIRE(matched.ok());
+	CHECK((*matched)[1].ident == USDTPROF_IDENT_PTRS);
+	CHECK((*matched)[1].ident_args == std::vector<unsigned>{0});
+	CHECK((*matched)[0].spec == "python:gc__start/gc__done:arg0:int:match");
+	CHECK(parse_pair_spec("p:a/b:match")->at(1).ident == USDTPROF_IDENT_NATIVE);
 
 	auto task = parse_task_spec("eng:queued/start/done:arg11");
 	REQUIRE(task.ok());

@@ -26,8 +26,9 @@ void add_target_options(CLI::App *app, RecordOptions &o)
 	app->add_option("--runtime", o.runtime, "Use this preset only (native, php, ruby, java, python, postgres); default: detected");
 	// One value per flag, repeated: a vector option would also take the command's own dashed arguments.
 	app->add_option("--pair", o.pairs,
-			"Also a custom probe pair: PROVIDER:ENTRY/EXIT[:NAME], NAME: argN (points to a static name), "
-			"argN:str, argN:int or =CONSTANT")
+			"Also a custom probe pair: PROVIDER:ENTRY/EXIT[:NAME][:match], NAME: argN (points to a static name), "
+			"argN:str, argN:int or =CONSTANT; the exit closes its pair's innermost frame, or with :match the "
+			"one its own arguments name")
 		->allow_extra_args(false);
 	app->add_option("--task", o.tasks, "Custom task probes: PROVIDER:CREATE/BEGIN/END[:argN], argN is the task id")
 		->allow_extra_args(false);
