@@ -62,8 +62,15 @@ size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, 
 		auto [it, added] = func_index.try_emplace({s.tgid, s.func}, 0);
 		if (added) {
 			bool cut = false;
-			it->second = add_function(function_name(lookup, s.tgid, s.func, &cut));
+			FunctionName name = function_name(lookup, s.tgid, s.func, &cut);
+			it->second = add_function(name);
 			names_cut += cut;
+			if (profile.calibration) {
+				std::vector<int32_t> &kinds = profile.calibration->function_kinds;
+				kinds.resize(profile.functions.size(), -1);
+				if (kinds[it->second] < 0)
+					kinds[it->second] = name.cost_kind;
+			}
 		}
 		return it->second;
 	};
@@ -112,6 +119,8 @@ size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, 
 			profile.nodes.push_back(node);
 		}
 	}
+	if (profile.calibration)
+		profile.calibration->function_kinds.resize(profile.functions.size(), -1);
 	if (std::any_of(locations.begin(), locations.end(), [](const std::string &l) { return !l.empty(); }))
 		profile.locations = std::move(locations);
 	return names_cut;

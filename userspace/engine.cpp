@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <utility>
@@ -150,6 +151,7 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_
 Engine::~Engine()
 {
 	detach_probes();
+	own_links_.clear();
 	scheduler_hooks_.clear();
 	usdtprof_bpf__destroy(skel_);
 }
@@ -194,6 +196,30 @@ Result<void> Engine::hold_semaphore(int pid, const TargetFile &file, uint64_t re
 	// Detached last: the probes it makes fire go first.
 	probe_links_.insert(probe_links_.begin(), std::move(*link));
 	return {};
+}
+
+Result<void> Engine::attach_own(usdtprof_role role, const std::string &binary, const std::vector<UprobeSite> &sites)
+{
+	bool exit_side = role == USDTPROF_ROLE_EXIT || role == USDTPROF_ROLE_TASK_END;
+	const bpf_program *prog = exit_side ? skel_->progs.usdt_exit : skel_->progs.usdt_entry;
+	auto link = attach_uprobe_multi(bpf_program__fd(prog), getpid(), "/proc/self/exe", binary, sites);
+	if (!link)
+		return link.error();
+	own_links_.push_back(std::move(*link));
+	return {};
+}
+
+void Engine::forget_own_records(const std::vector<uint64_t> &paths)
+{
+	delete_paths(paths);
+	delete_names(uint32_t(getpid()));
+	// A task storage map is keyed by a pidfd: the calling thread's stack goes.
+	// (PIDFD_THREAD, which is O_EXCL, for a thread that is not the leader.)
+	int pidfd = int(syscall(SYS_pidfd_open, gettid(), gettid() == getpid() ? 0 : O_EXCL));
+	if (pidfd >= 0) {
+		bpf_map_delete_elem(bpf_map__fd(skel_->maps.stacks), &pidfd);
+		close(pidfd);
+	}
 }
 
 uint64_t Engine::pause()

@@ -102,6 +102,16 @@ public:
 	void delete_paths(const std::vector<uint64_t> &paths);
 	void delete_names(uint32_t tgid);
 
+	// The probe specs added so far, by index.
+	const std::vector<usdtprof_probe_spec> &specs() const { return specs_; }
+	// Overhead calibration (calibration.h): attaches role's program to sites
+	// of usdtprof's own binary for this process only, until the engine is
+	// destroyed (never detached by stop() or a monitor window).
+	Result<void> attach_own(usdtprof_role role, const std::string &binary, const std::vector<UprobeSite> &sites);
+	// Forgets what the probes recorded in this process (its paths, names,
+	// command name and the calling thread's stack), so that no profile shows it.
+	void forget_own_records(const std::vector<uint64_t> &paths);
+
 	// Measures what one uprobe hit costs this process with an empty program
 	// (the trap, in and out of the kernel), in ns: the floor of a probe's cost.
 	Result<double> measure_trap_ns();
@@ -137,6 +147,7 @@ private:
 	usdtprof_bpf *skel_ = nullptr;
 	std::vector<LinkPtr> scheduler_hooks_; // thread exit, exec, context switch
 	std::vector<UniqueFd> probe_links_;
+	std::vector<UniqueFd> own_links_; // calibration: usdtprof's own sites
 	size_t attached_sites_ = 0;
 	uint32_t max_paths_ = 0;
 	std::vector<usdtprof_probe_spec> specs_;

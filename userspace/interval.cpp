@@ -157,6 +157,7 @@ void keep_nodes(Profile &p, const std::vector<bool> &keep)
 	std::vector<uint32_t> node_index(p.nodes.size(), kNoParent), function_index(p.functions.size(), kNoParent);
 	std::vector<PathNode> nodes;
 	std::vector<std::string> functions, locations;
+	std::vector<int32_t> kinds; // the calibration's, per function
 	for (size_t i = 0; i < p.nodes.size(); i++) {
 		if (!keep[i])
 			continue;
@@ -166,6 +167,9 @@ void keep_nodes(Profile &p, const std::vector<bool> &keep)
 			functions.push_back(std::move(p.functions[n.function]));
 			if (!p.locations.empty())
 				locations.push_back(std::move(p.locations[n.function]));
+			if (p.calibration)
+				kinds.push_back(n.function < p.calibration->function_kinds.size()
+							? p.calibration->function_kinds[n.function] : -1);
 		}
 		n.function = function_index[n.function];
 		n.parent = n.parent == kNoParent ? kNoParent : node_index[n.parent];
@@ -175,6 +179,8 @@ void keep_nodes(Profile &p, const std::vector<bool> &keep)
 	p.nodes = std::move(nodes);
 	p.functions = std::move(functions);
 	p.locations = std::move(locations);
+	if (p.calibration)
+		p.calibration->function_kinds = std::move(kinds);
 }
 
 } // namespace

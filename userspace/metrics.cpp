@@ -148,6 +148,7 @@ void MetricsRegistry::add_interval(const Profile &delta)
 			it == comm_of.end() || it->second->empty() ? unknown : *it->second;
 		Series &s = interval[{comm, delta.functions[n.function]}];
 		s.self_ns += n.self_ns;
+		s.self_offcpu_ns += std::min(n.self_offcpu_ns, n.self_ns);
 		s.calls += n.calls;
 	}
 	if (interval.empty())
@@ -162,6 +163,7 @@ void MetricsRegistry::add_interval(const Profile &delta)
 			continue;
 		}
 		it->second.self_ns += s.self_ns;
+		it->second.self_offcpu_ns += s.self_offcpu_ns;
 		it->second.calls += s.calls;
 	}
 	// The heaviest new pairs take the free series.
@@ -181,6 +183,7 @@ void MetricsRegistry::add_interval(const Profile &delta)
 		else if (inserted && it->first.first != kOtherProcess)
 			other_series_++;
 		it->second.self_ns += s->self_ns;
+		it->second.self_offcpu_ns += s->self_offcpu_ns;
 		it->second.calls += s->calls;
 	}
 }
@@ -212,7 +215,7 @@ std::string MetricsRegistry::render() const
 {
 	std::string out;
 	std::lock_guard<std::mutex> lock(mutex_);
-	out.reserve(512 + series_.size() * 2 * 96);
+	out.reserve(512 + series_.size() * 3 * 96);
 
 	auto per_function = [&](const char *name, auto value) {
 		for (const auto &[key, s] : series_) {
@@ -230,6 +233,11 @@ std::string MetricsRegistry::render() const
 	       "Exclusive (self) time of the function's activations, summed over its call paths.");
 	per_function("usdtprof_function_self_seconds_total",
 		     [](const Series &s) { return format_seconds(s.self_ns); });
+	family(out, "usdtprof_function_self_offcpu_seconds_total", "counter",
+	       "The part of the function's self time spent switched out (blocked, sleeping, waiting for a CPU); "
+	       "the on-CPU part is the rest.");
+	per_function("usdtprof_function_self_offcpu_seconds_total",
+		     [](const Series &s) { return format_seconds(s.self_offcpu_ns); });
 	family(out, "usdtprof_function_calls_total", "counter",
 	       "Activations of the function, summed over its call paths.");
 	per_function("usdtprof_function_calls_total",

@@ -63,6 +63,7 @@ public:
 private:
 	struct Series {
 		uint64_t self_ns = 0;
+		uint64_t self_offcpu_ns = 0; // the part of self_ns spent switched out
 		uint64_t calls = 0;
 	};
 	using Key = std::pair<std::string, std::string>; // process comm, function name

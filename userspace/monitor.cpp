@@ -17,8 +17,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "calibration.h"
 #include "text_escape.h"
 #include "call_paths.h"
+#include "compensation.h"
 #include "engine.h"
 #include "interval.h"
 #include "metrics.h"
@@ -188,6 +190,8 @@ int monitor(const MonitorOptions &o)
 	const bool skip_gone = binary_processes.has_value();
 	bool attached_now = true;
 	AttachedProbes attached = attach_sites(**engine, sites, skip_gone);
+	// Once, at the start: every interval's profile carries it.
+	std::optional<CalibrationResult> calibration = calibrate_or_warn(**engine, o.offcpu, false);
 	// binary_processes describes --binary's processes, and reads their maps,
 	// as they start; -p's one process is described here.
 	std::map<int, ProfileProcess> pid_process;
@@ -430,6 +434,10 @@ int monitor(const MonitorOptions &o)
 									     : describe_process(int(tgid), comms));
 		}
 		FunctionNamer namer(attached, (*engine)->read_names(), maps, opened);
+		if (calibration) {
+			profile.calibration = calibration->calibration;
+			namer.set_cost_kinds(calibration->spec_kinds, calibration->native_kind);
+		}
 		size_t names_cut =
 			add_call_paths(profile, delta.records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); });
 		// The kernel's counters are cumulative; an interval shows its own.
@@ -448,14 +456,16 @@ int monitor(const MonitorOptions &o)
 				"heaviest of %zu call paths\n",
 				stamp(begin_unix).c_str(), (unsigned long long)trim->bytes_before,
 				(unsigned long long)o.max_interval_bytes, trim->paths_kept, trim->paths_before);
-		std::string pprof = render_pprof(profile);
+		// The file keeps the measured times; what is exported is compensated.
+		Profile compensated = compensate(profile);
+		std::string pprof = render_pprof(compensated);
 		// Names usdtprof chose: replaced, never followed or written through.
 		if (auto r = write_file_atomically(base + ".data", serialize_profile(profile)); !r)
 			log_line("%s", r.error().message.c_str());
 		if (auto r = write_file_atomically(base + ".pb.gz", pprof); !r)
 			log_line("%s", r.error().message.c_str());
 		apply_retention(o.dir, kPrefix, o.keep, o.max_bytes, o.max_age_s);
-		metrics.add_interval(profile);
+		metrics.add_interval(compensated);
 		if (!metrics_processes_full && metrics.other_processes_full()) {
 			metrics_processes_full = true;
 			fprintf(stderr, "usdtprof: /metrics: more than %zu process names need an [other] series; later ones share "

@@ -15,6 +15,7 @@ namespace usdtprof {
 struct FunctionName {
 	std::string name;
 	std::string location; // "file:line", "file" or ""
+	int32_t cost_kind = -1; // index into the profile's calibration kinds; -1: none known
 };
 
 // Which probe argument a captured name part comes from.

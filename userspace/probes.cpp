@@ -143,14 +143,26 @@ FunctionNamer::FunctionNamer(const AttachedProbes &attached,
 	: spec_probes_(attached.spec_probes), captured_(std::move(captured)), maps_(std::move(maps)), files_(files)
 {
 	for (const auto &[index, probe] : spec_probes_)
-		if (probe.ident == USDTPROF_IDENT_CONST)
+		if (probe.ident == USDTPROF_IDENT_CONST) {
 			constants_[const_function_id(probe.const_name)] = probe.const_name;
+			constant_specs_[const_function_id(probe.const_name)] = index;
+		}
+}
+
+void FunctionNamer::set_cost_kinds(std::map<uint32_t, int32_t> spec_kinds, int32_t native_kind)
+{
+	spec_kinds_ = std::move(spec_kinds);
+	native_kind_ = native_kind;
 }
 
 Result<FunctionName> FunctionNamer::operator()(uint32_t tgid, uint64_t func) const
 {
+	auto kind_of_spec = [&](uint32_t spec) {
+		auto k = spec_kinds_.find(spec);
+		return k == spec_kinds_.end() ? -1 : k->second;
+	};
 	if (auto c = constants_.find(func); c != constants_.end())
-		return FunctionName{c->second, ""};
+		return FunctionName{c->second, "", kind_of_spec(constant_specs_.at(func))};
 	if (auto n = captured_.find({tgid, func}); n != captured_.end()) {
 		auto probe = spec_probes_.find(n->second.spec);
 		if (probe == spec_probes_.end() || !probe->second.format)
@@ -158,6 +170,7 @@ Result<FunctionName> FunctionNamer::operator()(uint32_t tgid, uint64_t func) con
 		FunctionName name = probe->second.format(n->second, probe->second);
 		if (name.name.empty())
 			return Error{"empty name"};
+		name.cost_kind = kind_of_spec(n->second.spec);
 		return name;
 	}
 	static const std::vector<Mapping> none;
@@ -166,7 +179,7 @@ Result<FunctionName> FunctionNamer::operator()(uint32_t tgid, uint64_t func) con
 	if (!s)
 		return s.error();
 	// Our C++ header names functions by __PRETTY_FUNCTION__.
-	return FunctionName{simplify_function_name(*s), ""};
+	return FunctionName{simplify_function_name(*s), "", native_kind_};
 }
 
 } // namespace usdtprof

@@ -50,9 +50,14 @@ public:
 	FunctionNamer(const AttachedProbes &attached, std::map<std::pair<uint32_t, uint64_t>, usdtprof_name> captured,
 		      std::map<int, std::vector<Mapping>> maps, const TargetFiles &files);
 	Result<FunctionName> operator()(uint32_t tgid, uint64_t func) const;
+	// Names then carry their probe's calibrated cost kind.
+	void set_cost_kinds(std::map<uint32_t, int32_t> spec_kinds, int32_t native_kind);
 
 private:
 	std::map<uint64_t, std::string> constants_;
+	std::map<uint64_t, uint32_t> constant_specs_;
+	std::map<uint32_t, int32_t> spec_kinds_;
+	int32_t native_kind_ = -1;
 	std::map<uint32_t, ProbeRole> spec_probes_;
 	std::map<std::pair<uint32_t, uint64_t>, usdtprof_name> captured_;
 	std::map<int, std::vector<Mapping>> maps_;

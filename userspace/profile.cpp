@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -99,6 +100,51 @@ std::vector<std::string> get_strings(const json &obj, const char *key, const std
 	return out;
 }
 
+double get_number(const json &obj, const char *key, const std::string &where, double min)
+{
+	const json &v = field(obj, key, where);
+	if (!v.is_number() || !(v.get<double>() >= min) || !std::isfinite(v.get<double>()))
+		corrupt(where + key + ": expected a number from " + std::to_string(min));
+	return v.get<double>();
+}
+
+bool get_bool(const json &obj, const char *key, const std::string &where)
+{
+	return typed(obj, key, where, json::value_t::boolean).get<bool>();
+}
+
+Calibration calibration_from_json(const json &c, size_t functions)
+{
+	const std::string w = "calibration.";
+	if (!c.is_object())
+		corrupt("calibration: expected object");
+	Calibration cal;
+	for (const json &e : typed(c, "kinds", w, json::value_t::array)) {
+		std::string k = w + "kinds[" + std::to_string(cal.kinds.size()) + "].";
+		require_object(e, k);
+		ProbeCost cost;
+		cost.kind = get_string(e, "kind", k);
+		cost.own_ns = get_number(e, "own_ns", k, 0);
+		cost.caller_ns = get_number(e, "caller_ns", k, 0);
+		cost.own_spread_ns = get_number(e, "own_spread_ns", k, 0);
+		cost.caller_spread_ns = get_number(e, "caller_spread_ns", k, 0);
+		cost.batches = static_cast<uint32_t>(get_uint(e, "batches", k, UINT32_MAX));
+		cost.uncompensated_ns = get_number(e, "uncompensated_ns", k, -1);
+		cal.kinds.push_back(cost);
+	}
+	for (const json &v : typed(c, "function_kinds", w, json::value_t::array)) {
+		if (!v.is_number_integer() || v.get<int64_t>() < -1 || v.get<int64_t>() >= int64_t(cal.kinds.size()))
+			corrupt(w + "function_kinds: expected -1 or an index into kinds");
+		cal.function_kinds.push_back(static_cast<int32_t>(v.get<int64_t>()));
+	}
+	if (cal.function_kinds.size() != functions)
+		corrupt(w + "function_kinds: expected one per function");
+	cal.cost_ns = get_uint(c, "cost_ns", w);
+	cal.offcpu_hook = get_bool(c, "offcpu_hook", w);
+	cal.trace = get_bool(c, "trace", w);
+	return cal;
+}
+
 Profile profile_from_json(const json &j)
 {
 	if (!j.is_object())
@@ -173,6 +219,8 @@ Profile profile_from_json(const json &j)
 			corrupt(w + "self_offcpu_ns exceeds self_ns");
 		p.nodes.push_back(n);
 	}
+	if (j.contains("calibration"))
+		p.calibration = calibration_from_json(j["calibration"], p.functions.size());
 	return p;
 }
 
@@ -223,6 +271,17 @@ std::string serialize_profile(const Profile &profile)
 		body["locations"] = profile.locations;
 	if (profile.sampled_fraction < 1.0)
 		body["sampled_fraction"] = profile.sampled_fraction;
+	if (const auto &cal = profile.calibration) {
+		ojson kinds = ojson::array();
+		for (const ProbeCost &k : cal->kinds)
+			kinds.push_back({{"kind", k.kind}, {"own_ns", k.own_ns}, {"caller_ns", k.caller_ns},
+				{"own_spread_ns", k.own_spread_ns}, {"caller_spread_ns", k.caller_spread_ns},
+				{"batches", k.batches}, {"uncompensated_ns", k.uncompensated_ns}});
+		std::vector<int32_t> function_kinds = cal->function_kinds;
+		function_kinds.resize(profile.functions.size(), -1);
+		body["calibration"] = {{"kinds", kinds}, {"function_kinds", function_kinds}, {"cost_ns", cal->cost_ns},
+			{"offcpu_hook", cal->offcpu_hook}, {"trace", cal->trace}};
+	}
 	// Names come from target binaries and may not be UTF-8: replace rather than throw.
 	std::string text = body.dump(-1, ' ', false, ojson::error_handler_t::replace) + "\n";
 	char header[96];

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,33 @@ struct PathNode {
 	uint64_t self_ns = 0;        // exclusive time
 	uint64_t total_ns = 0;       // inclusive time
 	uint64_t self_offcpu_ns = 0; // the part of self_ns spent switched out
+	// Not saved: after compensate(), the calibration's spread over this
+	// path's calls; a self time below it is not precise.
+	uint64_t uncertain_ns = 0;
+};
+
+// What one probed call adds to the self times usdtprof measures, for one
+// kind of probe, calibrated on the recording's machine (calibration.h).
+struct ProbeCost {
+	std::string kind;          // "native", "value", "content", "sql", "const"
+	double own_ns = 0;         // added to the call's own self time
+	double caller_ns = 0;      // added to its caller's self time
+	double own_spread_ns = 0;  // half the 10th-90th percentile range over batches
+	double caller_spread_ns = 0;
+	uint32_t batches = 0;
+	// Per call, what the runtime's own probe code adds that usdtprof cannot
+	// calibrate in its own process: < 0 unknown, 0 none (native probes).
+	double uncompensated_ns = -1;
+};
+
+struct Calibration {
+	std::vector<ProbeCost> kinds;
+	// Per function (as long as Profile::functions): index into kinds, -1 for
+	// frames no probe of a known kind times ([running at attach], [task] ...).
+	std::vector<int32_t> function_kinds;
+	uint64_t cost_ns = 0;      // what calibrating took at the start
+	bool offcpu_hook = true;   // the context-switch hook was on
+	bool trace = false;        // trace mode (a ring-buffer event per hit)
 };
 
 struct Profile {
@@ -55,6 +83,9 @@ struct Profile {
 	// monitor's duty cycle); counts and times are as measured, never scaled.
 	double sampled_fraction = 1.0;
 	std::vector<PathNode> nodes;
+	// Absent in profiles of older versions and when calibration failed:
+	// then times are shown as measured.
+	std::optional<Calibration> calibration;
 };
 
 // Writes to a path the user gave, as write_output does (output_file.h).

@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "calibration.h"
 #include "text_escape.h"
 #include "call_paths.h"
 #include "engine.h"
@@ -121,7 +122,7 @@ void write_trace(const TraceOptions &t, const EventLog &log, uint64_t lost, uint
 	TraceInput input;
 	input.start_ns = start_ns;
 	input.stop_ns = stop_ns;
-	std::map<std::pair<uint32_t, uint64_t>, std::string> names;
+	std::map<std::pair<uint32_t, uint64_t>, FunctionName> names;
 	for (const usdtprof_event &e : log.events) {
 		TraceEvent ev;
 		ev.ts_ns = e.ts;
@@ -131,8 +132,8 @@ void write_trace(const TraceOptions &t, const EventLog &log, uint64_t lost, uint
 		if (ev.type == USDTPROF_EV_ENTER || ev.type == USDTPROF_EV_EXIT) {
 			auto [it, added] = names.try_emplace({e.pid, e.func});
 			if (added)
-				it->second = function_name(lookup, e.pid, e.func).name;
-			ev.name = it->second;
+				it->second = function_name(lookup, e.pid, e.func);
+			ev.name = it->second.name;
 		} else {
 			ev.task_id = e.func;
 		}
@@ -146,6 +147,9 @@ void write_trace(const TraceOptions &t, const EventLog &log, uint64_t lost, uint
 	if (!t.speedscope) {
 		doc["otherData"]["lost_events"] = lost;
 		doc["otherData"]["max_events_reached"] = log.not_kept > 0;
+		// Per-thread shifts would reorder events across threads (a task's
+		// begin before its creation): the timeline keeps measured times.
+		doc["otherData"]["compensated"] = false;
 	}
 	if (auto r = write_output(t.output, doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 	    !r)
@@ -540,6 +544,17 @@ void warn_unnested_pairs(const std::vector<ProbeRole> &custom, const std::map<ui
 
 } // namespace
 
+std::optional<CalibrationResult> calibrate_or_warn(Engine &engine, bool offcpu_hook, bool trace)
+{
+	auto r = calibrate(engine, offcpu_hook, trace);
+	if (!r) {
+		fprintf(stderr, "usdtprof: %s; times will be shown as measured, probe overhead included\n",
+			r.error().message.c_str());
+		return std::nullopt;
+	}
+	return *r;
+}
+
 int record(const RecordOptions &o)
 {
 	std::vector<ProbeRole> custom = custom_roles(o);
@@ -640,7 +655,11 @@ int record(const RecordOptions &o)
 	}
 
 	EventLog log{o.trace ? o.trace->max_events : 0, {}, 0};
-	std::function<void(const usdtprof_event &)> collect = [&](const usdtprof_event &e) { log.add(e); };
+	// Calibration's events (usdtprof's own) are not the target's.
+	std::function<void(const usdtprof_event &)> collect = [&](const usdtprof_event &e) {
+		if (e.pid != uint32_t(getpid()))
+			log.add(e);
+	};
 	int ticks = 0;
 	StopReason reason = wait_for_stop(pid, o.duration_s, [&] {
 		(*engine)->drain_events(collect);
@@ -711,6 +730,20 @@ int record(const RecordOptions &o)
 		return 1;
 	}
 	profile.probes = attached.probes;
+	// Calibrated last: every probe kind used is known, a launched command
+	// has exited (the machine is quieter), and the recording's duration is
+	// not lengthened. The target's paths, all read, leave the table (a full
+	// one would keep no calibration); the probes count again, at usdtprof's
+	// own sites only.
+	std::vector<uint64_t> read;
+	for (const PathRecord &r : records)
+		read.push_back(r.path);
+	(*engine)->delete_paths(read);
+	(*engine)->open_window();
+	std::optional<CalibrationResult> calibration = calibrate_or_warn(**engine, true, o.trace.has_value());
+	(*engine)->stop();
+	if (calibration)
+		profile.calibration = calibration->calibration;
 	// Names set since the attach (prctl, pthread_setname_np): as they are now, or were at the exit.
 	auto comms = (*engine)->read_process_comms();
 	for (ProfileProcess &p : profile.processes)
@@ -719,6 +752,8 @@ int record(const RecordOptions &o)
 		else if (auto c = comms.find(uint32_t(p.pid)); c != comms.end())
 			p.comm = c->second;
 	FunctionNamer namer(attached, (*engine)->read_names(), attach_maps, opened);
+	if (calibration)
+		namer.set_cost_kinds(calibration->spec_kinds, calibration->native_kind);
 	NameLookup lookup = [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); };
 	if (size_t cut = add_call_paths(profile, records, lookup))
 		fprintf(stderr, "usdtprof: %zu function names or locations longer than %zu bytes were cut\n", cut,

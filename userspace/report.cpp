@@ -3,6 +3,8 @@
 // folded stacks.
 #include "report.h"
 
+#include "compensation.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdarg>
@@ -131,6 +133,12 @@ std::string sampled_line(const Profile &profile)
 		    profile.sampled_fraction * 100);
 }
 
+// "~" before a self time within the calibration's spread.
+std::string self_text(uint64_t self_ns, uint64_t uncertain_ns)
+{
+	return (uncertain(self_ns, uncertain_ns) ? "~" : "") + human_ns(self_ns);
+}
+
 std::string render_flat(const Profile &profile, const CallTree &tree, const ReportOptions &options)
 {
 	auto [fs, cut] = ranked_functions(tree, options);
@@ -140,7 +148,7 @@ std::string render_flat(const Profile &profile, const CallTree &tree, const Repo
 	out += line("%12s %10s %6s %10s %10s  %s\n", "calls", "self", "self%", "total", "avg", "name");
 	for (const FunctionSummary &f : fs)
 		out += line("%12llu %10s %5.1f%% %10s %10s  ", static_cast<unsigned long long>(f.calls),
-			human_ns(f.self_ns).c_str(), percent(f.self_ns, tree.total_self_ns), human_ns(f.total_ns).c_str(),
+			self_text(f.self_ns, f.uncertain_ns).c_str(), percent(f.self_ns, tree.total_self_ns), human_ns(f.total_ns).c_str(),
 			f.calls ? human_ns(average(f)).c_str() : "-") +
 			escape_text(f.name) + (f.recursive ? " [recursive]" : "") + open_marker(f.open) + "\n";
 	if (cut)
@@ -195,7 +203,7 @@ void render_tree_lines(const CallTree &tree, const ReportOptions &options, std::
 		}
 		const TreeNode &n = tree.nodes[it.node];
 		out += line("%10s %6.1f%% %10s %12llu  ", human_ns(n.total_ns).c_str(), percent(n.total_ns, tree.total_self_ns),
-			human_ns(n.self_ns).c_str(), static_cast<unsigned long long>(n.calls)) +
+			self_text(n.self_ns, n.uncertain_ns).c_str(), static_cast<unsigned long long>(n.calls)) +
 			indent + escape_text(n.name) + open_marker(n.open) + "\n";
 		push_group(n.children, it.depth + 1);
 	}
@@ -211,6 +219,29 @@ std::string render_tree(const Profile &profile, const CallTree &tree, const Repo
 	out += line("%10s %7s %10s %12s  %s\n", "total", "total%", "self", "calls", "name");
 	render_tree_lines(tree, options, out);
 	return out;
+}
+
+// The measured times beside the compensated ones, and the uncertainty.
+void add_raw(json &j, uint64_t self_ns, uint64_t raw_self_ns, uint64_t raw_total_ns, uint64_t uncertain_ns)
+{
+	j["raw_self_ns"] = raw_self_ns;
+	j["raw_total_ns"] = raw_total_ns;
+	j["uncertain_ns"] = uncertain_ns;
+	j["self_uncertain"] = uncertain(self_ns, uncertain_ns);
+}
+
+json calibration_json(const Profile &raw, const CompensationSummary &summary, bool compensated)
+{
+	if (!raw.calibration)
+		return nullptr;
+	json kinds = json::array();
+	for (const ProbeCost &k : raw.calibration->kinds)
+		kinds.push_back({{"kind", k.kind}, {"own_ns", k.own_ns}, {"caller_ns", k.caller_ns},
+			{"own_spread_ns", k.own_spread_ns}, {"caller_spread_ns", k.caller_spread_ns},
+			{"batches", k.batches},
+			{"uncompensated_ns", k.uncompensated_ns < 0 ? json(nullptr) : json(k.uncompensated_ns)}});
+	return {{"compensated", compensated}, {"kinds", kinds}, {"cost_ns", raw.calibration->cost_ns},
+		{"removed_ns", summary.removed_ns}, {"clamped", summary.clamped}};
 }
 
 // The --tree view as nested JSON, pruned like the text tree. Built from the
@@ -235,18 +266,35 @@ json json_tree(const CallTree &tree, const ReportOptions &options)
 	return group(tree.roots);
 }
 
-std::string render_json(const Profile &profile, const CallTree &tree, const ReportOptions &options)
+std::string render_json(const Profile &profile, const CallTree &tree, const ReportOptions &options,
+			const Profile &raw, const CompensationSummary &summary)
 {
 	json functions = json::array(), paths = json::array(), processes = json::array();
-	for (const FunctionSummary &f : ranked_functions(tree, options).first)
-		functions.push_back({{"name", f.name}, {"calls", f.calls}, {"open", f.open}, {"self_ns", f.self_ns},
+	CallTree raw_tree = with_self_time(build_call_tree(raw), options.time);
+	bool with_raw = raw.calibration && raw_tree.nodes.size() == tree.nodes.size();
+	std::unordered_map<std::string, FunctionSummary> raw_functions;
+	if (with_raw)
+		for (FunctionSummary &f : summarize_functions(raw_tree))
+			raw_functions.emplace(f.name, f);
+	for (const FunctionSummary &f : ranked_functions(tree, options).first) {
+		json j = {{"name", f.name}, {"calls", f.calls}, {"open", f.open}, {"self_ns", f.self_ns},
 			{"self_oncpu_ns", f.self_oncpu_ns}, {"self_offcpu_ns", f.self_offcpu_ns},
-			{"total_ns", f.total_ns}, {"recursive", f.recursive}});
+			{"total_ns", f.total_ns}, {"recursive", f.recursive}};
+		if (with_raw) {
+			const FunctionSummary &r = raw_functions[f.name];
+			add_raw(j, f.self_ns, r.self_ns, r.total_ns, f.uncertain_ns);
+		}
+		functions.push_back(std::move(j));
+	}
 	for (uint32_t i = 0; i < tree.nodes.size(); i++) {
 		const TreeNode &n = tree.nodes[i];
-		paths.push_back({{"stack", stack_of(tree, i)}, {"calls", n.calls}, {"open", n.open},
+		json j = {{"stack", stack_of(tree, i)}, {"calls", n.calls}, {"open", n.open},
 			{"self_ns", n.self_ns}, {"self_oncpu_ns", n.self_oncpu_ns},
-			{"self_offcpu_ns", n.self_offcpu_ns}, {"total_ns", n.total_ns}});
+			{"self_offcpu_ns", n.self_offcpu_ns}, {"total_ns", n.total_ns}};
+		if (with_raw)
+			add_raw(j, n.self_ns, raw_tree.nodes[i].self_ns, raw_tree.nodes[i].total_ns,
+				n.uncertain_ns);
+		paths.push_back(std::move(j));
 	}
 	// The known counters first, in kernel order, then any others the profile has.
 	json anomalies = json::object();
@@ -267,6 +315,7 @@ std::string render_json(const Profile &profile, const CallTree &tree, const Repo
 		{"duration_ns", profile.duration_ns},
 		{"sampled_fraction", profile.sampled_fraction},
 		{"processes", processes},
+		{"calibration", calibration_json(raw, summary, !options.raw)},
 	};
 	if (options.tree)
 		report["tree"] = json_tree(tree, options);
@@ -432,6 +481,7 @@ CallTree build_call_tree(const Profile &profile)
 		n.self_ns += pn.self_ns;
 		n.self_oncpu_ns += pn.self_ns - offcpu;
 		n.self_offcpu_ns += offcpu;
+		n.uncertain_ns += pn.uncertain_ns;
 		tree_index[i] = slot->second;
 	}
 	sum_subtrees(tree);
@@ -478,6 +528,7 @@ std::vector<FunctionSummary> summarize_functions(const CallTree &tree)
 		f.self_ns += n.self_ns;
 		f.self_oncpu_ns += n.self_oncpu_ns;
 		f.self_offcpu_ns += n.self_offcpu_ns;
+		f.uncertain_ns += n.uncertain_ns;
 		// Only outermost activations add to total: an inner one's time is inside the outer's.
 		bool nested = false;
 		for (uint32_t p = n.parent; p != kNoParent && !nested; p = tree.nodes[p].parent)
@@ -519,24 +570,37 @@ const char *time_mode_name(TimeMode mode)
 
 CallTree with_self_time(CallTree tree, TimeMode mode)
 {
-	for (TreeNode &n : tree.nodes)
+	for (TreeNode &n : tree.nodes) {
 		n.self_ns = mode == TimeMode::Cpu	  ? n.self_oncpu_ns
 			    : mode == TimeMode::Offcpu ? n.self_offcpu_ns
 						       : n.self_oncpu_ns + n.self_offcpu_ns;
+		if (mode == TimeMode::Offcpu)
+			n.uncertain_ns = 0; // probes run on the CPU: off-CPU time is not compensated
+	}
 	tree.time = mode;
 	sum_subtrees(tree);
 	return tree;
 }
 
-std::string render_report(const Profile &profile, const ReportOptions &options)
+std::string render_report(const Profile &raw, const ReportOptions &options)
 {
+	CompensationSummary summary;
+	Profile compensated = options.raw ? raw : compensate(raw, &summary);
+	const Profile &profile = compensated;
 	CallTree tree = with_self_time(build_call_tree(profile), options.time);
 	if (options.format == ReportFormat::Json)
-		return render_json(profile, tree, options);
+		return render_json(profile, tree, options, raw, summary);
 	std::string out = options.tree ? render_tree(profile, tree, options) : render_flat(profile, tree, options);
 	if (options.time != TimeMode::Wall) // "usdtprof report (on-CPU time): ..."
 		out.insert(out.find(':'), options.time == TimeMode::Cpu ? " (on-CPU time)" : " (off-CPU time)");
-	return out + "\n" + render_anomalies(profile);
+	out += "\n" + render_anomalies(profile);
+	if (options.raw && raw.calibration)
+		out += "times as measured (--raw): probe overhead included\n";
+	out += compensation_line(raw, summary);
+	if (std::any_of(tree.nodes.begin(), tree.nodes.end(),
+			[](const TreeNode &n) { return uncertain(n.self_ns, n.uncertain_ns); }))
+		out += "~: a self time within the calibration's spread: not precise\n";
+	return out;
 }
 
 std::string render_folded(const CallTree &tree)

@@ -35,6 +35,7 @@ struct TreeNode {
 	uint64_t self_ns = 0, total_ns = 0; // in CallTree::time
 	// The on- and off-CPU parts of the wall-clock self time, whatever CallTree::time is.
 	uint64_t self_oncpu_ns = 0, self_offcpu_ns = 0;
+	uint64_t uncertain_ns = 0;       // compensation's spread over these calls (PathNode)
 };
 
 struct CallTree {
@@ -63,7 +64,11 @@ struct FunctionSummary {
 	uint64_t self_oncpu_ns = 0, self_offcpu_ns = 0; // parts of the wall-clock self time
 	uint64_t total_ns = 0;   // inclusive, each outermost activation counted once
 	bool recursive = false;  // seen inside an activation of itself
+	uint64_t uncertain_ns = 0; // compensation's spread over these calls
 };
+
+// A compensated self time within the calibration's spread is not precise.
+inline bool uncertain(uint64_t self_ns, uint64_t uncertain_ns) { return uncertain_ns && self_ns <= uncertain_ns; }
 
 std::vector<FunctionSummary> summarize_functions(const CallTree &tree);
 
@@ -85,6 +90,7 @@ struct ReportOptions {
 	double min_percent = 0.5;    // --tree prunes nodes whose total is below this share
 	ReportFormat format = ReportFormat::Text;
 	TimeMode time = TimeMode::Wall; // the time domain of self, total, avg and percentages
+	bool raw = false;            // times as measured, probe overhead included (compensation.h)
 };
 
 Result<SortKey> parse_sort_key(const std::string &key);

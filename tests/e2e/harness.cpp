@@ -187,9 +187,12 @@ void require_time(const nlohmann::json &value, double known_ns, double slack_ns)
 	REQUIRE(value.get<double>() <= known_ns * 1.02 + slack_ns);
 }
 
-nlohmann::json report_json(const std::string &profile)
+nlohmann::json report_json(const std::string &profile, bool raw)
 {
-	Output o = run({usdtprof(), "report", "--format", "json", profile});
+	std::vector<std::string> argv = {usdtprof(), "report", "--format", "json", profile};
+	if (raw)
+		argv.push_back("--raw");
+	Output o = run(argv);
 	INFO(o.err);
 	REQUIRE(o.status == 0);
 	return nlohmann::json::parse(o.out);

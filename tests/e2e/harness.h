@@ -49,8 +49,9 @@ double slack_ns(const std::string &target_stdout);
 // the run's slack (load stretches spins; usdtprof must never undercount).
 void require_time(const nlohmann::json &value, double known_ns, double slack_ns);
 
-// `usdtprof report --format json FILE`, parsed.
-nlohmann::json report_json(const std::string &profile);
+// `usdtprof report --format json FILE`, parsed; raw: times as measured
+// (--raw), for checks of the kernel's bookkeeping against a target's own clock.
+nlohmann::json report_json(const std::string &profile, bool raw = false);
 // The functions[] entry named name (fails the test if absent).
 nlohmann::json function(const nlohmann::json &report, const std::string &name);
 // The paths[] entry whose stack joined with ';' is stack, or null.

@@ -72,7 +72,10 @@ Recording record(const std::vector<std::string> &command, int expected_status = 
 	r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 	INFO(r.output.err);
 	REQUIRE(r.output.status == expected_status);
-	r.report = report_json(r.data);
+	// As measured (--raw): the target's own clock reads frame its spins, the probes' cost included.
+	Output raw = run({usdtprof(), "report", "--format", "json", "--raw", r.data});
+	REQUIRE(raw.status == 0);
+	r.report = json::parse(raw.out);
 	return r;
 }
 

@@ -93,7 +93,7 @@ TEST_CASE("recursion: counts exact, each outermost activation counted once in to
 TEST_CASE("threads: per-thread stacks never mix")
 {
 	std::string data = record_command(temp_dir(), {target("threads")}).data;
-	auto report = report_json(data);
+	auto report = report_json(data, true); // the leaves' spins, the probes' cost included
 	require_no_anomalies(report);
 	for (int i = 0; i < 4; i++) {
 		// Names end in two octal digits: "worker03" is thread 3.

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "gzip.h"
+#include "compensation.h"
 #include "harness.h"
 #include "metrics.h"
 #include "profile.h"
@@ -216,7 +217,7 @@ TEST_CASE("tasks: report, tree, JSON, folded, pprof and metrics agree on a task'
 	auto profile = usdtprof::load_profile(data);
 	REQUIRE(profile.ok());
 	usdtprof::MetricsRegistry metrics;
-	metrics.add_interval(*profile);
+	metrics.add_interval(usdtprof::compensate(*profile)); // as monitor adds it
 	std::string exposition = metrics.render();
 	for (const char *name : {"spawn", "[task]", "work", "thread_body"}) {
 		std::string key = std::string("usdtprof_function_self_seconds_total{process=\"tasks\",function=\"") + name + "\"} ";
@@ -225,6 +226,13 @@ TEST_CASE("tasks: report, tree, JSON, folded, pprof and metrics agree on a task'
 		REQUIRE(at != std::string::npos);
 		double seconds = std::stod(exposition.substr(at + key.size()));
 		REQUIRE(std::llround(seconds * 1e9) == int64_t(n(function(report, name)["self_ns"])));
+		// The off-CPU part: the report's --time offcpu self time.
+		std::string off_key = std::string("usdtprof_function_self_offcpu_seconds_total{process=\"tasks\",function=\"") +
+				      name + "\"} ";
+		size_t off_at = exposition.find(off_key);
+		REQUIRE(off_at != std::string::npos);
+		double off_seconds = std::stod(exposition.substr(off_at + off_key.size()));
+		REQUIRE(std::llround(off_seconds * 1e9) == int64_t(n(function(report, name)["self_offcpu_ns"])));
 	}
 }
 
@@ -305,7 +313,7 @@ TEST_CASE("tasks: the trace names each task's creator; speedscope's totals are t
 		}
 		REQUIRE(stack.empty());
 	}
-	json report = report_json(dir + "/s.data");
+	json report = report_json(dir + "/s.data", true); // a timeline keeps measured times
 	for (const char *name : {"spawn", "[task]", "work", "thread_body", "main"}) {
 		INFO(name << " speedscope " << open_ns[name] << " report " << function(report, name)["total_ns"]);
 		double total = double(n(function(report, name)["total_ns"]));

@@ -113,6 +113,7 @@ TEST_CASE("metrics: HELP and TYPE for every metric, in the text format")
 	check_exposition_format(text);
 	const std::vector<std::pair<std::string, std::string>> families = {
 		{"usdtprof_function_self_seconds_total", "counter"},
+		{"usdtprof_function_self_offcpu_seconds_total", "counter"},
 		{"usdtprof_function_calls_total", "counter"},
 		{"usdtprof_probe_hits_total", "counter"},
 		{"usdtprof_anomalies_total", "counter"},

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "compensation.h"
 #include "output_file.h"
 #include "pprof.h"
 #include "profile.h"
@@ -20,6 +21,7 @@ Command add_export_command(CLI::App &parent)
 		std::string format;
 		std::string output;
 		std::string time = "wall";
+		bool raw = false;
 	};
 	auto a = std::make_shared<Args>();
 	CLI::App *app = parent.add_subcommand("export", "Convert a profile for other tools");
@@ -30,6 +32,7 @@ Command add_export_command(CLI::App &parent)
 		->required()
 		->check(CLI::IsMember({"folded", "pprof"}));
 	app->add_option("-o,--output", a->output, "Write here instead of stdout");
+	app->add_flag("--raw", a->raw, "Times as measured, the probes' own cost included (default: compensated)");
 	app->add_option("--time", a->time, "Time domain: wall, cpu (on-CPU part) or offcpu. folded: the weights; "
 			"pprof: the default sample type (each part is a sample type)")
 		->capture_default_str()
@@ -41,6 +44,8 @@ Command add_export_command(CLI::App &parent)
 			auto profile = load_profile(a->file);
 			if (!profile)
 				throw UserError(profile.error().message);
+			if (!a->raw)
+				*profile = compensate(*profile);
 			TimeMode time = *parse_time_mode(a->time);
 			std::string out = binary ? render_pprof(*profile, time)
 						 : render_folded(with_self_time(build_call_tree(*profile), time));

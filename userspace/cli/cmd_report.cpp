@@ -23,6 +23,7 @@ Command add_report_command(CLI::App &parent)
 	app->add_option("file", a->file, "Profile file")->capture_default_str();
 	app->add_flag("--tree", a->options.tree, "Show the call tree");
 	app->add_flag("--per-process", a->per_process, "Keep processes apart: one table per process (--tree, json: one root per process)");
+	app->add_flag("--raw", a->options.raw, "Times as measured, the probes' own cost included (default: compensated)");
 	app->add_option("--sort", a->sort, "self, total, calls, avg or name")->capture_default_str();
 	app->add_option("--limit", a->options.limit, "Show at most N functions (0: all)");
 	app->add_option("--min-percent", a->options.min_percent,

@@ -1,0 +1,141 @@
+/* For the overhead compensation's acceptance: `leaf` does WORK_NS of fixed
+ * work, `mid` does WORK_NS of its own (half before, half after) around 10
+ * `leaf` calls. Each batch first times unprobed copies of the same code (the
+ * truth), then runs the probed ones under a root of its own, `batchNN`, so
+ * the profile has one `batchNN;mid;leaf` path per batch to compare with.
+ *
+ *   overhead WORK_NS BATCHES
+ *
+ * prints "iters N ..." (the work loop's length, fixed before any batch) and per
+ * batch "truth BATCH LEAF_NS MID_SELF_NS" (means per call over the batch). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <usdtprof/usdtprof.h>
+#include "spin.h"
+
+#define CHILDREN 10
+#define MAX_BATCHES 64
+
+static long iters;
+
+/* Fixed work: a number of loop iterations, the same probed or not. */
+static __attribute__((noinline)) void work(long n)
+{
+	for (long i = 0; i < n; i++)
+		__asm__ volatile("" ::: "memory");
+}
+
+static __attribute__((noinline)) void leaf_plain(void)
+{
+	work(iters);
+}
+
+static __attribute__((noinline)) void mid_plain(void)
+{
+	work(iters / 2);
+	for (int i = 0; i < CHILDREN; i++)
+		leaf_plain();
+	work(iters - iters / 2);
+}
+
+static __attribute__((noinline)) void leaf(void)
+{
+	USDTPROF_ENTER("leaf");
+	work(iters);
+	USDTPROF_EXIT("leaf");
+}
+
+static __attribute__((noinline)) void mid(void)
+{
+	USDTPROF_ENTER("mid");
+	work(iters / 2);
+	for (int i = 0; i < CHILDREN; i++)
+		leaf();
+	work(iters - iters / 2);
+	USDTPROF_EXIT("mid");
+}
+
+/* The loop length whose work takes work_ns: the fastest of several tries. */
+static long iterations_for(long work_ns)
+{
+	long n = 100000;
+	long long best = -1;
+	for (int t = 0; t < 20; t++) {
+		long long start = now_ns();
+		work(n);
+		long long took = now_ns() - start;
+		if (best < 0 || took < best)
+			best = took;
+	}
+	return (long)((double)n * (double)work_ns / (double)(best > 0 ? best : 1));
+}
+
+/* Batch roots: literals, so usdtprof reads their names from the file too. */
+#define B10(t) "batch" #t "0", "batch" #t "1", "batch" #t "2", "batch" #t "3", "batch" #t "4", \
+	"batch" #t "5", "batch" #t "6", "batch" #t "7", "batch" #t "8", "batch" #t "9"
+static const char *const batch_names[MAX_BATCHES] = {B10(0), B10(1), B10(2), B10(3), B10(4), B10(5),
+	"batch60", "batch61", "batch62", "batch63"};
+
+static long long thread_cpu_ns(void)
+{
+	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+/* What reading the thread's CPU clock twice costs, to take out of each chunk. */
+static long long cpu_clock_cost(void)
+{
+	long long best = -1;
+	for (int i = 0; i < 100; i++) {
+		long long a = thread_cpu_ns(), b = thread_cpu_ns();
+		if (best < 0 || b - a < best)
+			best = b - a;
+	}
+	return best;
+}
+
+/* The CPU time reps calls of fn take, net of the clock reads. The same
+ * measure as usdtprof's on-CPU self time: preemption counts in neither. */
+static long long cpu_time_of(void (*fn)(void), int reps, long long clock_cost)
+{
+	long long start = thread_cpu_ns();
+	for (int i = 0; i < reps; i++)
+		fn();
+	long long took = thread_cpu_ns() - start - clock_cost;
+	return took > 0 ? took : 0;
+}
+
+int main(int argc, char **argv)
+{
+	long work_ns = argc > 1 ? atol(argv[1]) : 1000;
+	int batches = argc > 2 ? atoi(argv[2]) : 20;
+	if (work_ns <= 0 || batches <= 0 || batches > MAX_BATCHES) {
+		fprintf(stderr, "usage: overhead WORK_NS BATCHES (1..%d)\n", MAX_BATCHES);
+		return 2;
+	}
+	iters = iterations_for(work_ns);
+	long long clock_cost = cpu_clock_cost();
+	/* Chunks of ~100 us of mid calls, plain and probed in turn, so that both
+	 * see the same machine; ~30 chunks a batch. */
+	int chunk = (int)(100000 / (work_ns * (CHILDREN + 1)));
+	if (chunk < 1)
+		chunk = 1;
+	int chunks = 30;
+	printf("iters %ld chunk %d chunks %d\n", iters, chunk, chunks);
+	cpu_time_of(mid_plain, chunk, 0); /* warm-up */
+	cpu_time_of(mid, chunk, 0);
+	for (int b = 0; b < batches; b++) {
+		long long leaf_ns = 0, mid_ns = 0;
+		USDTPROF_ENTER(batch_names[b]);
+		for (int c = 0; c < chunks; c++) {
+			leaf_ns += cpu_time_of(leaf_plain, chunk * CHILDREN, clock_cost);
+			mid_ns += cpu_time_of(mid_plain, chunk, clock_cost);
+			for (int i = 0; i < chunk; i++)
+				mid();
+		}
+		USDTPROF_EXIT(batch_names[b]);
+		double leaf_mean = (double)leaf_ns / (chunks * chunk * CHILDREN);
+		double mid_mean = (double)mid_ns / (chunks * chunk);
+		printf("truth %d %.1f %.1f\n", b, leaf_mean, mid_mean - CHILDREN * leaf_mean);
+	}
+	return 0;
+}
