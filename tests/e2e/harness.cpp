@@ -19,15 +19,17 @@ int spawn(const std::vector<std::string> &argv, int &out_fd, int &err_fd)
 	int out[2], err[2];
 	REQUIRE(pipe2(out, O_CLOEXEC) == 0);
 	REQUIRE(pipe2(err, O_CLOEXEC) == 0);
+	// Built before the fork: the child of a process that may have threads
+	// must not allocate (another thread may hold malloc's lock).
+	std::vector<char *> args;
+	for (const auto &a : argv)
+		args.push_back(const_cast<char *>(a.c_str()));
+	args.push_back(nullptr);
 	pid_t pid = fork();
 	REQUIRE(pid >= 0);
 	if (pid == 0) {
 		dup2(out[1], 1);
 		dup2(err[1], 2);
-		std::vector<char *> args;
-		for (const auto &a : argv)
-			args.push_back(const_cast<char *>(a.c_str()));
-		args.push_back(nullptr);
 		execvp(args[0], args.data());
 		_exit(127);
 	}
