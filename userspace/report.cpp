@@ -36,19 +36,6 @@ const std::pair<const char *, const char *> kAnomalies[] = {
 	{"window_exits", "exits of frames counted open when a sampling window closed, not counted again"},
 };
 
-// About three significant digits, in the largest unit that keeps the value >= 1.
-std::string human_ns(uint64_t ns)
-{
-	if (ns < 1000)
-		return std::to_string(ns) + " ns";
-	// Thresholds sit at 999.5 so that rounding never prints "1000 us".
-	const char *unit = ns < 999'500 ? "us" : ns < 999'500'000 ? "ms" : "s";
-	double v = static_cast<double>(ns) / (ns < 999'500 ? 1e3 : ns < 999'500'000 ? 1e6 : 1e9);
-	char buf[48];
-	snprintf(buf, sizeof buf, v < 9.995 ? "%.2f %s" : v < 99.95 ? "%.1f %s" : "%.0f %s", v, unit);
-	return buf;
-}
-
 double percent(uint64_t part, uint64_t whole) { return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0; }
 
 std::string open_marker(uint64_t open) { return open ? " (" + std::to_string(open) + " open)" : ""; }
@@ -382,6 +369,18 @@ size_t find_operator(const std::string &s)
 }
 
 } // namespace
+
+std::string human_ns(uint64_t ns)
+{
+	if (ns < 1000)
+		return std::to_string(ns) + " ns";
+	// Thresholds sit at 999.5 so that rounding never prints "1000 us".
+	const char *unit = ns < 999'500 ? "us" : ns < 999'500'000 ? "ms" : "s";
+	double v = static_cast<double>(ns) / (ns < 999'500 ? 1e3 : ns < 999'500'000 ? 1e6 : 1e9);
+	char buf[48];
+	snprintf(buf, sizeof buf, v < 9.995 ? "%.2f %s" : v < 99.95 ? "%.1f %s" : "%.0f %s", v, unit);
+	return buf;
+}
 
 Profile split_by_process(const Profile &profile)
 {

@@ -93,6 +93,10 @@ struct ReportOptions {
 	bool raw = false;            // times as measured, probe overhead included (compensation.h)
 };
 
+// "1.23 ms": about three significant digits, in the largest unit that keeps
+// the value >= 1.
+std::string human_ns(uint64_t ns);
+
 Result<SortKey> parse_sort_key(const std::string &key);
 std::string render_report(const Profile &profile, const ReportOptions &options);
 // The text flat report of --per-process: one table per process, under a

@@ -1,6 +1,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "callers.h"
 #include "commands.h"
 #include "profile.h"
 #include "report.h"
@@ -17,6 +18,7 @@ Command add_report_command(CLI::App &parent)
 		std::string time = "wall";
 		ReportOptions options;
 		bool per_process = false;
+		std::string callers, callees;
 	};
 	auto a = std::make_shared<Args>();
 	CLI::App *app = parent.add_subcommand("report", "Print a recorded profile");
@@ -33,6 +35,8 @@ Command add_report_command(CLI::App &parent)
 	app->add_option("--time", a->time, "Self time shown: wall, cpu (on-CPU part) or offcpu")
 		->capture_default_str()
 		->check(CLI::IsMember({"wall", "cpu", "offcpu"}));
+	app->add_option("--callers", a->callers, "Who calls function NAME: calls and time per caller (recursion counted once)");
+	app->add_option("--callees", a->callees, "What function NAME calls: calls and time per callee (recursion counted once)");
 	app->add_option("--format", a->format, "text or json")
 		->capture_default_str()
 		->check(CLI::IsMember({"text", "json"}));
@@ -46,6 +50,14 @@ Command add_report_command(CLI::App &parent)
 			auto profile = load_profile(a->file);
 			if (!profile)
 				throw UserError(profile.error().message);
+			if (!a->callers.empty() || !a->callees.empty()) {
+				auto out = render_neighbours(a->per_process ? split_by_process(*profile) : *profile, a->options,
+							     a->callers, a->callees);
+				if (!out)
+					throw UserError(a->file + ": " + out.error().message);
+				fwrite(out->data(), 1, out->size(), stdout);
+				return 0;
+			}
 			// The flat text report keeps processes apart as one table each; the
 			// tree and JSON as one root each.
 			bool tables = a->per_process && !a->options.tree && a->options.format == ReportFormat::Text;
