@@ -62,14 +62,22 @@ std::string header_text(const char *what, const Neighbours &n, TimeMode time)
 	       (f.recursive ? " [recursive]" : "") + "\n\n";
 }
 
+// The header line and one row per edge, times as shares of the function's total.
+std::string edges_text(const char *what, const char *column, const std::vector<Edge> &edges, const Neighbours &n,
+		       TimeMode time)
+{
+	std::string out = header_text(what, n, time);
+	char buf[96];
+	snprintf(buf, sizeof buf, "%12s %10s %7s  %s\n", "calls", "time", "time%", column);
+	out += buf;
+	for (const Edge &e : edges)
+		out += row(e.calls, e.time_ns, n.function.total_ns, e.name);
+	return out;
+}
+
 std::string callers_text(const Neighbours &n, TimeMode time)
 {
-	std::string out = header_text("callers", n, time);
-	char buf[96];
-	snprintf(buf, sizeof buf, "%12s %10s %7s  %s\n", "calls", "time", "time%", "caller");
-	out += buf;
-	for (const Edge &e : n.callers)
-		out += row(e.calls, e.time_ns, n.function.total_ns, e.name);
+	std::string out = edges_text("callers", "caller", n.callers, n, time);
 	if (n.function.recursive)
 		out += "\ncalls made inside an activation of the function itself add no time: it is in the outermost one's\n";
 	return out;
@@ -77,12 +85,8 @@ std::string callers_text(const Neighbours &n, TimeMode time)
 
 std::string callees_text(const Neighbours &n, TimeMode time)
 {
-	std::string out = header_text("callees", n, time);
+	std::string out = edges_text("callees", "callee", n.callees, n, time);
 	char buf[96];
-	snprintf(buf, sizeof buf, "%12s %10s %7s  %s\n", "calls", "time", "time%", "callee");
-	out += buf;
-	for (const Edge &e : n.callees)
-		out += row(e.calls, e.time_ns, n.function.total_ns, e.name);
 	snprintf(buf, sizeof buf, "%12s %10s %6.1f%%  %s\n", "", human_ns(n.outer_self_ns).c_str(),
 		 n.function.total_ns ? 100.0 * double(n.outer_self_ns) / double(n.function.total_ns) : 0.0, "[self]");
 	out += buf;
