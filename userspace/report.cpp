@@ -113,7 +113,6 @@ const std::pair<const char *, const char *> kAnomalies[] = {
 
 std::span<const std::pair<const char *, const char *>> known_anomalies() { return kAnomalies; }
 
-// About three significant digits, in the largest unit that keeps the value >= 1.
 std::string human_ns(uint64_t ns)
 {
 	if (ns < 1000)

@@ -94,6 +94,10 @@ struct ReportOptions {
 	bool per_process = false;    // processes apart: one table each (flat text), else one root each
 };
 
+// "1.23 ms": about three significant digits, in the largest unit that keeps
+// the value >= 1.
+std::string human_ns(uint64_t ns);
+
 Result<SortKey> parse_sort_key(const std::string &key);
 
 // Brendan Gregg's folded stacks: "root;...;leaf WEIGHT" per path with

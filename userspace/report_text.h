@@ -13,8 +13,6 @@
 
 namespace usdtprof {
 
-// About three significant digits, in the largest unit that keeps the value >= 1.
-std::string human_ns(uint64_t ns);
 double percent(uint64_t part, uint64_t whole);
 std::string open_marker(uint64_t open); // " (N open)" or ""
 uint64_t average(const FunctionSummary &f);

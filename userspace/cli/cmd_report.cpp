@@ -1,6 +1,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "callers.h"
 #include "commands.h"
 #include "formats.h"
 #include "profile.h"
@@ -19,6 +20,7 @@ Command add_report_command(CLI::App &parent)
 		std::string time = "wall";
 		bool tree = false;
 		ReportOptions options;
+		std::string callers, callees;
 	};
 	auto a = std::make_shared<Args>();
 	CLI::App *app = parent.add_subcommand("report", "Print a recorded profile");
@@ -39,6 +41,8 @@ Command add_report_command(CLI::App &parent)
 	app->add_option("--time", a->time, "Self time shown: wall, cpu (on-CPU part) or offcpu")
 		->capture_default_str()
 		->check(CLI::IsMember({"wall", "cpu", "offcpu"}));
+	app->add_option("--callers", a->callers, "Who calls function NAME: calls and time per caller (recursion counted once)");
+	app->add_option("--callees", a->callees, "What function NAME calls: calls and time per callee (recursion counted once)");
 	app->add_option("--format", a->format, describe_formats(kUseReport))
 		->capture_default_str()
 		->check(CLI::IsMember(format_names(kUseReport)));
@@ -53,6 +57,14 @@ Command add_report_command(CLI::App &parent)
 			auto profile = load_profile(a->file);
 			if (!profile)
 				throw UserError(profile.error().message);
+			if (!a->callers.empty() || !a->callees.empty()) {
+				auto out = render_neighbours(a->options.per_process ? split_by_process(*profile) : *profile,
+							     a->options, a->format == "json", a->callers, a->callees);
+				if (!out)
+					throw UserError(a->file + ": " + out.error().message);
+				fwrite(out->data(), 1, out->size(), stdout);
+				return 0;
+			}
 			std::string out = find_format(a->format, kUseReport)->profile(*profile, a->options);
 			fwrite(out.data(), 1, out.size(), stdout);
 			return 0;
