@@ -17,7 +17,7 @@ namespace usdtprof::cli {
 Command add_export_command(CLI::App &parent)
 {
 	struct Args {
-		std::string file = "usdtprof.data";
+		InputArgs in;
 		std::string format;
 		std::string output;
 		std::string time = "wall";
@@ -25,7 +25,7 @@ Command add_export_command(CLI::App &parent)
 	};
 	auto a = std::make_shared<Args>();
 	CLI::App *app = parent.add_subcommand("export", "Convert a profile for other tools");
-	app->add_option("file", a->file, "Profile file")->capture_default_str();
+	add_input_options(app, a->in);
 	app->add_option("--format", a->format,
 			"folded (flamegraph.pl, speedscope; weights in nanoseconds) or pprof (gzipped protobuf for go tool pprof; "
 			"binary: use -o or a pipe)")
@@ -41,17 +41,15 @@ Command add_export_command(CLI::App &parent)
 			bool binary = a->format == "pprof";
 			if (binary && a->output.empty() && isatty(STDOUT_FILENO))
 				throw UserError("pprof output is binary: not writing it to a terminal (use -o FILE or a pipe)");
-			auto profile = load_profile(a->file);
-			if (!profile)
-				throw UserError(profile.error().message);
+			Profile profile = load_inputs(a->in, a->raw);
 			if (!a->raw)
-				*profile = compensate(*profile);
+				profile = compensate(profile);
 			TimeMode time = *parse_time_mode(a->time);
-			std::string out = binary ? render_pprof(*profile, time)
-						 : render_folded(with_self_time(build_call_tree(*profile), time));
+			std::string out = binary ? render_pprof(profile, time)
+						 : render_folded(with_self_time(build_call_tree(profile), time));
 			// flamegraph.pl and others fail on an empty file ("No stack counts found").
 			if (out.empty())
-				throw UserError(a->file + ": no call path has " +
+				throw UserError(inputs_name(a->in) + ": no call path has " +
 						(time == TimeMode::Wall ? std::string("any time") : std::string(time_mode_name(time)) + " time") +
 						": no folded stacks to write");
 			if (a->output.empty()) {

@@ -12,7 +12,7 @@ namespace usdtprof::cli {
 Command add_report_command(CLI::App &parent)
 {
 	struct Args {
-		std::string file = "usdtprof.data";
+		InputArgs in;
 		std::string sort = "self";
 		std::string format = "text";
 		std::string time = "wall";
@@ -22,7 +22,7 @@ Command add_report_command(CLI::App &parent)
 	};
 	auto a = std::make_shared<Args>();
 	CLI::App *app = parent.add_subcommand("report", "Print a recorded profile");
-	app->add_option("file", a->file, "Profile file")->capture_default_str();
+	add_input_options(app, a->in);
 	app->add_flag("--tree", a->options.tree, "Show the call tree");
 	app->add_flag("--per-process", a->per_process, "Keep processes apart: one table per process (--tree, json: one root per process)");
 	app->add_flag("--raw", a->options.raw, "Times as measured, the probes' own cost included (default: compensated)");
@@ -47,22 +47,20 @@ Command add_report_command(CLI::App &parent)
 			a->options.sort = *sort;
 			a->options.time = *parse_time_mode(a->time);
 			a->options.format = a->format == "json" ? ReportFormat::Json : ReportFormat::Text;
-			auto profile = load_profile(a->file);
-			if (!profile)
-				throw UserError(profile.error().message);
+			Profile profile = load_inputs(a->in, a->options.raw);
 			if (!a->callers.empty() || !a->callees.empty()) {
-				auto out = render_neighbours(a->per_process ? split_by_process(*profile) : *profile, a->options,
+				auto out = render_neighbours(a->per_process ? split_by_process(profile) : profile, a->options,
 							     a->callers, a->callees);
 				if (!out)
-					throw UserError(a->file + ": " + out.error().message);
+					throw UserError(inputs_name(a->in) + ": " + out.error().message);
 				fwrite(out->data(), 1, out->size(), stdout);
 				return 0;
 			}
 			// The flat text report keeps processes apart as one table each; the
 			// tree and JSON as one root each.
 			bool tables = a->per_process && !a->options.tree && a->options.format == ReportFormat::Text;
-			std::string out = tables ? render_per_process_report(*profile, a->options)
-						 : render_report(a->per_process ? split_by_process(*profile) : *profile, a->options);
+			std::string out = tables ? render_per_process_report(profile, a->options)
+						 : render_report(a->per_process ? split_by_process(profile) : profile, a->options);
 			fwrite(out.data(), 1, out.size(), stdout);
 			return 0;
 		}};
