@@ -147,7 +147,7 @@ std::optional<Neighbours> neighbours_of(const CallTree &tree, const std::string 
 	return out;
 }
 
-Result<std::string> render_neighbours(const Profile &profile, const ReportOptions &options,
+Result<std::string> render_neighbours(const Profile &profile, const ReportOptions &options, bool as_json,
 				      const std::string &callers_of, const std::string &callees_of)
 {
 	CallTree tree = with_self_time(build_call_tree(options.raw ? profile : compensate(profile)), options.time);
@@ -168,7 +168,7 @@ Result<std::string> render_neighbours(const Profile &profile, const ReportOption
 				{"edges", edges_json(n->callees)}};
 		text += (text.empty() ? "" : "\n") + callees_text(*n, tree.time);
 	}
-	if (options.format == ReportFormat::Json)
+	if (as_json)
 		return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 	return text;
 }

@@ -37,9 +37,9 @@ struct Neighbours {
 std::optional<Neighbours> neighbours_of(const CallTree &tree, const std::string &name);
 
 // What report --callers/--callees print: text tables or one JSON object with
-// "callers" and/or "callees"; the tree as render_report builds it (compensated
+// "callers" and/or "callees" (as_json); the tree as render_report builds it (compensated
 // unless options.raw, in options.time). Fails when no function has the name.
-Result<std::string> render_neighbours(const Profile &profile, const ReportOptions &options,
+Result<std::string> render_neighbours(const Profile &profile, const ReportOptions &options, bool as_json,
 				      const std::string &callers_of, const std::string &callees_of);
 
 } // namespace usdtprof

@@ -83,21 +83,19 @@ TEST_CASE("render_neighbours: JSON with the requested views, an unknown name is 
 {
 	ReportOptions options;
 	options.raw = true;
-	options.format = ReportFormat::Json;
-	auto out = render_neighbours(recursive_profile(), options, "a", "");
+	auto out = render_neighbours(recursive_profile(), options, true, "a", "");
 	REQUIRE(out);
 	auto j = nlohmann::json::parse(*out);
 	CHECK(j["callers"]["edges"][0] == nlohmann::json{{"name", "main"}, {"calls", 2}, {"time_ns", 177}});
 	CHECK(j["callers"]["function"]["total_ns"] == 182);
 	CHECK_FALSE(j.contains("callees"));
 
-	options.format = ReportFormat::Text;
-	auto text = render_neighbours(recursive_profile(), options, "", "a");
+	auto text = render_neighbours(recursive_profile(), options, false, "", "a");
 	REQUIRE(text);
 	CHECK(text->find("usdtprof callees of a: 7 calls, self 155 ns, total 182 ns [recursive]") == 0);
 	CHECK(text->find("[self]") != std::string::npos);
 
-	auto missing = render_neighbours(recursive_profile(), options, "zz", "");
+	auto missing = render_neighbours(recursive_profile(), options, false, "zz", "");
 	REQUIRE_FALSE(missing);
 	CHECK(missing.error().message == "no function named 'zz' in the profile");
 }
