@@ -2,9 +2,20 @@
 OUTPUT := .output
 CLANG ?= clang
 BPFTOOL ?= /usr/sbin/bpftool
-CXX := g++
+# CC, CXX and ARCH may come from the environment or the command line (as in
+# libbpf-tools); make's built-in defaults (cc, g++) are replaced only when the
+# user gave nothing.
+ifeq ($(origin CC),default)
 CC := gcc
-ARCH := x86
+endif
+ifeq ($(origin CXX),default)
+CXX := g++
+endif
+ifndef ARCH
+ARCH := $(shell uname -m | sed 's/x86_64/x86/' | sed 's/aarch64/arm64/' \
+	| sed 's/ppc64le/powerpc/' | sed 's/mips.*/mips/' | sed 's/riscv64/riscv/' \
+	| sed 's/loongarch64/loongarch/')
+endif
 MAKEFLAGS += -j$(shell nproc)
 
 ifeq ($(V),1)
@@ -55,6 +66,9 @@ PROTO_HDR := $(OUTPUT)/proto/profile.pb.h
 PROTO_OBJ := $(OUTPUT)/proto/profile.pb.o
 
 USDTPROF := $(OUTPUT)/usdtprof
+
+# A recipe that fails leaves no half-written target behind to pass for a built one.
+.DELETE_ON_ERROR:
 
 .PHONY: all deps test unit e2e demo bench bench-scale fuzz clean
 # Generated in chains of pattern rules: kept, not deleted as intermediates.

@@ -229,7 +229,8 @@ std::optional<int64_t> parse_interval_stamp(const std::string &stamp)
 	return int64_t(timegm(&t)) * 1000 + num(15, 3);
 }
 
-std::vector<std::string> apply_retention(const std::string &dir, const std::string &prefix, size_t keep,
+std::vector<std::string> apply_retention(const std::string &dir, const std::string &prefix,
+					 const std::vector<std::string> &extensions, size_t keep,
 					 uint64_t max_bytes, double max_age_s)
 {
 	namespace fs = std::filesystem;
@@ -242,7 +243,7 @@ std::vector<std::string> apply_retention(const std::string &dir, const std::stri
 	int64_t now_ms = int64_t(time(nullptr)) * 1000;
 	std::error_code ec;
 	for (const auto &e : fs::directory_iterator(dir, ec)) {
-		// Only what the monitor writes: PREFIX<stamp>.data or .pb.gz, a
+		// Only what the monitor writes: PREFIX<stamp><one of extensions>, a
 		// regular file of ours with one link, stamped no later than now
 		// (a day of slack for clock steps). Anything else, planted by whoever
 		// can write the directory, is neither counted nor removed.
@@ -251,7 +252,7 @@ std::vector<std::string> apply_retention(const std::string &dir, const std::stri
 			continue;
 		std::string stamp = name.substr(prefix.size(), 19), suffix = name.substr(std::min(name.size(), prefix.size() + 19));
 		auto stamp_ms = parse_interval_stamp(stamp);
-		if (!stamp_ms || *stamp_ms > now_ms + 86400 * 1000 || (suffix != ".data" && suffix != ".pb.gz"))
+		if (!stamp_ms || *stamp_ms > now_ms + 86400 * 1000 || std::find(extensions.begin(), extensions.end(), suffix) == extensions.end())
 			continue;
 		struct stat st;
 		if (lstat(e.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1)

@@ -69,7 +69,8 @@ std::optional<ProfileTrim> trim_profile(Profile &profile, uint64_t max_bytes);
 // Milliseconds since the epoch of a monitor file's stamp, YYYYMMDDTHHMMSSmmmZ (UTC).
 std::optional<int64_t> parse_interval_stamp(const std::string &stamp);
 
-// Interval files in dir named PREFIX<stamp>.data and PREFIX<stamp>.pb.gz:
+// Interval files in dir named PREFIX<stamp><extension>, one of extensions
+// (the monitor's formats: .data, .pb.gz):
 // the oldest intervals are removed while there are more than keep, their
 // bytes exceed max_bytes or their stamps are older than max_age_s (0: no
 // limit). Only regular files owned by the caller's euid with one link, whose
@@ -77,7 +78,8 @@ std::optional<int64_t> parse_interval_stamp(const std::string &stamp);
 // ahead to outlive the real ones) are neither counted nor removed, and the
 // age is the stamp's, not a modification time anyone could set. Returns the
 // files removed.
-std::vector<std::string> apply_retention(const std::string &dir, const std::string &prefix, size_t keep,
+std::vector<std::string> apply_retention(const std::string &dir, const std::string &prefix,
+					 const std::vector<std::string> &extensions, size_t keep,
 					 uint64_t max_bytes, double max_age_s);
 
 } // namespace usdtprof

@@ -26,7 +26,7 @@
 #include "metrics.h"
 #include "metrics_server.h"
 #include "output_file.h"
-#include "pprof.h"
+#include "formats.h"
 #include "process.h"
 #include "pusher.h"
 #include "targets.h"
@@ -135,6 +135,34 @@ void raise_descriptor_limit()
 		r.rlim_cur = r.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &r);
 	}
+}
+
+// The extensions of the files monitor writes per interval (formats.h).
+std::vector<std::string> monitor_extensions()
+{
+	std::vector<std::string> out;
+	for (const Format &f : formats())
+		if (f.uses & kUseMonitor)
+			out.push_back(f.extension);
+	return out;
+}
+
+// Writes BASE.<extension> for every format monitor writes; returns the pprof
+// one, for the pusher.
+std::string write_interval_files(const std::string &base, const Profile &measured)
+{
+	std::string pprof;
+	for (const Format &f : formats()) {
+		if (!(f.uses & kUseMonitor))
+			continue;
+		std::string out = f.profile(measured, ReportOptions{});
+		// Names usdtprof chose: replaced, never followed or written through.
+		if (auto r = write_file_atomically(base + f.extension, out); !r)
+			log_line("%s", r.error().message.c_str());
+		if (f.name == std::string("pprof"))
+			pprof = std::move(out);
+	}
+	return pprof;
 }
 
 } // namespace
@@ -456,15 +484,10 @@ int monitor(const MonitorOptions &o)
 				"heaviest of %zu call paths\n",
 				stamp(begin_unix).c_str(), (unsigned long long)trim->bytes_before,
 				(unsigned long long)o.max_interval_bytes, trim->paths_kept, trim->paths_before);
-		// The file keeps the measured times; what is exported is compensated.
+		// The profile file keeps the measured times; the exports and metrics are compensated.
+		std::string pprof = write_interval_files(base, profile);
+		apply_retention(o.dir, kPrefix, monitor_extensions(), o.keep, o.max_bytes, o.max_age_s);
 		Profile compensated = compensate(profile);
-		std::string pprof = render_pprof(compensated);
-		// Names usdtprof chose: replaced, never followed or written through.
-		if (auto r = write_file_atomically(base + ".data", serialize_profile(profile)); !r)
-			log_line("%s", r.error().message.c_str());
-		if (auto r = write_file_atomically(base + ".pb.gz", pprof); !r)
-			log_line("%s", r.error().message.c_str());
-		apply_retention(o.dir, kPrefix, o.keep, o.max_bytes, o.max_age_s);
 		metrics.add_interval(compensated);
 		if (!metrics_processes_full && metrics.other_processes_full()) {
 			metrics_processes_full = true;

@@ -15,6 +15,7 @@
 
 #include <zlib.h>
 
+#include "compensation.h"
 #include "proto/profile.pb.h"
 #include "text_escape.h"
 
@@ -228,6 +229,16 @@ std::string render_pprof(const Profile &profile, TimeMode time)
 	if (!out.SerializeToString(&bytes))
 		throw std::runtime_error("pprof: cannot serialize the profile");
 	return gzip(bytes);
+}
+
+} // namespace usdtprof
+
+namespace usdtprof {
+
+// The pprof row of formats.cpp: compensated unless --raw.
+std::string pprof_profile(const Profile &measured, const ReportOptions &options)
+{
+	return render_pprof(options.raw ? measured : compensate(measured), options.time);
 }
 
 } // namespace usdtprof

@@ -21,8 +21,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
 #include "calibration.h"
 #include "text_escape.h"
 #include "call_paths.h"
@@ -34,6 +32,7 @@
 #include "probes.h"
 #include "process.h"
 #include "profile.h"
+#include "formats.h"
 #include "trace.h"
 
 namespace usdtprof {
@@ -143,16 +142,12 @@ void write_trace(const TraceOptions &t, const EventLog &log, uint64_t lost, uint
 	}
 	for (const ProfileProcess &p : profile.processes)
 		input.process_names[uint32_t(p.pid)] = p.comm;
-	auto doc = nlohmann::json::parse(t.speedscope ? render_speedscope(input) : render_chrome_trace(input));
-	if (!t.speedscope) {
-		doc["otherData"]["lost_events"] = lost;
-		doc["otherData"]["max_events_reached"] = log.not_kept > 0;
-		// Per-thread shifts would reorder events across threads (a task's
-		// begin before its creation): the timeline keeps measured times.
-		doc["otherData"]["compensated"] = false;
-	}
-	if (auto r = write_output(t.output, doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-	    !r)
+	input.lost_events = lost;
+	input.max_events_reached = log.not_kept > 0;
+	const Format *format = find_format(t.format, kUseTrace);
+	if (!format)
+		throw UserError("unknown trace format '" + t.format + "'", 2);
+	if (auto r = write_output(t.output, format->timeline(input)); !r)
 		throw UserError(r.error().message);
 	log_line("wrote %s (%zu events%s%s)", t.output.c_str(), log.events.size(),
 		lost ? (", " + std::to_string(lost) + " lost: ring buffer full").c_str() : "",

@@ -12,7 +12,7 @@ namespace usdtprof {
 // `usdtprof trace`: every probe hit also becomes a timeline event.
 struct TraceOptions {
 	std::string output = "trace.json";
-	bool speedscope = false;          // speedscope's evented format instead of Chrome's
+	std::string format = "chrome";   // a timeline format of formats.h: chrome, speedscope
 	uint64_t max_events = 1000000;    // events kept; later ones are not written
 };
 

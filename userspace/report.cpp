@@ -1,9 +1,9 @@
-// Reports: the profile's per-process paths merged into one calling-context
-// tree by name, then rendered as a flat table, an indented tree, JSON or
-// folded stacks.
+// Reports' model: the profile's per-process paths merged into one
+// calling-context tree by name, per-function summaries, time domains, and the
+// pieces the report's formats and views share (report_text.h). The formats
+// are in formats.cpp's table, the views in views.cpp's.
 #include "report.h"
-
-#include "compensation.h"
+#include "report_text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -13,47 +13,11 @@
 #include <unordered_map>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
 #include "text_escape.h"
 
 namespace usdtprof {
 
 namespace {
-
-using json = nlohmann::ordered_json; // keeps keys in schema order
-
-// The anomaly counters the BPF side keeps (enum usdtprof_anomaly), always
-// shown in JSON so consumers see a stable set of keys.
-const std::pair<const char *, const char *> kAnomalies[] = {
-	{"exit_mismatch", "exit did not match the top frame; frames were popped"},
-	{"exit_no_frame", "exit with no matching frame: entered before attach, under [running at attach]"},
-	{"depth_overflow", "calls beyond the tracked depth (128), counted under [truncated]"},
-	{"agg_full", "aggregation map full; a path was dropped"},
-	{"dropped_ns", "nanoseconds carried by dropped paths"},
-	{"no_storage", "per-thread stack could not be allocated"},
-	{"lost_events", "trace events lost: the ring buffer was full"},
-	{"window_exits", "exits of frames counted open when a sampling window closed, not counted again"},
-};
-
-// About three significant digits, in the largest unit that keeps the value >= 1.
-std::string human_ns(uint64_t ns)
-{
-	if (ns < 1000)
-		return std::to_string(ns) + " ns";
-	// Thresholds sit at 999.5 so that rounding never prints "1000 us".
-	const char *unit = ns < 999'500 ? "us" : ns < 999'500'000 ? "ms" : "s";
-	double v = static_cast<double>(ns) / (ns < 999'500 ? 1e3 : ns < 999'500'000 ? 1e6 : 1e9);
-	char buf[48];
-	snprintf(buf, sizeof buf, v < 9.995 ? "%.2f %s" : v < 99.95 ? "%.1f %s" : "%.0f %s", v, unit);
-	return buf;
-}
-
-double percent(uint64_t part, uint64_t whole) { return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0; }
-
-std::string open_marker(uint64_t open) { return open ? " (" + std::to_string(open) + " open)" : ""; }
-
-uint64_t average(const FunctionSummary &f) { return f.calls ? f.total_ns / f.calls : 0; }
 
 void sort_functions(std::vector<FunctionSummary> &fs, SortKey key)
 {
@@ -72,255 +36,6 @@ void sort_functions(std::vector<FunctionSummary> &fs, SortKey key)
 			return number(a) > number(b);
 		return a.name < b.name;
 	});
-}
-
-// Sorted by options.sort, cut to options.limit; also returns how many were cut.
-std::pair<std::vector<FunctionSummary>, size_t> ranked_functions(const CallTree &tree, const ReportOptions &options)
-{
-	std::vector<FunctionSummary> fs = summarize_functions(tree);
-	// Synthetic frames ([running at attach], [truncated]) are never called.
-	std::erase_if(fs, [](const FunctionSummary &f) { return f.calls == 0; });
-	sort_functions(fs, options.sort);
-	size_t cut = 0;
-	if (options.limit && fs.size() > options.limit) {
-		cut = fs.size() - options.limit;
-		fs.resize(options.limit);
-	}
-	return {std::move(fs), cut};
-}
-
-uint64_t total_calls(const CallTree &tree)
-{
-	uint64_t calls = 0;
-	for (const TreeNode &n : tree.nodes)
-		calls += n.calls;
-	return calls;
-}
-
-std::string line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string line(const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	return buf;
-}
-
-std::string render_anomalies(const Profile &profile)
-{
-	std::string out;
-	for (const auto &[name, count] : profile.anomalies) {
-		if (!count)
-			continue;
-		const char *what = "";
-		for (const auto &[known, description] : kAnomalies)
-			if (name == known)
-				what = description;
-		out += "  " + escape_text(name) + ": " + std::to_string(count) + (*what ? std::string("  (") + what + ")" : "") + "\n";
-	}
-	return out.empty() ? "anomalies: none\n" : "anomalies:\n" + out;
-}
-
-// A monitor interval probed for only part of its time says so: its counts are
-// as measured, not scaled up.
-std::string sampled_line(const Profile &profile)
-{
-	if (profile.sampled_fraction >= 1)
-		return "";
-	return line("sampled: probes attached for %.1f%% of the recording; counts and times are not scaled\n",
-		    profile.sampled_fraction * 100);
-}
-
-// "~" before a self time within the calibration's spread.
-std::string self_text(uint64_t self_ns, uint64_t uncertain_ns)
-{
-	return (uncertain(self_ns, uncertain_ns) ? "~" : "") + human_ns(self_ns);
-}
-
-std::string render_flat(const Profile &profile, const CallTree &tree, const ReportOptions &options)
-{
-	auto [fs, cut] = ranked_functions(tree, options);
-	std::string out = "usdtprof report: " + human_ns(tree.total_self_ns) + " recorded in " +
-		std::to_string(total_calls(tree)) + " calls over " + human_ns(profile.duration_ns) + "\n" +
-		sampled_line(profile) + "\n";
-	out += line("%12s %10s %6s %10s %10s  %s\n", "calls", "self", "self%", "total", "avg", "name");
-	for (const FunctionSummary &f : fs)
-		out += line("%12llu %10s %5.1f%% %10s %10s  ", static_cast<unsigned long long>(f.calls),
-			self_text(f.self_ns, f.uncertain_ns).c_str(), percent(f.self_ns, tree.total_self_ns), human_ns(f.total_ns).c_str(),
-			f.calls ? human_ns(average(f)).c_str() : "-") +
-			escape_text(f.name) + (f.recursive ? " [recursive]" : "") + open_marker(f.open) + "\n";
-	if (cut)
-		out += "... " + std::to_string(cut) + " more functions not shown\n";
-	return out;
-}
-
-// Largest total first, then by name: the order of the tree views.
-std::vector<uint32_t> by_total(const CallTree &tree, std::vector<uint32_t> group)
-{
-	std::sort(group.begin(), group.end(), [&](uint32_t a, uint32_t b) {
-		const TreeNode &x = tree.nodes[a], &y = tree.nodes[b];
-		return x.total_ns != y.total_ns ? x.total_ns > y.total_ns : x.name < y.name;
-	});
-	return group;
-}
-
-bool below_min_percent(const CallTree &tree, uint32_t node, const ReportOptions &options)
-{
-	return tree.total_self_ns && percent(tree.nodes[node].total_ns, tree.total_self_ns) < options.min_percent;
-}
-
-// Iterative, so a deep (hand-made) profile cannot overflow the stack.
-void render_tree_lines(const CallTree &tree, const ReportOptions &options, std::string &out)
-{
-	struct Item {
-		uint32_t node;   // kNoParent: the "... N more" line of a sibling group
-		size_t depth, pruned;
-	};
-	std::vector<Item> todo;
-	auto push_group = [&](const std::vector<uint32_t> &ids, size_t depth) {
-		// Largest total first; popping from the back, so push in reverse.
-		std::vector<uint32_t> group = by_total(tree, ids);
-		std::reverse(group.begin(), group.end());
-		auto below = [&](uint32_t i) { return below_min_percent(tree, i, options); };
-		size_t pruned = std::count_if(group.begin(), group.end(), below);
-		if (pruned)
-			todo.push_back({kNoParent, depth, pruned});
-		for (uint32_t i : group)
-			if (!below(i))
-				todo.push_back({i, depth, 0});
-	};
-	push_group(tree.roots, 0);
-	while (!todo.empty()) {
-		Item it = todo.back();
-		todo.pop_back();
-		std::string indent(2 * it.depth, ' ');
-		if (it.node == kNoParent) {
-			out += line("%10s %7s %10s %12s  ", "", "", "", "") + indent + "... " + std::to_string(it.pruned) +
-				" more below " + line("%g", options.min_percent) + "%\n";
-			continue;
-		}
-		const TreeNode &n = tree.nodes[it.node];
-		out += line("%10s %6.1f%% %10s %12llu  ", human_ns(n.total_ns).c_str(), percent(n.total_ns, tree.total_self_ns),
-			self_text(n.self_ns, n.uncertain_ns).c_str(), static_cast<unsigned long long>(n.calls)) +
-			indent + escape_text(n.name) + open_marker(n.open) + "\n";
-		push_group(n.children, it.depth + 1);
-	}
-}
-
-std::string render_tree(const Profile &profile, const CallTree &tree, const ReportOptions &options)
-{
-	std::string out = "usdtprof call tree: " + human_ns(tree.total_self_ns) + " recorded in " +
-		std::to_string(total_calls(tree)) + " calls over " + human_ns(profile.duration_ns) +
-		(options.min_percent > 0 ? "; subtrees below " + line("%g", options.min_percent) +
-			"% of the recorded time are folded into \"... N more\" lines" : std::string()) + "\n" +
-		sampled_line(profile) + "\n";
-	out += line("%10s %7s %10s %12s  %s\n", "total", "total%", "self", "calls", "name");
-	render_tree_lines(tree, options, out);
-	return out;
-}
-
-// The measured times beside the compensated ones, and the uncertainty.
-void add_raw(json &j, uint64_t self_ns, uint64_t raw_self_ns, uint64_t raw_total_ns, uint64_t uncertain_ns)
-{
-	j["raw_self_ns"] = raw_self_ns;
-	j["raw_total_ns"] = raw_total_ns;
-	j["uncertain_ns"] = uncertain_ns;
-	j["self_uncertain"] = uncertain(self_ns, uncertain_ns);
-}
-
-json calibration_json(const Profile &raw, const CompensationSummary &summary, bool compensated)
-{
-	if (!raw.calibration)
-		return nullptr;
-	json kinds = json::array();
-	for (const ProbeCost &k : raw.calibration->kinds)
-		kinds.push_back({{"kind", k.kind}, {"own_ns", k.own_ns}, {"caller_ns", k.caller_ns},
-			{"own_spread_ns", k.own_spread_ns}, {"caller_spread_ns", k.caller_spread_ns},
-			{"batches", k.batches},
-			{"uncompensated_ns", k.uncompensated_ns < 0 ? json(nullptr) : json(k.uncompensated_ns)}});
-	return {{"compensated", compensated}, {"kinds", kinds}, {"cost_ns", raw.calibration->cost_ns},
-		{"removed_ns", summary.removed_ns}, {"clamped", summary.clamped}};
-}
-
-// The --tree view as nested JSON, pruned like the text tree. Built from the
-// leaves up (children come after their parents), so depth costs no stack.
-json json_tree(const CallTree &tree, const ReportOptions &options)
-{
-	std::vector<json> built(tree.nodes.size());
-	auto group = [&](const std::vector<uint32_t> &ids) {
-		json out = json::array();
-		for (uint32_t c : by_total(tree, ids))
-			if (!below_min_percent(tree, c, options))
-				out.push_back(std::move(built[c]));
-		return out;
-	};
-	for (size_t i = tree.nodes.size(); i-- > 0;) {
-		const TreeNode &n = tree.nodes[i];
-		json children = group(n.children);
-		size_t omitted = n.children.size() - children.size();
-		built[i] = {{"name", n.name}, {"calls", n.calls}, {"open", n.open}, {"self_ns", n.self_ns},
-			    {"total_ns", n.total_ns}, {"omitted_children", omitted}, {"children", std::move(children)}};
-	}
-	return group(tree.roots);
-}
-
-std::string render_json(const Profile &profile, const CallTree &tree, const ReportOptions &options,
-			const Profile &raw, const CompensationSummary &summary)
-{
-	json functions = json::array(), paths = json::array(), processes = json::array();
-	CallTree raw_tree = with_self_time(build_call_tree(raw), options.time);
-	bool with_raw = raw.calibration && raw_tree.nodes.size() == tree.nodes.size();
-	std::unordered_map<std::string, FunctionSummary> raw_functions;
-	if (with_raw)
-		for (FunctionSummary &f : summarize_functions(raw_tree))
-			raw_functions.emplace(f.name, f);
-	for (const FunctionSummary &f : ranked_functions(tree, options).first) {
-		json j = {{"name", f.name}, {"calls", f.calls}, {"open", f.open}, {"self_ns", f.self_ns},
-			{"self_oncpu_ns", f.self_oncpu_ns}, {"self_offcpu_ns", f.self_offcpu_ns},
-			{"total_ns", f.total_ns}, {"recursive", f.recursive}};
-		if (with_raw) {
-			const FunctionSummary &r = raw_functions[f.name];
-			add_raw(j, f.self_ns, r.self_ns, r.total_ns, f.uncertain_ns);
-		}
-		functions.push_back(std::move(j));
-	}
-	for (uint32_t i = 0; i < tree.nodes.size(); i++) {
-		const TreeNode &n = tree.nodes[i];
-		json j = {{"stack", stack_of(tree, i)}, {"calls", n.calls}, {"open", n.open},
-			{"self_ns", n.self_ns}, {"self_oncpu_ns", n.self_oncpu_ns},
-			{"self_offcpu_ns", n.self_offcpu_ns}, {"total_ns", n.total_ns}};
-		if (with_raw)
-			add_raw(j, n.self_ns, raw_tree.nodes[i].self_ns, raw_tree.nodes[i].total_ns,
-				n.uncertain_ns);
-		paths.push_back(std::move(j));
-	}
-	// The known counters first, in kernel order, then any others the profile has.
-	json anomalies = json::object();
-	for (const auto &[name, description] : kAnomalies) {
-		auto it = profile.anomalies.find(name);
-		anomalies[name] = it == profile.anomalies.end() ? uint64_t{0} : it->second;
-	}
-	for (const auto &[name, count] : profile.anomalies)
-		anomalies[name] = count;
-	for (const ProfileProcess &p : profile.processes)
-		processes.push_back({{"pid", p.pid}, {"comm", p.comm}});
-	json report = {
-		{"time", time_mode_name(tree.time)},
-		{"functions", functions},
-		{"paths", paths},
-		{"anomalies", anomalies},
-		{"total_self_ns", tree.total_self_ns},
-		{"duration_ns", profile.duration_ns},
-		{"sampled_fraction", profile.sampled_fraction},
-		{"processes", processes},
-		{"calibration", calibration_json(raw, summary, !options.raw)},
-	};
-	if (options.tree)
-		report["tree"] = json_tree(tree, options);
-	// Names may not be UTF-8: replace invalid bytes rather than throw.
-	return report.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 bool ends_with(const std::string &s, const std::string &suffix)
@@ -383,6 +98,103 @@ size_t find_operator(const std::string &s)
 
 } // namespace
 
+// The anomaly counters the BPF side keeps (enum usdtprof_anomaly), always
+// shown in JSON so consumers see a stable set of keys.
+const std::pair<const char *, const char *> kAnomalies[] = {
+	{"exit_mismatch", "exit did not match the top frame; frames were popped"},
+	{"exit_no_frame", "exit with no matching frame: entered before attach, under [running at attach]"},
+	{"depth_overflow", "calls beyond the tracked depth (128), counted under [truncated]"},
+	{"agg_full", "aggregation map full; a path was dropped"},
+	{"dropped_ns", "nanoseconds carried by dropped paths"},
+	{"no_storage", "per-thread stack could not be allocated"},
+	{"lost_events", "trace events lost: the ring buffer was full"},
+	{"window_exits", "exits of frames counted open when a sampling window closed, not counted again"},
+};
+
+std::span<const std::pair<const char *, const char *>> known_anomalies() { return kAnomalies; }
+
+std::string human_ns(uint64_t ns)
+{
+	if (ns < 1000)
+		return std::to_string(ns) + " ns";
+	// Thresholds sit at 999.5 so that rounding never prints "1000 us".
+	const char *unit = ns < 999'500 ? "us" : ns < 999'500'000 ? "ms" : "s";
+	double v = static_cast<double>(ns) / (ns < 999'500 ? 1e3 : ns < 999'500'000 ? 1e6 : 1e9);
+	char buf[48];
+	snprintf(buf, sizeof buf, v < 9.995 ? "%.2f %s" : v < 99.95 ? "%.1f %s" : "%.0f %s", v, unit);
+	return buf;
+}
+
+double percent(uint64_t part, uint64_t whole) { return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0; }
+
+std::string open_marker(uint64_t open) { return open ? " (" + std::to_string(open) + " open)" : ""; }
+
+uint64_t average(const FunctionSummary &f) { return f.calls ? f.total_ns / f.calls : 0; }
+
+uint64_t total_calls(const CallTree &tree)
+{
+	uint64_t calls = 0;
+	for (const TreeNode &n : tree.nodes)
+		calls += n.calls;
+	return calls;
+}
+
+std::string line(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	return buf;
+}
+
+// A monitor interval probed for only part of its time says so: its counts are
+// as measured, not scaled up.
+std::string sampled_line(const Profile &profile)
+{
+	if (profile.sampled_fraction >= 1)
+		return "";
+	return line("sampled: probes attached for %.1f%% of the recording; counts and times are not scaled\n",
+		    profile.sampled_fraction * 100);
+}
+
+// "~" before a self time within the calibration's spread.
+std::string self_text(uint64_t self_ns, uint64_t uncertain_ns)
+{
+	return (uncertain(self_ns, uncertain_ns) ? "~" : "") + human_ns(self_ns);
+}
+
+// Largest total first, then by name: the order of the tree views.
+std::vector<uint32_t> by_total(const CallTree &tree, std::vector<uint32_t> group)
+{
+	std::sort(group.begin(), group.end(), [&](uint32_t a, uint32_t b) {
+		const TreeNode &x = tree.nodes[a], &y = tree.nodes[b];
+		return x.total_ns != y.total_ns ? x.total_ns > y.total_ns : x.name < y.name;
+	});
+	return group;
+}
+
+bool below_min_percent(const CallTree &tree, uint32_t node, const ReportOptions &options)
+{
+	return tree.total_self_ns && percent(tree.nodes[node].total_ns, tree.total_self_ns) < options.min_percent;
+}
+
+// Sorted by options.sort, cut to options.limit; also returns how many were cut.
+std::pair<std::vector<FunctionSummary>, size_t> ranked_functions(const CallTree &tree, const ReportOptions &options)
+{
+	std::vector<FunctionSummary> fs = summarize_functions(tree);
+	// Synthetic frames ([running at attach], [truncated]) are never called.
+	std::erase_if(fs, [](const FunctionSummary &f) { return f.calls == 0; });
+	sort_functions(fs, options.sort);
+	size_t cut = 0;
+	if (options.limit && fs.size() > options.limit) {
+		cut = fs.size() - options.limit;
+		fs.resize(options.limit);
+	}
+	return {std::move(fs), cut};
+}
+
 Profile split_by_process(const Profile &profile)
 {
 	Profile out = profile;
@@ -431,26 +243,6 @@ Profile only_process(const Profile &profile, int32_t pid)
 		n.parent = n.parent < i ? moved[n.parent] : kNoParent;
 		moved[i] = uint32_t(out.nodes.size());
 		out.nodes.push_back(n);
-	}
-	return out;
-}
-
-std::string render_per_process_report(const Profile &profile, const ReportOptions &options)
-{
-	std::vector<int32_t> pids;
-	for (const ProfileProcess &p : profile.processes)
-		pids.push_back(p.pid);
-	for (const PathNode &n : profile.nodes)
-		if (std::find(pids.begin(), pids.end(), n.pid) == pids.end())
-			pids.push_back(n.pid);
-	std::string out;
-	for (int32_t pid : pids) {
-		Profile one = only_process(profile, pid);
-		if (one.nodes.empty())
-			continue;
-		std::string comm = one.processes.empty() ? "" : escape_text(one.processes[0].comm);
-		out += (out.empty() ? "" : "\n") + std::string("process ") + (comm.empty() ? "" : comm + " ") + "(pid " +
-		       std::to_string(pid) + ")\n" + render_report(one, options);
 	}
 	return out;
 }
@@ -580,70 +372,6 @@ CallTree with_self_time(CallTree tree, TimeMode mode)
 	tree.time = mode;
 	sum_subtrees(tree);
 	return tree;
-}
-
-std::string render_report(const Profile &raw, const ReportOptions &options)
-{
-	CompensationSummary summary;
-	Profile compensated = options.raw ? raw : compensate(raw, &summary);
-	const Profile &profile = compensated;
-	CallTree tree = with_self_time(build_call_tree(profile), options.time);
-	if (options.format == ReportFormat::Json)
-		return render_json(profile, tree, options, raw, summary);
-	std::string out = options.tree ? render_tree(profile, tree, options) : render_flat(profile, tree, options);
-	if (options.time != TimeMode::Wall) // "usdtprof report (on-CPU time): ..."
-		out.insert(out.find(':'), options.time == TimeMode::Cpu ? " (on-CPU time)" : " (off-CPU time)");
-	out += "\n" + render_anomalies(profile);
-	if (options.raw && raw.calibration)
-		out += "times as measured (--raw): probe overhead included\n";
-	out += compensation_line(raw, summary);
-	if (std::any_of(tree.nodes.begin(), tree.nodes.end(),
-			[](const TreeNode &n) { return uncertain(n.self_ns, n.uncertain_ns); }))
-		out += "~: a self time within the calibration's spread: not precise\n";
-	return out;
-}
-
-std::string render_folded(const CallTree &tree)
-{
-	// Depth first, each node before its children: a frame's lines are
-	// contiguous, so a viewer's time order (speedscope) shows one block per call path.
-	std::string out;
-	std::vector<std::pair<uint32_t, std::string>> todo; // node, its escaped stack
-	for (auto root = tree.roots.rbegin(); root != tree.roots.rend(); ++root)
-		todo.push_back({*root, escape_folded_frame(tree.nodes[*root].name)});
-	while (!todo.empty()) {
-		auto [i, frames] = std::move(todo.back());
-		todo.pop_back();
-		const TreeNode &n = tree.nodes[i];
-		if (n.self_ns)
-			out += frames + " " + std::to_string(n.self_ns) + "\n";
-		for (auto child = n.children.rbegin(); child != n.children.rend(); ++child)
-			todo.push_back({*child, frames + ";" + escape_folded_frame(tree.nodes[*child].name)});
-	}
-	return out;
-}
-
-// Percent-encodes the separators and every byte of what a terminal would act
-// on (escape_text's choice: C0, DEL, C1, bidi overrides, invalid UTF-8):
-// folded stacks go to stdout.
-std::string escape_folded_frame(const std::string &name)
-{
-	std::string out;
-	for (size_t i = 0; i < name.size();) {
-		TextUnit unit = text_unit_at(name, i);
-		bool encode = unit.unsafe || name[i] == ';' || name[i] == '%';
-		for (size_t k = 0; k < unit.length; k++) {
-			if (!encode) {
-				out += name[i + k];
-				continue;
-			}
-			char buf[4];
-			snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(name[i + k]));
-			out += buf;
-		}
-		i += unit.length;
-	}
-	return out;
 }
 
 std::string simplify_function_name(const std::string &name)

@@ -1,5 +1,6 @@
 // Reports over a profile: the calling-context tree, per-function summaries,
-// text and JSON rendering, folded stacks.
+// time domains and the report's options. Rendering is in the formats'
+// table (formats.h) and the views' table (views.h).
 #pragma once
 
 #include <cstddef>
@@ -81,23 +82,23 @@ const char *time_mode_name(TimeMode mode); // "wall", "cpu", "offcpu"
 CallTree with_self_time(CallTree tree, TimeMode mode);
 
 enum class SortKey { Self, Total, Calls, Avg, Name };
-enum class ReportFormat { Text, Json };
 
+// What every format of a profile (formats.h) is given besides the profile.
 struct ReportOptions {
-	bool tree = false;
+	std::string view = "flat";   // a row of views.h's table: flat, tree, ...
 	SortKey sort = SortKey::Self;
 	size_t limit = 0;            // 0: no limit
-	double min_percent = 0.5;    // --tree prunes nodes whose total is below this share
-	ReportFormat format = ReportFormat::Text;
+	double min_percent = 0.5;    // the tree prunes nodes whose total is below this share
 	TimeMode time = TimeMode::Wall; // the time domain of self, total, avg and percentages
 	bool raw = false;            // times as measured, probe overhead included (compensation.h)
+	bool per_process = false;    // processes apart: one table each (flat text), else one root each
 };
 
+// "1.23 ms": about three significant digits, in the largest unit that keeps
+// the value >= 1.
+std::string human_ns(uint64_t ns);
+
 Result<SortKey> parse_sort_key(const std::string &key);
-std::string render_report(const Profile &profile, const ReportOptions &options);
-// The text flat report of --per-process: one table per process, under a
-// "process comm (pid N)" line.
-std::string render_per_process_report(const Profile &profile, const ReportOptions &options);
 
 // Brendan Gregg's folded stacks: "root;...;leaf WEIGHT" per path with
 // exclusive time, weight = that time in nanoseconds (exact: the weights add

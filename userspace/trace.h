@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ struct TraceInput {
 	uint64_t stop_ns = 0;           // frames still open are closed here
 	std::map<uint32_t, std::string> process_names; // pid -> name
 	std::map<uint32_t, std::string> thread_names;  // tid -> name
+	// What a recording adds to Chrome's otherData (lost_events,
+	// max_events_reached, compensated: false); nothing when unset.
+	std::optional<uint64_t> lost_events;
+	bool max_events_reached = false;
 };
 
 // Chrome Trace Event JSON: per-thread B/E slices that always nest (exits that

@@ -2,6 +2,7 @@
 
 #include "compensation.h"
 #include "profile.h"
+#include "render_as.h"
 #include "report.h"
 
 using namespace usdtprof;
@@ -115,16 +116,14 @@ TEST_CASE("reports show compensated times, --raw the measured ones, JSON both", 
 {
 	Profile p = calibrated_profile();
 	ReportOptions o;
-	o.format = ReportFormat::Json;
-	std::string json = render_report(p, o);
+	std::string json = render_as("json", p, o);
 	CHECK(json.find("\"raw_self_ns\": 50000") != std::string::npos);
 	CHECK(json.find("\"self_ns\": 48000") != std::string::npos);
-	o.format = ReportFormat::Text;
-	std::string text = render_report(p, o);
+	std::string text = render_as("text", p, o);
 	CHECK(text.find("probe overhead taken out") != std::string::npos);
 	CHECK(text.find("48.0 us") != std::string::npos);
 	o.raw = true;
-	text = render_report(p, o);
+	text = render_as("text", p, o);
 	CHECK(text.find("50.0 us") != std::string::npos);
 	CHECK(text.find("--raw") != std::string::npos);
 }
@@ -133,7 +132,7 @@ TEST_CASE("a compensated self time within the calibration's spread is marked", "
 {
 	Profile p = calibrated_profile();
 	p.nodes[0].self_ns = 100 + 80 + 8; // 8 ns left, spread 5 + 2 x 2
-	std::string text = render_report(p, ReportOptions{});
+	std::string text = render_as("text", p, ReportOptions{});
 	CHECK(text.find("~8 ns") != std::string::npos);
 	CHECK(text.find("~: a self time within") != std::string::npos);
 }

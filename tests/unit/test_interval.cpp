@@ -132,12 +132,12 @@ TEST_CASE("retention: oldest intervals go first, by count, bytes and age", "[int
 	}
 	write("other.txt", 1000);
 	auto count = [&] { return std::distance(fs::directory_iterator(dir), fs::directory_iterator()); };
-	REQUIRE(apply_retention(dir, "usdtprof-", 3, 0, 0).size() == 4);
+	REQUIRE(apply_retention(dir, "usdtprof-", {".data", ".pb.gz"}, 3, 0, 0).size() == 4);
 	REQUIRE(count() == 7);
 	REQUIRE(!fs::exists(dir / name(1, ".data")));
 	REQUIRE(fs::exists(dir / name(3, ".pb.gz")));
 	// 3 intervals of 150 bytes; at most 300 bytes keeps the newest two.
-	REQUIRE(apply_retention(dir, "usdtprof-", 0, 300, 0).size() == 2);
+	REQUIRE(apply_retention(dir, "usdtprof-", {".data", ".pb.gz"}, 0, 300, 0).size() == 2);
 	REQUIRE(fs::exists(dir / name(4, ".data")));
 	REQUIRE(!fs::exists(dir / name(3, ".data")));
 	// Age by the stamp: 2026-01-04 is long past, a minute ago is not.
@@ -147,7 +147,7 @@ TEST_CASE("retention: oldest intervals go first, by count, bytes and age", "[int
 	char stamp[32];
 	strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%S000Z", &t);
 	write(std::string("usdtprof-") + stamp + ".data", 10);
-	REQUIRE(apply_retention(dir, "usdtprof-", 0, 0, 3600).size() == 4);
+	REQUIRE(apply_retention(dir, "usdtprof-", {".data", ".pb.gz"}, 0, 0, 3600).size() == 4);
 	REQUIRE(count() == 2); // other files are never touched
 	REQUIRE(fs::exists(dir / (std::string("usdtprof-") + stamp + ".data")));
 	fs::remove_all(dir);
@@ -174,10 +174,10 @@ TEST_CASE("retention: files planted by others, or stamped in the future, are nei
 	write("usdtprof-2026010.data");
 	size_t before = size_t(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
 	// Two real intervals (the third has a second link): nothing to remove with --keep 2.
-	CHECK(apply_retention(dir, "usdtprof-", 2, 0, 0).empty());
+	CHECK(apply_retention(dir, "usdtprof-", {".data", ".pb.gz"}, 2, 0, 0).empty());
 	CHECK(size_t(std::distance(fs::directory_iterator(dir), fs::directory_iterator())) == before);
 	// --keep 1: only the oldest real one goes.
-	auto removed = apply_retention(dir, "usdtprof-", 1, 0, 0);
+	auto removed = apply_retention(dir, "usdtprof-", {".data", ".pb.gz"}, 1, 0, 0);
 	REQUIRE(removed.size() == 1);
 	CHECK(removed[0] == (dir / "usdtprof-20260102T120000000Z.data").string());
 	CHECK(fs::exists(dir / "usdtprof-20260103T120000000Z.data"));

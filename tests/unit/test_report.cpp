@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "render_as.h"
 #include "report.h"
 #include "task_profile.h"
 
@@ -73,11 +74,10 @@ const FunctionSummary &summary(const std::vector<FunctionSummary> &fs, const std
 std::vector<std::string> function_order(const Profile &p, SortKey key, size_t limit = 0)
 {
 	ReportOptions o;
-	o.format = ReportFormat::Json;
 	o.sort = key;
 	o.limit = limit;
 	std::vector<std::string> names;
-	json report = json::parse(render_report(p, o));
+	json report = json::parse(render_as("json", p, o));
 	for (const json &f : report["functions"])
 		names.push_back(f["name"]);
 	return names;
@@ -166,7 +166,7 @@ TEST_CASE("report: flat text", "[report]")
 	Profile p = sample_profile();
 	ReportOptions o;
 	o.limit = 3;
-	std::string text = render_report(p, o);
+	std::string text = render_as("text", p, o);
 	INFO(text);
 	CHECK(text.find("12.5 ms recorded in 40 calls") != std::string::npos);
 	CHECK(text.find("self%") != std::string::npos);
@@ -180,12 +180,12 @@ TEST_CASE("report: flat text", "[report]")
 	CHECK(text.find("\nanomalies: none\n") != std::string::npos);
 
 	p.anomalies = {{"exit_mismatch", 3}, {"agg_full", 0}, {"future_counter", 1}};
-	text = render_report(p, o);
+	text = render_as("text", p, o);
 	CHECK(text.find("anomalies:\n  exit_mismatch: 3  (exit did not match the top frame; frames were popped)\n"
 		"  future_counter: 1\n") != std::string::npos);
 	CHECK(text.find("agg_full") == std::string::npos);
 
-	CHECK(render_report(make_profile({"a"}, {{kNoParent, 0, 1, 1, 10}, {0, 0, 1, 1, 10}}), {}).find("a [recursive]") !=
+	CHECK(render_as("text", make_profile({"a"}, {{kNoParent, 0, 1, 1, 10}, {0, 0, 1, 1, 10}}), {}).find("a [recursive]") !=
 		std::string::npos);
 }
 
@@ -193,9 +193,9 @@ TEST_CASE("report: tree text", "[report]")
 {
 	Profile p = sample_profile();
 	ReportOptions o;
-	o.tree = true;
+	o.view = "tree";
 	o.min_percent = 10;
-	std::string text = render_report(p, o);
+	std::string text = render_as("text", p, o);
 	INFO(text);
 	CHECK(text.find("below 10% of the recorded time") != std::string::npos);
 	CHECK(text.find("  main (1 open)\n") != std::string::npos);
@@ -206,7 +206,7 @@ TEST_CASE("report: tree text", "[report]")
 	CHECK(text.find("anomalies: none") != std::string::npos);
 
 	o.min_percent = 0;
-	text = render_report(p, o);
+	text = render_as("text", p, o);
 	CHECK(text.find("      tiny\n") != std::string::npos);
 	CHECK(text.find("more below") == std::string::npos);
 	// Children by total, descending.
@@ -218,9 +218,8 @@ TEST_CASE("report: json", "[report]")
 	Profile p = sample_profile();
 	p.anomalies = {{"depth_overflow", 4}, {"future_counter", 2}};
 	ReportOptions o;
-	o.format = ReportFormat::Json;
 	o.limit = 4;
-	json j = json::parse(render_report(p, o));
+	json j = json::parse(render_as("json", p, o));
 	REQUIRE(j["functions"].size() == 4);
 	for (const json &f : j["functions"]) {
 		CHECK(f["name"].is_string());
@@ -252,19 +251,18 @@ TEST_CASE("report: a sampled monitor interval says so, with its counts unscaled"
 {
 	Profile p = sample_profile();
 	ReportOptions o;
-	CHECK(render_report(p, o).find("sampled") == std::string::npos);
+	CHECK(render_as("text", p, o).find("sampled") == std::string::npos);
 	p.sampled_fraction = 0.25;
 	for (bool tree : {false, true}) {
-		o.tree = tree;
-		std::string text = render_report(p, o);
+		o.view = tree ? "tree" : "flat";
+		std::string text = render_as("text", p, o);
 		INFO(text);
 		// The line after the heading.
 		CHECK(text.substr(text.find('\n') + 1).rfind(
 			      "sampled: probes attached for 25.0% of the recording; counts and times are not scaled\n\n", 0) == 0);
 		CHECK(text.find("12.5 ms recorded in 40 calls") != std::string::npos);
 	}
-	o.format = ReportFormat::Json;
-	json j = json::parse(render_report(p, o));
+	json j = json::parse(render_as("json", p, o));
 	CHECK(j["sampled_fraction"] == 0.25);
 	CHECK(j["total_self_ns"] == 12'500'999);
 }
@@ -339,8 +337,7 @@ TEST_CASE("report: self time splits into on- and off-CPU parts; --time selects o
 	p.nodes[0].self_offcpu_ns = 200;
 	p.nodes[1].self_offcpu_ns = 2000;
 	ReportOptions json_options;
-	json_options.format = ReportFormat::Json;
-	json j = json::parse(render_report(p, json_options));
+	json j = json::parse(render_as("json", p, json_options));
 	for (const auto &entries : {j["functions"], j["paths"]})
 		for (const auto &e : entries)
 			CHECK(e["self_oncpu_ns"].get<uint64_t>() + e["self_offcpu_ns"].get<uint64_t>() == e["self_ns"]);
@@ -402,19 +399,18 @@ TEST_CASE("report: a task's work counts in its creator's inclusive time, not its
 
 	// Text, tree and JSON say the same.
 	ReportOptions o;
-	o.tree = true;
+	o.view = "tree";
 	o.min_percent = 0;
-	std::string tree = render_report(p, o);
+	std::string tree = render_as("text", p, o);
 	INFO(tree);
 	CHECK(tree.find("871 us   90.6%     110 us            1    spawn\n") != std::string::npos);
 	CHECK(tree.find("761 us   79.2%    1.00 us            1      [task]\n") != std::string::npos);
 	CHECK(tree.find("50.0 us    5.2%    50.0 us            1  thread_body\n") != std::string::npos);
-	o.tree = false;
-	std::string flat = render_report(p, o);
+	o.view = "flat";
+	std::string flat = render_as("text", p, o);
 	INFO(flat);
 	CHECK(flat.find("110 us  11.4%     871 us     871 us  spawn\n") != std::string::npos);
-	o.format = ReportFormat::Json;
-	json j = json::parse(render_report(p, o));
+	json j = json::parse(render_as("json", p, o));
 	for (const json &path : j["paths"])
 		if (path["stack"] == json{"main", "spawn"})
 			CHECK(path["total_ns"] == 871'000);
@@ -442,10 +438,10 @@ TEST_CASE("report: --time puts self, total, average and percentages in one domai
 
 		// No total% above 100 in the tree; the JSON is in the same domain.
 		ReportOptions o;
-		o.tree = true;
+		o.view = "tree";
 		o.min_percent = 0;
 		o.time = mode;
-		std::string text = render_report(p, o);
+		std::string text = render_as("text", p, o);
 		INFO(text);
 		std::istringstream lines(text);
 		for (std::string line; std::getline(lines, line);) {
@@ -453,8 +449,7 @@ TEST_CASE("report: --time puts self, total, average and percentages in one domai
 			if (pc != std::string::npos && pc > 8 && pc < 20 && isdigit(static_cast<unsigned char>(line[pc - 1])))
 				CHECK(std::stod(line.substr(pc - 6, 6)) <= 100.0);
 		}
-		o.format = ReportFormat::Json;
-		json j = json::parse(render_report(p, o));
+		json j = json::parse(render_as("json", p, o));
 		CHECK(j["time"] == time_mode_name(mode));
 		CHECK(j["total_self_ns"] == t.total_self_ns);
 		uint64_t selves = 0;
@@ -471,7 +466,7 @@ TEST_CASE("report: --time puts self, total, average and percentages in one domai
 	CHECK(cpu.nodes[spawn].total_ns == 10'000 + 1'000 + 700'000);
 	ReportOptions o;
 	o.time = TimeMode::Cpu;
-	std::string flat = render_report(p, o);
+	std::string flat = render_as("text", p, o);
 	INFO(flat);
 	CHECK(flat.find("usdtprof report (on-CPU time): 771 us recorded") == 0);
 	// spawn: 10 us on-CPU self (1.3%), 711 us on-CPU total and average.
@@ -481,11 +476,10 @@ TEST_CASE("report: --time puts self, total, average and percentages in one domai
 TEST_CASE("report: json --tree nests the tree view, pruned like the text", "[report]")
 {
 	ReportOptions o;
-	o.format = ReportFormat::Json;
-	CHECK_FALSE(json::parse(render_report(task_profile(), o)).contains("tree"));
-	o.tree = true;
+	CHECK_FALSE(json::parse(render_as("json", task_profile(), o)).contains("tree"));
+	o.view = "tree";
 	o.min_percent = 5.3;
-	json j = json::parse(render_report(task_profile(), o));
+	json j = json::parse(render_as("json", task_profile(), o));
 	REQUIRE(j["tree"].size() == 1); // thread_body (5.2%) is pruned
 	const json &main = j["tree"][0];
 	CHECK(main["name"] == "main");
@@ -497,7 +491,7 @@ TEST_CASE("report: json --tree nests the tree view, pruned like the text", "[rep
 	CHECK(task["children"][0]["name"] == "work");
 	CHECK(task["children"][0]["children"] == json::array());
 	o.min_percent = 0;
-	CHECK(json::parse(render_report(task_profile(), o))["tree"].size() == 2);
+	CHECK(json::parse(render_as("json", task_profile(), o))["tree"].size() == 2);
 }
 
 TEST_CASE("report: names from the target are escaped in flat, tree and per-process text", "[report][escape]")
@@ -508,8 +502,8 @@ TEST_CASE("report: names from the target are escaped in flat, tree and per-proce
 	for (bool tree : {false, true})
 		for (bool per_process : {false, true}) {
 			ReportOptions o;
-			o.tree = tree;
-			std::string text = render_report(per_process ? split_by_process(p) : p, o);
+			o.view = tree ? "tree" : "flat";
+			std::string text = render_as("text", per_process ? split_by_process(p) : p, o);
 			INFO(text);
 			for (unsigned char c : text)
 				REQUIRE(((c >= 0x20 || c == '\n') && c != 0x7f && c < 0x80));

@@ -5,9 +5,8 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "compensation.h"
+#include "formats.h"
 #include "output_file.h"
-#include "pprof.h"
 #include "profile.h"
 #include "report.h"
 #include "result.h"
@@ -26,11 +25,9 @@ Command add_export_command(CLI::App &parent)
 	auto a = std::make_shared<Args>();
 	CLI::App *app = parent.add_subcommand("export", "Convert a profile for other tools");
 	app->add_option("file", a->file, "Profile file")->capture_default_str();
-	app->add_option("--format", a->format,
-			"folded (flamegraph.pl, speedscope; weights in nanoseconds) or pprof (gzipped protobuf for go tool pprof; "
-			"binary: use -o or a pipe)")
+	app->add_option("--format", a->format, describe_formats(kUseExport))
 		->required()
-		->check(CLI::IsMember({"folded", "pprof"}));
+		->check(CLI::IsMember(format_names(kUseExport)));
 	app->add_option("-o,--output", a->output, "Write here instead of stdout");
 	app->add_flag("--raw", a->raw, "Times as measured, the probes' own cost included (default: compensated)");
 	app->add_option("--time", a->time, "Time domain: wall, cpu (on-CPU part) or offcpu. folded: the weights; "
@@ -38,22 +35,22 @@ Command add_export_command(CLI::App &parent)
 		->capture_default_str()
 		->check(CLI::IsMember({"wall", "cpu", "offcpu"}));
 	return {app, [a] {
-			bool binary = a->format == "pprof";
-			if (binary && a->output.empty() && isatty(STDOUT_FILENO))
-				throw UserError("pprof output is binary: not writing it to a terminal (use -o FILE or a pipe)");
+			const Format &format = *find_format(a->format, kUseExport);
+			if (format.binary && a->output.empty() && isatty(STDOUT_FILENO))
+				throw UserError(a->format + " output is binary: not writing it to a terminal (use -o FILE or a pipe)");
 			auto profile = load_profile(a->file);
 			if (!profile)
 				throw UserError(profile.error().message);
-			if (!a->raw)
-				*profile = compensate(*profile);
-			TimeMode time = *parse_time_mode(a->time);
-			std::string out = binary ? render_pprof(*profile, time)
-						 : render_folded(with_self_time(build_call_tree(*profile), time));
+			ReportOptions options;
+			options.raw = a->raw;
+			options.time = *parse_time_mode(a->time);
+			TimeMode time = options.time;
+			std::string out = format.profile(*profile, options);
 			// flamegraph.pl and others fail on an empty file ("No stack counts found").
 			if (out.empty())
 				throw UserError(a->file + ": no call path has " +
 						(time == TimeMode::Wall ? std::string("any time") : std::string(time_mode_name(time)) + " time") +
-						": no folded stacks to write");
+						": no " + a->format + " stacks to write");
 			if (a->output.empty()) {
 				fwrite(out.data(), 1, out.size(), stdout);
 				return 0;

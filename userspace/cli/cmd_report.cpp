@@ -1,10 +1,13 @@
 #include <cstdio>
 #include <memory>
 
+#include "callers.h"
 #include "commands.h"
+#include "formats.h"
 #include "profile.h"
 #include "report.h"
 #include "result.h"
+#include "views.h"
 
 namespace usdtprof::cli {
 
@@ -15,14 +18,19 @@ Command add_report_command(CLI::App &parent)
 		std::string sort = "self";
 		std::string format = "text";
 		std::string time = "wall";
+		bool tree = false;
 		ReportOptions options;
-		bool per_process = false;
+		std::string callers, callees;
 	};
 	auto a = std::make_shared<Args>();
 	CLI::App *app = parent.add_subcommand("report", "Print a recorded profile");
 	app->add_option("file", a->file, "Profile file")->capture_default_str();
-	app->add_flag("--tree", a->options.tree, "Show the call tree");
-	app->add_flag("--per-process", a->per_process, "Keep processes apart: one table per process (--tree, json: one root per process)");
+	auto *view = app->add_option("--view", a->options.view, "What to show: " + describe_views())
+		->capture_default_str()
+		->check(CLI::IsMember(view_names()));
+	app->add_flag("--tree", a->tree, "Show the call tree (--view tree)")->excludes(view);
+	app->add_flag("--per-process", a->options.per_process,
+		      "Keep processes apart: one table per process (--tree, json: one root per process)");
 	app->add_flag("--raw", a->options.raw, "Times as measured, the probes' own cost included (default: compensated)");
 	app->add_option("--sort", a->sort, "self, total, calls, avg or name")->capture_default_str();
 	app->add_option("--limit", a->options.limit, "Show at most N functions (0: all)");
@@ -33,24 +41,31 @@ Command add_report_command(CLI::App &parent)
 	app->add_option("--time", a->time, "Self time shown: wall, cpu (on-CPU part) or offcpu")
 		->capture_default_str()
 		->check(CLI::IsMember({"wall", "cpu", "offcpu"}));
-	app->add_option("--format", a->format, "text or json")
+	app->add_option("--callers", a->callers, "Who calls function NAME: calls and time per caller (recursion counted once)");
+	app->add_option("--callees", a->callees, "What function NAME calls: calls and time per callee (recursion counted once)");
+	app->add_option("--format", a->format, describe_formats(kUseReport))
 		->capture_default_str()
-		->check(CLI::IsMember({"text", "json"}));
+		->check(CLI::IsMember(format_names(kUseReport)));
 	return {app, [a] {
 			auto sort = parse_sort_key(a->sort);
 			if (!sort)
 				throw UserError(sort.error().message, 2);
 			a->options.sort = *sort;
 			a->options.time = *parse_time_mode(a->time);
-			a->options.format = a->format == "json" ? ReportFormat::Json : ReportFormat::Text;
+			if (a->tree)
+				a->options.view = "tree";
 			auto profile = load_profile(a->file);
 			if (!profile)
 				throw UserError(profile.error().message);
-			// The flat text report keeps processes apart as one table each; the
-			// tree and JSON as one root each.
-			bool tables = a->per_process && !a->options.tree && a->options.format == ReportFormat::Text;
-			std::string out = tables ? render_per_process_report(*profile, a->options)
-						 : render_report(a->per_process ? split_by_process(*profile) : *profile, a->options);
+			if (!a->callers.empty() || !a->callees.empty()) {
+				auto out = render_neighbours(a->options.per_process ? split_by_process(*profile) : *profile,
+							     a->options, a->format == "json", a->callers, a->callees);
+				if (!out)
+					throw UserError(a->file + ": " + out.error().message);
+				fwrite(out->data(), 1, out->size(), stdout);
+				return 0;
+			}
+			std::string out = find_format(a->format, kUseReport)->profile(*profile, a->options);
 			fwrite(out.data(), 1, out.size(), stdout);
 			return 0;
 		}};

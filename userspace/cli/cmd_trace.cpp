@@ -1,6 +1,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "formats.h"
 #include "recorder.h"
 #include "result.h"
 
@@ -11,7 +12,6 @@ Command add_trace_command(CLI::App &parent)
 	struct Args {
 		RecordOptions record;
 		TraceOptions trace;
-		std::string format = "chrome";
 	};
 	auto a = std::make_shared<Args>();
 	CLI::App *app = parent.add_subcommand(
@@ -19,9 +19,9 @@ Command add_trace_command(CLI::App &parent)
 	app->add_option("-d,--duration", a->record.duration_s, "Stop after SECONDS (default: Ctrl-C or exit)")
 		->check(CLI::PositiveNumber);
 	app->add_option("-o,--output", a->trace.output, "Timeline file to write")->capture_default_str();
-	app->add_option("--format", a->format, "chrome (Perfetto, chrome://tracing) or speedscope")
+	app->add_option("--format", a->trace.format, describe_formats(kUseTrace))
 		->capture_default_str()
-		->check(CLI::IsMember({"chrome", "speedscope"}));
+		->check(CLI::IsMember(format_names(kUseTrace)));
 	app->add_option("--max-events", a->trace.max_events, "Write at most N events")
 		->capture_default_str()
 		->check(CLI::PositiveNumber);
@@ -30,7 +30,6 @@ Command add_trace_command(CLI::App &parent)
 	add_launch_options(app, a->record);
 	return {app, [a] {
 			require_one_target(a->record, "trace");
-			a->trace.speedscope = a->format == "speedscope";
 			a->record.trace = a->trace;
 			return record(a->record);
 		}};

@@ -1,0 +1,33 @@
+// Pieces the report's formats (format_text.cpp, format_json.cpp) and views
+// (view_*.cpp) share: number formatting, ranking and pruning.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "profile.h"
+#include "report.h"
+
+namespace usdtprof {
+
+double percent(uint64_t part, uint64_t whole);
+std::string open_marker(uint64_t open); // " (N open)" or ""
+uint64_t average(const FunctionSummary &f);
+uint64_t total_calls(const CallTree &tree);
+std::string line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+// "sampled: ..." for a monitor interval probed for only part of its time, else "".
+std::string sampled_line(const Profile &profile);
+// "~" before a self time within the calibration's spread.
+std::string self_text(uint64_t self_ns, uint64_t uncertain_ns);
+// Largest total first, then by name: the order of the tree views.
+std::vector<uint32_t> by_total(const CallTree &tree, std::vector<uint32_t> group);
+bool below_min_percent(const CallTree &tree, uint32_t node, const ReportOptions &options);
+// Sorted by options.sort, cut to options.limit; also returns how many were cut.
+std::pair<std::vector<FunctionSummary>, size_t> ranked_functions(const CallTree &tree, const ReportOptions &options);
+// The anomaly counters the BPF side keeps (enum usdtprof_anomaly), name and description.
+std::span<const std::pair<const char *, const char *>> known_anomalies();
+
+} // namespace usdtprof
