@@ -16,7 +16,7 @@ namespace usdtprof::cli {
 Command add_export_command(CLI::App &parent)
 {
 	struct Args {
-		std::string file = "usdtprof.data";
+		InputArgs in;
 		std::string format;
 		std::string output;
 		std::string time = "wall";
@@ -24,7 +24,7 @@ Command add_export_command(CLI::App &parent)
 	};
 	auto a = std::make_shared<Args>();
 	CLI::App *app = parent.add_subcommand("export", "Convert a profile for other tools");
-	app->add_option("file", a->file, "Profile file")->capture_default_str();
+	add_input_options(app, a->in);
 	app->add_option("--format", a->format, describe_formats(kUseExport))
 		->required()
 		->check(CLI::IsMember(format_names(kUseExport)));
@@ -38,17 +38,15 @@ Command add_export_command(CLI::App &parent)
 			const Format &format = *find_format(a->format, kUseExport);
 			if (format.binary && a->output.empty() && isatty(STDOUT_FILENO))
 				throw UserError(a->format + " output is binary: not writing it to a terminal (use -o FILE or a pipe)");
-			auto profile = load_profile(a->file);
-			if (!profile)
-				throw UserError(profile.error().message);
+			Profile profile = load_inputs(a->in, a->raw);
 			ReportOptions options;
 			options.raw = a->raw;
 			options.time = *parse_time_mode(a->time);
 			TimeMode time = options.time;
-			std::string out = format.profile(*profile, options);
+			std::string out = format.profile(profile, options);
 			// flamegraph.pl and others fail on an empty file ("No stack counts found").
 			if (out.empty())
-				throw UserError(a->file + ": no call path has " +
+				throw UserError(inputs_name(a->in) + ": no call path has " +
 						(time == TimeMode::Wall ? std::string("any time") : std::string(time_mode_name(time)) + " time") +
 						": no " + a->format + " stacks to write");
 			if (a->output.empty()) {

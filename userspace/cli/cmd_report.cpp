@@ -14,7 +14,7 @@ namespace usdtprof::cli {
 Command add_report_command(CLI::App &parent)
 {
 	struct Args {
-		std::string file = "usdtprof.data";
+		InputArgs in;
 		std::string sort = "self";
 		std::string format = "text";
 		std::string time = "wall";
@@ -24,7 +24,7 @@ Command add_report_command(CLI::App &parent)
 	};
 	auto a = std::make_shared<Args>();
 	CLI::App *app = parent.add_subcommand("report", "Print a recorded profile");
-	app->add_option("file", a->file, "Profile file")->capture_default_str();
+	add_input_options(app, a->in);
 	auto *view = app->add_option("--view", a->options.view, "What to show: " + describe_views())
 		->capture_default_str()
 		->check(CLI::IsMember(view_names()));
@@ -54,18 +54,16 @@ Command add_report_command(CLI::App &parent)
 			a->options.time = *parse_time_mode(a->time);
 			if (a->tree)
 				a->options.view = "tree";
-			auto profile = load_profile(a->file);
-			if (!profile)
-				throw UserError(profile.error().message);
+			Profile profile = load_inputs(a->in, a->options.raw);
 			if (!a->callers.empty() || !a->callees.empty()) {
-				auto out = render_neighbours(a->options.per_process ? split_by_process(*profile) : *profile,
+				auto out = render_neighbours(a->options.per_process ? split_by_process(profile) : profile,
 							     a->options, a->format == "json", a->callers, a->callees);
 				if (!out)
-					throw UserError(a->file + ": " + out.error().message);
+					throw UserError(inputs_name(a->in) + ": " + out.error().message);
 				fwrite(out->data(), 1, out->size(), stdout);
 				return 0;
 			}
-			std::string out = find_format(a->format, kUseReport)->profile(*profile, a->options);
+			std::string out = find_format(a->format, kUseReport)->profile(profile, a->options);
 			fwrite(out.data(), 1, out.size(), stdout);
 			return 0;
 		}};

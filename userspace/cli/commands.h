@@ -6,6 +6,7 @@
 
 namespace usdtprof {
 struct RecordOptions;
+struct Profile;
 }
 
 namespace usdtprof::cli {
@@ -23,6 +24,19 @@ void add_target_options(CLI::App *app, usdtprof::RecordOptions &o);
 void add_launch_options(CLI::App *app, usdtprof::RecordOptions &o);
 // Throws the usage error unless exactly one target was given.
 void require_one_target(const usdtprof::RecordOptions &o, const char *command);
+
+// What report and export read (inputs.cpp): files or monitor directories,
+// --since/--until and --focus/--ignore.
+struct InputArgs {
+	std::vector<std::string> files;
+	std::string since, until, focus, ignore;
+};
+void add_input_options(CLI::App *app, InputArgs &in);
+// Loaded, merged and filtered; throws UserError. Says on stderr how many
+// profiles were merged.
+usdtprof::Profile load_inputs(const InputArgs &in, bool raw);
+// The inputs as error messages name them: "usdtprof.data", "a.data b.data".
+std::string inputs_name(const InputArgs &in);
 
 Command add_record_command(CLI::App &parent);
 Command add_report_command(CLI::App &parent);
