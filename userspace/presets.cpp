@@ -130,6 +130,13 @@ std::vector<ProbeRole> python_roles()
 		runtime("python", "function__return", USDTPROF_ROLE_EXIT, {0, 1}, 0, parts, python_function_name), line};
 }
 
+// CPython 3.11's defect (gh-98894): only its python:line semaphore, held up,
+// makes entries fire; other versions fire them anyway, and pay nothing.
+bool python_wants_site(const ProbeRole &probe, const std::string &path)
+{
+	return !probe.semaphore_only || path.find("python3.11") != std::string::npos;
+}
+
 // PostgreSQL: a query is the outer frame, named by its statement shape (the
 // text hashed in the kernel with literals replaced); its phases and waits
 // nest inside as constant frames.
@@ -207,16 +214,6 @@ if RUBY_VERSION.start_with?("3.1.")
 end
 )";
 
-std::string no_check(int)
-{
-	return "";
-}
-
-std::string no_library(const std::string &)
-{
-	return "";
-}
-
 } // namespace
 
 // PHP reads the variable with getenv (the first entry of that name) and
@@ -241,21 +238,30 @@ bool php_dtrace_enabled(std::string_view environ)
 const std::vector<Preset> &presets()
 {
 	static const std::vector<Preset> table = {
-		{"native", "usdtprof's own header (include/usdtprof/usdtprof.h)", native_probe_roles, no_check, {},
-		 nullptr, nullptr, no_library, nullptr},
-		{"php", "PHP: php:function__entry/return, named Class::function", php_roles, php_check,
-		 {{"USE_ZEND_DTRACE", "1"}}, nullptr, nullptr, no_library, nullptr},
-		{"ruby", "Ruby: ruby:method__entry/return and cmethod__entry/return, named Class#method", ruby_roles,
-		 no_check, {{"RUBYOPT", "-r{repair}"}, {"RUBYOPT", "-r{script}"}}, kRubyHooks,
-		 "Ruby fires method__entry/return only while a call/return hook is on: recording C methods only; "
-		 "--ruby-call-hook installs one (Ruby calls 3x slower, before the probes' own cost)",
-		 no_library, kRubyRepair},
-		{"java", "Java (HotSpot): hotspot:method__entry/return, named pkg.Class.method", java_roles, java_check,
-		 {{"JAVA_TOOL_OPTIONS", "-XX:+DTraceMethodProbes"}}, nullptr, nullptr, java_library, nullptr},
-		{"python", "CPython: python:function__entry/return, named file.py:function", python_roles, no_check, {},
-		 nullptr, nullptr, no_library, nullptr},
-		{"postgres", "PostgreSQL: one frame per statement shape, its phases and waits inside", postgres_roles,
-		 no_check, {}, nullptr, nullptr, no_library, nullptr},
+		{.name = "native", .summary = "usdtprof's own header (include/usdtprof/usdtprof.h)",
+		 .roles = native_probe_roles},
+		{.name = "php", .summary = "PHP: php:function__entry/return, named Class::function", .roles = php_roles,
+		 .check = php_check, .launch_env = {{"USE_ZEND_DTRACE", "1"}}},
+		{.name = "ruby",
+		 .summary = "Ruby: ruby:method__entry/return and cmethod__entry/return, named Class#method",
+		 .roles = ruby_roles,
+		 .launch_env = {{"RUBYOPT", "-r{repair}"}, {"RUBYOPT", "-r{script}"}},
+		 .launch_script = kRubyHooks,
+		 .script_extension = ".rb",
+		 .without_script = "Ruby fires method__entry/return only while a call/return hook is on: recording C "
+				   "methods only; --ruby-call-hook installs one (Ruby calls 3x slower, before the probes' "
+				   "own cost)",
+		 .repair_script = kRubyRepair,
+		 .repair_path = kRubyRepairScript},
+		{.name = "java", .summary = "Java (HotSpot): hotspot:method__entry/return, named pkg.Class.method",
+		 .roles = java_roles, .check = java_check, .launch_env = {{"JAVA_TOOL_OPTIONS", "-XX:+DTraceMethodProbes"}},
+		 .late_library = java_library},
+		{.name = "python", .summary = "CPython: python:function__entry/return, named file.py:function",
+		 .roles = python_roles, .wants_site = python_wants_site,
+		 .semaphore_note = "python 3.11 skips function entries (CPython gh-98894): holding its python:line "
+				   "semaphore up so they fire, which slows the target down"},
+		{.name = "postgres", .summary = "PostgreSQL: one frame per statement shape, its phases and waits inside",
+		 .roles = postgres_roles},
 	};
 	return table;
 }

@@ -12,27 +12,38 @@
 
 namespace usdtprof {
 
+// A runtime's probes and its quirks, as one row of presets() written with
+// designated initializers: what a runtime does not need stays at its default.
 struct Preset {
-	const char *name;
-	const char *summary;                  // one line, for `list` and errors
-	std::vector<ProbeRole> (*roles)();
+	const char *name = "";
+	const char *summary = "";             // one line, for `list`, --help and errors
+	std::vector<ProbeRole> (*roles)() = nullptr;
 	// Why the probes of a running process will not fire, and how to fix
-	// that; empty when they will (or usdtprof cannot tell).
-	std::string (*check)(int pid);
+	// that; empty when they will (or usdtprof cannot tell). nullptr: never.
+	std::string (*check)(int pid) = nullptr;
+	// Whether a site found for this preset's probes in the file at path is
+	// attached; nullptr: every one. (CPython's python:line semaphore is held
+	// only in the 3.11 that needs it.)
+	bool (*wants_site)(const ProbeRole &probe, const std::string &path) = nullptr;
+	// Said once when a site only holds a semaphore up (ProbeRole::semaphore_only).
+	const char *semaphore_note = nullptr;
 	// Environment a launched command needs for the probes to fire: each
 	// value is added to the variable's, "{script}" standing for a file
 	// holding launch_script, which is only used when asked for
 	// (--ruby-call-hook), "{repair}" for one holding repair_script, always.
-	std::vector<std::pair<const char *, const char *>> launch_env;
-	const char *launch_script;
+	std::vector<std::pair<const char *, const char *>> launch_env = {};
+	const char *launch_script = nullptr;
+	const char *script_extension = "";    // of the launch script's file: the runtime loads it by it
 	// Said when a command is launched without the launch script.
-	const char *without_script;
+	const char *without_script = nullptr;
 	// Files holding the probes that a launched executable loads later with
-	// dlopen (HotSpot's libjvm.so): "" when none.
-	std::string (*late_library)(const std::string &executable);
-	// Loaded by every launched process of the runtime: repairs what would
-	// make its probes crash it (Ruby 3.1), then says so (ruby_repaired).
-	const char *repair_script;
+	// dlopen (HotSpot's libjvm.so): "" when none. nullptr: never.
+	std::string (*late_library)(const std::string &executable) = nullptr;
+	// Loaded by every launched process of the runtime from repair_path:
+	// repairs what would make its probes crash it (Ruby 3.1), then says so
+	// (ruby_repaired).
+	const char *repair_script = nullptr;
+	const char *repair_path = nullptr;
 };
 
 // Where launch scripts live (a directory only root can write), and the Ruby

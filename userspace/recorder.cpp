@@ -241,14 +241,15 @@ bool apply_launch_env(const std::vector<const Preset *> &chosen, bool use_script
 					say(p, p->without_script);
 					continue;
 				}
-				auto script = install_launch_script(std::string(kLaunchDir) + "/" + p->name + "-launch.rb",
+				auto script = install_launch_script(std::string(kLaunchDir) + "/" + p->name + "-launch" +
+									    p->script_extension,
 								    p->launch_script);
 				if (!script)
 					throw UserError(script.error().message);
 				value.replace(at, 8, *script);
 			}
 			if (size_t at = value.find("{repair}"); at != std::string::npos) {
-				auto script = install_launch_script(kRubyRepairScript, p->repair_script);
+				auto script = install_launch_script(p->repair_path, p->repair_script);
 				if (!script)
 					throw UserError(script.error().message);
 				value.replace(at, 8, *script);
@@ -269,7 +270,7 @@ Result<FilesByPid> image_files(int pid, const std::vector<Mapping> &maps, const 
 {
 	std::vector<TargetFilePtr> files = opened.of_process(pid, maps);
 	for (const Preset &p : presets())
-		if (std::string lib = p.late_library(executable); !lib.empty()) {
+		if (std::string lib = p.late_library ? p.late_library(executable) : ""; !lib.empty()) {
 			auto file = open_named_file(lib);
 			if (!file)
 				return file.error();
@@ -449,7 +450,7 @@ private:
 		std::erase_if(sites, [&](const FoundSite &f) { return attached_files_.count({pid, f.file->dev, f.file->ino}); });
 		if (!has_probe_sites(sites))
 			return;
-		say_if_python_line_held(sites);
+		say_semaphore_notes(sites, chosen);
 		size_t before = engine_.attached_sites();
 		try {
 			merge_attached(attached_, attach_sites(engine_, sites));

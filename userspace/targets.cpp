@@ -1,6 +1,7 @@
 #include "targets.h"
 
 #include <algorithm>
+#include <set>
 #include <cstdio>
 #include <ctime>
 #include <map>
@@ -232,6 +233,28 @@ static void hold_unrepaired_ruby(std::vector<FoundSite> &sites, std::vector<Foun
 	}
 }
 
+namespace {
+
+// Which chosen preset each probe (provider, name) is of; a custom pair's or
+// task's is of none.
+using PresetOfProbe = std::map<std::pair<std::string, std::string>, const Preset *>;
+PresetOfProbe presets_by_probe(const std::vector<const Preset *> &chosen)
+{
+	PresetOfProbe out;
+	for (const Preset *p : chosen)
+		for (const ProbeRole &r : p->roles())
+			out.try_emplace({r.provider, r.name}, p);
+	return out;
+}
+
+const Preset *preset_of(const PresetOfProbe &presets, const ProbeRole &probe)
+{
+	auto it = presets.find({probe.provider, probe.name});
+	return it == presets.end() ? nullptr : it->second;
+}
+
+} // namespace
+
 std::vector<FoundSite> more_sites(const RecordOptions &o, const FilesByPid &files,
 				  const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom,
 				  size_t already, std::vector<FoundSite> *held)
@@ -242,9 +265,10 @@ std::vector<FoundSite> more_sites(const RecordOptions &o, const FilesByPid &file
 		auto found = find_sites(of_pid, pid, roles, already + sites.size());
 		sites.insert(sites.end(), found.begin(), found.end());
 	}
-	// CPython 3.11's defect (gh-98894): only its python:line semaphore, held up, makes entries fire.
-	std::erase_if(sites, [](const FoundSite &f) {
-		return f.probe.semaphore_only && f.file->path.find("python3.11") == std::string::npos;
+	PresetOfProbe of = presets_by_probe(chosen);
+	std::erase_if(sites, [&](const FoundSite &f) {
+		const Preset *p = preset_of(of, f.probe);
+		return p && p->wants_site && !p->wants_site(f.probe, f.file->path);
 	});
 	hold_unrepaired_ruby(sites, held);
 	// Processes of a binary may be gone, and their maps unknown, before
@@ -259,14 +283,15 @@ bool has_probe_sites(const std::vector<FoundSite> &sites)
 	return std::any_of(sites.begin(), sites.end(), [](const FoundSite &f) { return !f.probe.semaphore_only; });
 }
 
-void say_if_python_line_held(const std::vector<FoundSite> &sites)
+// Each preset's note on the semaphores it holds up, once per run.
+void say_semaphore_notes(const std::vector<FoundSite> &sites, const std::vector<const Preset *> &chosen)
 {
-	static bool said = false;
-	if (!said && std::any_of(sites.begin(), sites.end(), [](const FoundSite &f) { return f.probe.semaphore_only; })) {
-		log_line("python 3.11 skips function entries (CPython gh-98894): holding its python:line "
-			 "semaphore up so they fire, which slows the target down");
-		said = true;
-	}
+	static std::set<const Preset *> said;
+	PresetOfProbe of = presets_by_probe(chosen);
+	for (const FoundSite &f : sites)
+		if (const Preset *p = f.probe.semaphore_only ? preset_of(of, f.probe) : nullptr;
+		    p && p->semaphore_note && said.insert(p).second)
+			log_line("%s", p->semaphore_note);
 }
 
 std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched, const FilesByPid &files,
@@ -275,10 +300,10 @@ std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched
 	// Probes that will not fire: explained, not recorded as an empty profile.
 	if (pid && !launched)
 		for (const Preset *p : chosen)
-			if (std::string why = p->check(pid); !why.empty())
+			if (std::string why = p->check ? p->check(pid) : ""; !why.empty())
 				throw UserError(pid_text(pid) + ": " + why);
 	auto sites = more_sites(o, files, chosen, custom, 0);
-	say_if_python_line_held(sites);
+	say_semaphore_notes(sites, chosen);
 	std::string target = pid ? pid_text(pid) : o.binary;
 	// The executable searched, as the kernel names it (or --binary as given).
 	std::error_code ec;

@@ -71,8 +71,9 @@ std::vector<ProbeRole> custom_roles(const RecordOptions &o);
 std::vector<const Preset *> choose_presets(const RecordOptions &o, const FilesByPid &files);
 // Some site to attach a program to (not only a semaphore to hold).
 bool has_probe_sites(const std::vector<FoundSite> &sites);
-// Says once per run that CPython 3.11's python:line semaphore is held up, if it is among sites.
-void say_if_python_line_held(const std::vector<FoundSite> &sites);
+// Says once per run, for each chosen preset with a semaphore_note, that a
+// semaphore of it is held up, if one is among sites (CPython 3.11's python:line).
+void say_semaphore_notes(const std::vector<FoundSite> &sites, const std::vector<const Preset *> &chosen);
 // The sites to attach in files for the presets and custom probes. For a
 // process usdtprof did not launch, a preset's requirement the process lacks
 // is an error that explains it; no site at all is an error. Throws UserError.

@@ -68,3 +68,24 @@ TEST_CASE("java: hidden classes (lambdas) are named without their address", "[pr
 	CHECK(java_class_name("a/b+0xyz") == "a.b+0xyz");
 	CHECK(java_class_name("pkg/Plain") == "pkg.Plain");
 }
+
+TEST_CASE("presets: quirks are their rows' hooks; every row names its probes", "[presets]")
+{
+	for (const Preset &p : presets()) {
+		CHECK(*p.name);
+		CHECK(*p.summary);
+		REQUIRE(p.roles);
+		CHECK_FALSE(p.roles().empty());
+	}
+	const Preset *python = find_preset("python");
+	REQUIRE(python);
+	REQUIRE(python->wants_site);
+	for (const ProbeRole &r : python->roles()) {
+		CHECK(python->wants_site(r, "/usr/bin/python3.11"));
+		// The line semaphore is held only in the 3.11 that needs it.
+		CHECK(python->wants_site(r, "/usr/bin/python3.12") == !r.semaphore_only);
+	}
+	CHECK(std::string(find_preset("ruby")->script_extension) == ".rb");
+	CHECK(std::string(find_preset("ruby")->repair_path) == kRubyRepairScript);
+	CHECK(find_preset("native")->check == nullptr);
+}

@@ -2,6 +2,7 @@
 
 #include "commands.h"
 #include "recorder.h"
+#include "targets.h"
 #include "result.h"
 
 namespace usdtprof::cli {
@@ -23,7 +24,7 @@ void add_target_options(CLI::App *app, RecordOptions &o)
 {
 	app->add_option("-p,--pid", o.pid, "Process to attach to")->check(kPositive);
 	app->add_option("--binary", o.binary, "Attach to every process running this file, new ones too");
-	app->add_option("--runtime", o.runtime, "Use this preset only (native, php, ruby, java, python, postgres); default: detected");
+	app->add_option("--runtime", o.runtime, "Use this preset only (" + preset_names() + "); default: detected");
 	// One value per flag, repeated: a vector option would also take the command's own dashed arguments.
 	app->add_option("--pair", o.pairs,
 			"Also a custom probe pair: PROVIDER:ENTRY/EXIT[:NAME][:match], NAME: argN (points to a static name), "
