@@ -104,8 +104,8 @@ const std::pair<const char *, const char *> kAnomalies[] = {
 	{"exit_mismatch", "exit did not match the top frame; frames were popped"},
 	{"exit_no_frame", "exit with no matching frame: entered before attach, under [running at attach]"},
 	{"depth_overflow", "calls beyond the tracked depth (128), counted under [truncated]"},
-	{"agg_full", "aggregation map full; a path was dropped"},
-	{"dropped_ns", "nanoseconds carried by dropped paths"},
+	{"agg_full", "calls whose path found no slot in the call-path table: charged to [other]"},
+	{"dropped_ns", "nanoseconds lost: no slot even for an [other] frame"},
 	{"no_storage", "per-thread stack could not be allocated"},
 	{"lost_events", "trace events lost: the ring buffer was full"},
 	{"window_exits", "exits of frames counted open when a sampling window closed, not counted again"},
@@ -157,6 +157,21 @@ std::string sampled_line(const Profile &profile)
 		return "";
 	return line("sampled: probes attached for %.1f%% of the recording; counts and times are not scaled\n",
 		    profile.sampled_fraction * 100);
+}
+
+std::string lost_paths_line(const Profile &profile, const CallTree &tree)
+{
+	auto full = profile.anomalies.find("agg_full");
+	if (full == profile.anomalies.end() || !full->second)
+		return "";
+	uint64_t other_ns = 0;
+	for (const TreeNode &n : tree.nodes)
+		if (n.name == "[other]")
+			other_ns += n.self_ns;
+	return line("lost paths: %.1f%% of the recorded time (%s) lost its full call path: the call-path table was "
+		    "full, so those calls are charged to [other] under the nearest caller that kept its own; record with a "
+		    "larger --max-paths to keep them\n",
+		    percent(other_ns, tree.total_self_ns), human_ns(other_ns).c_str());
 }
 
 // "~" before a self time within the calibration's spread.
