@@ -70,7 +70,7 @@ USDTPROF := $(OUTPUT)/usdtprof
 # A recipe that fails leaves no half-written target behind to pass for a built one.
 .DELETE_ON_ERROR:
 
-.PHONY: all deps test unit e2e demo bench fuzz clean
+.PHONY: all deps test unit e2e demo bench bench-scale fuzz clean
 # Generated in chains of pattern rules: kept, not deleted as intermediates.
 # (Not a bare .SECONDARY:, which would also let a missing object of a new
 # source file go unbuilt.)
@@ -160,16 +160,28 @@ $(OUTPUT)/bench/probe_bench: $(OUTPUT)/tools/bench/probe_bench.o $(OUTPUT)/libus
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D) && $(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
+# Synthetic profiles of any size (tools/gen_profile.cpp): the scale bench and tests.
+GEN_PROFILE := $(OUTPUT)/tools/gen_profile
+$(GEN_PROFILE): $(OUTPUT)/tools/gen_profile.o $(OUTPUT)/libusdtprof.a
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
 $(OUTPUT)/bench/churn: tools/bench/churn.c include/usdtprof/usdtprof.h | deps
 	$(Q)mkdir -p $(@D) && $(CC) -O2 -g -Wall -pthread -Iinclude $< -o $@
 
 # Not part of `make test`: figures go to docs/benchmarks.md. The monitor's benches scale
 # down with PGB_ROUNDS, PGB_SECONDS, SOAK_SECONDS (see their headers).
 bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed $(OUTPUT)/bench/pingpong \
-	$(USDTPROF) $(OUTPUT)/bench/churn
+	$(USDTPROF) $(OUTPUT)/bench/churn $(GEN_PROFILE)
+	tools/bench/profile_scale.sh $(USDTPROF) $(GEN_PROFILE)
 	$(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed $(OUTPUT)/bench/pingpong
 	tools/bench/pgbench_monitor.sh $(USDTPROF)
 	tools/bench/monitor_soak.sh $(USDTPROF) $(OUTPUT)/bench/churn
+
+# The scale bench alone (SCALE_PATHS, SCALE_DEPTHS ... in its header; BASELINE=another usdtprof
+# binary runs beside it).
+bench-scale: $(USDTPROF) $(GEN_PROFILE)
+	tools/bench/profile_scale.sh $(USDTPROF) $(GEN_PROFILE) $(BASELINE)
 
 # Not part of `make test`: libFuzzer on the profile, USDT argument and probe spec parsers,
 # FUZZ_SECONDS each, seeded from tests/fuzz/corpus; new inputs and crashes go
@@ -203,4 +215,4 @@ demo: $(USDTPROF) $(OUTPUT)/targets/demo
 clean:
 	rm -rf .output
 
--include $(wildcard $(OUTPUT)/userspace/*.d $(OUTPUT)/userspace/cli/*.d $(OUTPUT)/tests/*/*.d)
+-include $(wildcard $(OUTPUT)/userspace/*.d $(OUTPUT)/userspace/cli/*.d $(OUTPUT)/tests/*/*.d $(OUTPUT)/tools/*.d)

@@ -7,39 +7,6 @@
 
 namespace usdtprof {
 
-bool cap_name(std::string &s, size_t max_bytes)
-{
-	if (s.size() <= max_bytes)
-		return false;
-	static const std::string mark = "...";
-	size_t cut = max_bytes > mark.size() ? max_bytes - mark.size() : 0;
-	// Not inside a UTF-8 sequence: back to a byte that starts one.
-	while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80)
-		cut--;
-	s.resize(cut);
-	s += mark;
-	return true;
-}
-
-FunctionName function_name(const NameLookup &lookup, uint32_t tgid, uint64_t func, bool *cut)
-{
-	switch (func) {
-	case USDTPROF_FUNC_RUNNING_AT_ATTACH: return {"[running at attach]", ""};
-	case USDTPROF_FUNC_TRUNCATED: return {"[truncated]", ""};
-	case USDTPROF_FUNC_TASK: return {"[task]", ""};
-	}
-	if (auto name = lookup(tgid, func)) {
-		bool name_cut = cap_name(name->name, kMaxNameBytes);
-		bool location_cut = cap_name(name->location, kMaxNameBytes);
-		if (cut)
-			*cut = name_cut || location_cut;
-		return *name;
-	}
-	char unknown[40];
-	snprintf(unknown, sizeof(unknown), "[unknown 0x%llx]", (unsigned long long)func);
-	return {unknown, ""};
-}
-
 size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup)
 {
 	size_t names_cut = 0;

@@ -401,20 +401,6 @@ Result<double> Engine::measure_trap_ns()
 	return std::max(0.0, (probed - plain) / kCalls);
 }
 
-const char *anomaly_name(int a)
-{
-	switch (a) {
-	case USDTPROF_ANOM_EXIT_MISMATCH: return "exit_mismatch";
-	case USDTPROF_ANOM_EXIT_NO_FRAME: return "exit_no_frame";
-	case USDTPROF_ANOM_DEPTH_OVERFLOW: return "depth_overflow";
-	case USDTPROF_ANOM_AGG_FULL: return "agg_full";
-	case USDTPROF_ANOM_DROPPED_NS: return "dropped_ns";
-	case USDTPROF_ANOM_NO_STORAGE: return "no_storage";
-	case USDTPROF_ANOM_LOST_EVENTS: return "lost_events";
-	default: return "window_exits";
-	}
-}
-
 void Engine::RingBufferDeleter::operator()(ring_buffer *rb) const
 {
 	ring_buffer__free(rb);

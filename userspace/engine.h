@@ -45,9 +45,6 @@ Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &ke
 // Marks a program for attach_uprobe_multi(); call before loading.
 void use_uprobe_multi(bpf_program *prog);
 
-// The profile's name of an anomaly counter (docs/profile-format.md).
-const char *anomaly_name(int anomaly);
-
 class Engine {
 public:
 	// Opens and loads the programs, sizing the aggregation map, and attaches

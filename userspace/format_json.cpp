@@ -2,6 +2,7 @@
 // anomalies and calibration, and what the chosen view adds (views.cpp).
 #include <unordered_map>
 
+#include "anomalies.h"
 #include "compensation.h"
 #include "report_text.h"
 #include "views.h"
@@ -67,9 +68,9 @@ std::string render_json(const Profile &profile, const CallTree &tree, const Repo
 	}
 	// The known counters first, in kernel order, then any others the profile has.
 	json anomalies = json::object();
-	for (const auto &[name, description] : known_anomalies()) {
-		auto it = profile.anomalies.find(name);
-		anomalies[name] = it == profile.anomalies.end() ? uint64_t{0} : it->second;
+	for (const Anomaly &a : anomaly_table()) {
+		auto it = profile.anomalies.find(a.name);
+		anomalies[a.name] = it == profile.anomalies.end() ? uint64_t{0} : it->second;
 	}
 	for (const auto &[name, count] : profile.anomalies)
 		anomalies[name] = count;

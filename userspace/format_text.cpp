@@ -2,6 +2,7 @@
 // anomalies and what compensation did.
 #include <algorithm>
 
+#include "anomalies.h"
 #include "compensation.h"
 #include "report_text.h"
 #include "text_escape.h"
@@ -17,11 +18,8 @@ std::string render_anomalies(const Profile &profile)
 	for (const auto &[name, count] : profile.anomalies) {
 		if (!count)
 			continue;
-		const char *what = "";
-		for (const auto &[known, description] : known_anomalies())
-			if (name == known)
-				what = description;
-		out += "  " + escape_text(name) + ": " + std::to_string(count) + (*what ? std::string("  (") + what + ")" : "") + "\n";
+		const char *what = anomaly_description(name);
+		out += "  " + escape_text(name) + ": " + std::to_string(count) + (what ? std::string("  (") + what + ")" : "") + "\n";
 	}
 	return out.empty() ? "anomalies: none\n" : "anomalies:\n" + out;
 }

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "anomalies.h"
 #include "calibration.h"
 #include "text_escape.h"
 #include "call_paths.h"

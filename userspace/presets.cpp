@@ -8,7 +8,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "sql.h"
+#include "naming.h"
 #include "usdt.h"
 
 namespace usdtprof {
@@ -20,22 +20,6 @@ std::string proc_file(int pid, const char *name)
 {
 	std::ifstream in("/proc/" + std::to_string(pid) + "/" + name, std::ios::binary);
 	return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-std::string text(const usdtprof_name &n, int part)
-{
-	return std::string(n.text[part], strnlen(n.text[part], USDTPROF_NAME_LEN));
-}
-
-std::string base_name(const std::string &path)
-{
-	size_t slash = path.rfind('/');
-	return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-std::string location(const std::string &file, int64_t line)
-{
-	return file.empty() ? "" : line > 0 ? file + ":" + std::to_string(line) : file;
 }
 
 ProbeRole runtime(const char *provider, const char *name, usdtprof_role role, std::vector<unsigned> ident_args,
@@ -58,10 +42,6 @@ ProbeRole constant(const char *provider, const char *name, usdtprof_role role, c
 	return r;
 }
 
-// The name Xdebug gives PHP's top-level code (of the script, of an included
-// file, of eval'd code).
-constexpr const char *kPhpTopLevel = "{main}";
-
 // php:function__entry/return(function, file, line, class, scope). Names are
 // keyed by content: PHP-FPM frees them at the end of each request. PHP names
 // top-level code "main" too, a literal in its binary, where a user function's
@@ -71,16 +51,9 @@ std::vector<ProbeRole> php_roles()
 {
 	const std::vector<NamePart> parts = {{USDTPROF_PART_STR_PREFIXED, 0}, {USDTPROF_PART_STR, 1},
 					     {USDTPROF_PART_INT, 2}, {USDTPROF_PART_STR, 3}};
-	auto name = [](const usdtprof_name &n, const ProbeRole &) -> FunctionName {
-		std::string cls = text(n, 3), fn = text(n, 0);
-		bool zend_string = static_cast<uint64_t>(n.num[0]) == fn.size();
-		if (cls.empty() && fn == "main" && !zend_string)
-			fn = kPhpTopLevel;
-		return {cls.empty() ? fn : cls + "::" + fn, location(text(n, 1), n.num[2])};
-	};
 	const uint32_t content = 0b11 | USDTPROF_CONTENT_PREFIXED(0);
-	return {runtime("php", "function__entry", USDTPROF_ROLE_ENTRY, {0, 3}, content, parts, name),
-		runtime("php", "function__return", USDTPROF_ROLE_EXIT, {0, 3}, content, parts, name)};
+	return {runtime("php", "function__entry", USDTPROF_ROLE_ENTRY, {0, 3}, content, parts, php_function_name),
+		runtime("php", "function__return", USDTPROF_ROLE_EXIT, {0, 3}, content, parts, php_function_name)};
 }
 
 std::string php_check(int pid)
@@ -99,13 +72,10 @@ std::vector<ProbeRole> ruby_roles()
 {
 	const std::vector<NamePart> parts = {
 		{USDTPROF_PART_STR, 0}, {USDTPROF_PART_STR, 1}, {USDTPROF_PART_STR, 2}, {USDTPROF_PART_INT, 3}};
-	auto name = [](const usdtprof_name &n, const ProbeRole &) -> FunctionName {
-		return {text(n, 0) + "#" + text(n, 1), location(text(n, 2), n.num[3])};
-	};
-	return {runtime("ruby", "method__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0b01, parts, name),
-		runtime("ruby", "method__return", USDTPROF_ROLE_EXIT, {0, 1}, 0b01, parts, name),
-		runtime("ruby", "cmethod__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0b01, parts, name),
-		runtime("ruby", "cmethod__return", USDTPROF_ROLE_EXIT, {0, 1}, 0b01, parts, name)};
+	return {runtime("ruby", "method__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0b01, parts, ruby_method_name),
+		runtime("ruby", "method__return", USDTPROF_ROLE_EXIT, {0, 1}, 0b01, parts, ruby_method_name),
+		runtime("ruby", "cmethod__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0b01, parts, ruby_method_name),
+		runtime("ruby", "cmethod__return", USDTPROF_ROLE_EXIT, {0, 1}, 0b01, parts, ruby_method_name)};
 }
 
 // hotspot:method__entry/return(thread, class, class length, method, method
@@ -115,11 +85,8 @@ std::vector<ProbeRole> java_roles()
 {
 	const std::vector<NamePart> parts = {
 		{USDTPROF_PART_STR_LEN, 1, 2}, {USDTPROF_PART_STR_LEN, 3, 4}, {USDTPROF_PART_STR_LEN, 5, 6}};
-	auto name = [](const usdtprof_name &n, const ProbeRole &) -> FunctionName {
-		return {java_method_name(text(n, 0), text(n, 1), text(n, 2)), ""};
-	};
-	std::vector<ProbeRole> roles = {runtime("hotspot", "method__entry", USDTPROF_ROLE_ENTRY, {1, 3, 5}, 0, parts, name),
-					runtime("hotspot", "method__return", USDTPROF_ROLE_EXIT, {1, 3, 5}, 0, parts, name)};
+	std::vector<ProbeRole> roles = {runtime("hotspot", "method__entry", USDTPROF_ROLE_ENTRY, {1, 3, 5}, 0, parts, java_captured_name),
+					runtime("hotspot", "method__return", USDTPROF_ROLE_EXIT, {1, 3, 5}, 0, parts, java_captured_name)};
 	// The probes fire in SharedRuntime::dtrace_method_entry/exit, called by
 	// the method's own code (interpreted or compiled), on the thread's stack.
 	for (ProbeRole &r : roles)
@@ -157,13 +124,10 @@ std::string java_library(const std::string &executable)
 std::vector<ProbeRole> python_roles()
 {
 	const std::vector<NamePart> parts = {{USDTPROF_PART_STR, 0}, {USDTPROF_PART_STR, 1}, {USDTPROF_PART_INT, 2}};
-	auto name = [](const usdtprof_name &n, const ProbeRole &) -> FunctionName {
-		return {base_name(text(n, 0)) + ":" + text(n, 1), location(text(n, 0), n.num[2])};
-	};
 	ProbeRole line = probe_role("python", "line", USDTPROF_ROLE_ENTRY);
 	line.semaphore_only = true;
-	return {runtime("python", "function__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0, parts, name),
-		runtime("python", "function__return", USDTPROF_ROLE_EXIT, {0, 1}, 0, parts, name), line};
+	return {runtime("python", "function__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0, parts, python_function_name),
+		runtime("python", "function__return", USDTPROF_ROLE_EXIT, {0, 1}, 0, parts, python_function_name), line};
 }
 
 // PostgreSQL: a query is the outer frame, named by its statement shape (the
@@ -171,16 +135,13 @@ std::vector<ProbeRole> python_roles()
 // nest inside as constant frames.
 std::vector<ProbeRole> postgres_roles()
 {
-	auto statement = [](const usdtprof_name &n, const ProbeRole &) -> FunctionName {
-		return {normalize_sql(text(n, 0)), ""};
-	};
 	std::vector<ProbeRole> roles;
 	for (usdtprof_role role : {USDTPROF_ROLE_ENTRY, USDTPROF_ROLE_EXIT}) {
 		ProbeRole q = probe_role("postgresql", role == USDTPROF_ROLE_ENTRY ? "query__start" : "query__done", role);
 		q.ident = USDTPROF_IDENT_SQL;
 		q.ident_args = {0};
 		q.parts = {{USDTPROF_PART_STR, 0}};
-		q.format = statement;
+		q.format = sql_statement_name;
 		roles.push_back(q);
 	}
 	const std::pair<const char *, const char *> frames[] = {
@@ -257,77 +218,6 @@ std::string no_library(const std::string &)
 }
 
 } // namespace
-
-namespace {
-
-// A JVM type descriptor's type at *at ("I", "[J", "Ljava/lang/String;") as
-// Java source writes it, classes by their simple name; at moves past it.
-// "" at the end or at a descriptor cut short.
-std::string java_type(std::string_view d, size_t *at)
-{
-	int dims = 0;
-	while (*at < d.size() && d[*at] == '[')
-		++dims, ++*at;
-	if (*at >= d.size())
-		return "";
-	std::string type;
-	static const std::string_view codes = "BCDFIJSZV";
-	static const char *const names[] = {"byte", "char", "double", "float", "int", "long", "short", "boolean", "void"};
-	char c = d[(*at)++];
-	if (size_t i = codes.find(c); i != std::string_view::npos) {
-		type = names[i];
-	} else if (c == 'L') {
-		size_t end = d.find(';', *at);
-		if (end == std::string_view::npos)
-			return "";
-		std::string_view cls = d.substr(*at, end - *at);
-		size_t slash = cls.rfind('/');
-		type = std::string(slash == std::string_view::npos ? cls : cls.substr(slash + 1));
-		*at = end + 1;
-	} else {
-		return "";
-	}
-	for (; dims > 0; --dims)
-		type += "[]";
-	return type;
-}
-
-} // namespace
-
-std::string java_parameters(std::string_view descriptor)
-{
-	if (descriptor.empty() || descriptor[0] != '(')
-		return "";
-	std::string out = "(";
-	size_t at = 1;
-	while (at < descriptor.size() && descriptor[at] != ')') {
-		std::string type = java_type(descriptor, &at);
-		if (type.empty())
-			return out + (out.size() > 1 ? ",...)" : "...)"); // cut short (USDTPROF_NAME_LEN)
-		out += (out.size() > 1 ? "," : "") + type;
-	}
-	return at < descriptor.size() ? out + ")" : out + (out.size() > 1 ? ",...)" : "...)");
-}
-
-std::string java_class_name(std::string_view internal)
-{
-	std::string cls(internal);
-	// A hidden class (a lambda's, a LambdaForm's) is named with its address
-	// after a '+' (Class.getName() shows '/'): different in every run.
-	for (char sep : {'+', '/'})
-		if (size_t at = cls.rfind(std::string(1, sep) + "0x"); at != std::string::npos && at + 3 < cls.size() &&
-		    cls.find_first_not_of("0123456789abcdefABCDEF", at + 3) == std::string::npos) {
-			cls.resize(at);
-			break;
-		}
-	std::replace(cls.begin(), cls.end(), '/', '.');
-	return cls;
-}
-
-std::string java_method_name(std::string_view cls, std::string_view method, std::string_view descriptor)
-{
-	return java_class_name(cls) + "." + std::string(method) + java_parameters(descriptor);
-}
 
 // PHP reads the variable with getenv (the first entry of that name) and
 // zend_atoi: any value whose leading integer is not 0 turns the probes on.

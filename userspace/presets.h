@@ -52,14 +52,6 @@ std::vector<const Preset *> detect_presets(const std::vector<TargetFilePtr> &fil
 // Whether a NUL-separated environment (/proc/PID/environ) turns PHP's
 // probes on: USE_ZEND_DTRACE set to a non-zero integer, wherever it stands.
 bool php_dtrace_enabled(std::string_view environ);
-// HotSpot's names as reports show them: "pkg.Class.method(int,String[])",
-// overloads apart; a hidden class (a lambda's) without the address that
-// changes every run ("Srv$$Lambda$11+0x0000000800c01000" -> "Srv$$Lambda$11").
-std::string java_method_name(std::string_view cls, std::string_view method, std::string_view descriptor);
-std::string java_class_name(std::string_view internal);
-// A method descriptor's parameters, "(Ljava/lang/String;I)V" -> "(String,int)";
-// one cut short ends in "...)".
-std::string java_parameters(std::string_view descriptor);
 // The presets that use provider:name.
 std::vector<std::string> probe_presets(std::string_view provider, std::string_view name);
 

@@ -1,5 +1,7 @@
 #include "probe_roles.h"
 
+#include "naming.h"
+
 #include <charconv>
 
 namespace usdtprof {
@@ -17,16 +19,6 @@ bool is_identifier(std::string_view s)
 }
 
 // PROVIDER:NAME/NAME[/NAME...][:argN] with exactly `count` names.
-FunctionName string_name(const usdtprof_name &captured, const ProbeRole &)
-{
-	return {captured.text[0], ""};
-}
-
-FunctionName integer_name(const usdtprof_name &captured, const ProbeRole &probe)
-{
-	return {probe.name + "(" + std::to_string(captured.num[0]) + ")", ""};
-}
-
 Result<std::vector<ProbeRole>> parse_spec(std::string_view spec, const std::vector<usdtprof_role> &roles,
 					  bool names_allowed, const char *form)
 {

@@ -6,17 +6,11 @@
 #include <string_view>
 #include <vector>
 
+#include "naming.h"
 #include "result.h"
 #include "usdtprof/bpf_shared.h"
 
 namespace usdtprof {
-
-// A function's name as reports show it, and where it is defined.
-struct FunctionName {
-	std::string name;
-	std::string location; // "file:line", "file" or ""
-	int32_t cost_kind = -1; // index into the profile's calibration kinds; -1: none known
-};
 
 // Which probe argument a captured name part comes from.
 struct NamePart {

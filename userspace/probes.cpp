@@ -5,7 +5,7 @@
 #include <tuple>
 
 #include "process.h"
-#include "report.h"
+#include "naming.h"
 #include "targets.h"
 #include "text_escape.h"
 

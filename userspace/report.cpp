@@ -38,80 +38,8 @@ void sort_functions(std::vector<FunctionSummary> &fs, SortKey key)
 	});
 }
 
-bool ends_with(const std::string &s, const std::string &suffix)
-{
-	return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-bool is_ident(char c) { return isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
-// Removes a trailing GCC "[with T = int]" or clang "[T = int]" suffix.
-void strip_template_bindings(std::string &s)
-{
-	if (!ends_with(s, "]"))
-		return;
-	int depth = 0;
-	for (size_t i = s.size(); i-- > 0;) {
-		if (s[i] == ']')
-			depth++;
-		else if (s[i] == '[' && --depth == 0) {
-			std::string inner = s.substr(i);
-			if (i > 0 && s[i - 1] == ' ' && (inner.rfind("[with ", 0) == 0 || inner.find(" = ") != std::string::npos))
-				s.erase(i - 1);
-			return;
-		}
-	}
-}
-
-// Removes trailing cv/ref/noexcept qualifiers of a member function.
-void strip_qualifiers(std::string &s)
-{
-	static const char *const quals[] = {"const", "volatile", "noexcept", "&&", "&"};
-	for (bool again = true; again;) {
-		again = false;
-		while (!s.empty() && s.back() == ' ')
-			s.pop_back();
-		for (const char *q : quals) {
-			std::string qual = q;
-			if (ends_with(s, qual) && s.size() > qual.size()) {
-				char before = s[s.size() - qual.size() - 1];
-				if (before == ' ' || before == ')') {
-					s.erase(s.size() - qual.size());
-					again = true;
-					break;
-				}
-			}
-		}
-	}
-}
-
-// Start of the "operator" keyword naming an operator function, or npos.
-size_t find_operator(const std::string &s)
-{
-	for (size_t pos = s.find("operator"); pos != std::string::npos; pos = s.find("operator", pos + 1)) {
-		size_t end = pos + 8;
-		if ((pos == 0 || !is_ident(s[pos - 1])) && (end == s.size() || !is_ident(s[end])))
-			return pos;
-	}
-	return std::string::npos;
-}
-
 } // namespace
 
-// The anomaly counters the BPF side keeps (enum usdtprof_anomaly), always
-// shown in JSON so consumers see a stable set of keys.
-const std::pair<const char *, const char *> kAnomalies[] = {
-	{"exit_mismatch", "exit did not match the top frame; frames were popped"},
-	{"exit_no_frame", "exit with no matching frame: entered before attach, under [running at attach]"},
-	{"depth_overflow", "calls beyond the tracked depth (128), counted under [truncated]"},
-	{"agg_full", "aggregation map full; a path was dropped"},
-	{"dropped_ns", "nanoseconds carried by dropped paths"},
-	{"no_storage", "per-thread stack could not be allocated"},
-	{"lost_events", "trace events lost: the ring buffer was full"},
-	{"window_exits", "exits of frames counted open when a sampling window closed, not counted again"},
-};
-
-std::span<const std::pair<const char *, const char *>> known_anomalies() { return kAnomalies; }
 
 std::string human_ns(uint64_t ns)
 {
@@ -374,54 +302,5 @@ CallTree with_self_time(CallTree tree, TimeMode mode)
 	return tree;
 }
 
-std::string simplify_function_name(const std::string &name)
-{
-	std::string s = name;
-	strip_template_bindings(s);
-	strip_qualifiers(s);
-	if (!ends_with(s, ")"))
-		return name;
-
-	// The '(' opening the parameter list: match the final ')' over balanced brackets.
-	size_t open = std::string::npos;
-	int depth = 0;
-	for (size_t i = s.size(); i-- > 0;) {
-		char c = s[i];
-		if (c == ')' || c == '>' || c == ']')
-			depth++;
-		else if ((c == '(' || c == '<' || c == '[') && --depth == 0) {
-			open = i;
-			break;
-		}
-	}
-	if (open == std::string::npos || s[open] != '(')
-		return name;
-	std::string prefix = s.substr(0, open);
-	while (!prefix.empty() && prefix.back() == ' ')
-		prefix.pop_back();
-	// A prefix ending in ')' means a function-pointer return type or similar: give up.
-	if (prefix.empty() || (ends_with(prefix, ")") && !ends_with(prefix, "operator()")))
-		return name;
-
-	// The return type ends at the last space outside brackets, before any
-	// "operator" keyword (operator names contain '<', '>' and spaces).
-	size_t limit = std::min(find_operator(prefix), prefix.size());
-	size_t start = 0;
-	depth = 0;
-	for (size_t i = 0; i < limit; i++) {
-		char c = prefix[i];
-		if (c == '<' || c == '(' || c == '[')
-			depth++;
-		else if (c == '>' || c == ')' || c == ']')
-			depth--;
-		else if (c == ' ' && depth == 0)
-			start = i + 1;
-		if (depth < 0)
-			return name;
-	}
-	if (depth != 0)
-		return name;
-	return prefix.substr(start);
-}
 
 } // namespace usdtprof

@@ -107,8 +107,5 @@ std::string render_folded(const CallTree &tree);
 // Escapes a name for one folded frame (';', '%' and control characters).
 std::string escape_folded_frame(const std::string &name);
 
-// "int ns::Cls<T>::run(int) const" -> "ns::Cls<T>::run"; other names
-// unchanged. Applied when recording to the names of native probes.
-std::string simplify_function_name(const std::string &name);
 
 } // namespace usdtprof

@@ -27,7 +27,5 @@ std::vector<uint32_t> by_total(const CallTree &tree, std::vector<uint32_t> group
 bool below_min_percent(const CallTree &tree, uint32_t node, const ReportOptions &options);
 // Sorted by options.sort, cut to options.limit; also returns how many were cut.
 std::pair<std::vector<FunctionSummary>, size_t> ranked_functions(const CallTree &tree, const ReportOptions &options);
-// The anomaly counters the BPF side keeps (enum usdtprof_anomaly), name and description.
-std::span<const std::pair<const char *, const char *>> known_anomalies();
 
 } // namespace usdtprof

@@ -10,7 +10,7 @@
 
 #include "text_escape.h"
 #include "process.h"
-#include "report.h"
+#include "naming.h"
 #include "result.h"
 
 namespace usdtprof {
@@ -302,9 +302,7 @@ void capture_native_names(std::vector<FoundSite> &sites)
 			f.probe.ident = USDTPROF_IDENT_PTRS;
 			f.probe.ident_args = {f.probe.arg};
 			f.probe.parts = {{USDTPROF_PART_STR, f.probe.arg, 0}};
-			f.probe.format = [](const usdtprof_name &n, const ProbeRole &) {
-				return FunctionName{simplify_function_name(n.text[0]), ""};
-			};
+			f.probe.format = native_captured_name;
 		}
 }
 

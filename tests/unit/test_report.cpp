@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "naming.h"
 #include "render_as.h"
 #include "report.h"
 #include "task_profile.h"
