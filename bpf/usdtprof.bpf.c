@@ -29,13 +29,28 @@ struct {
 	__type(value, struct usdtprof_thread_stack);
 } stacks SEC(".maps");
 
-/* Sized by userspace before load (record --max-paths). */
+/* Sized by userspace before load (record --max-paths). Allocated as paths
+ * come (no preallocation): a large table costs kernel memory only for the
+ * paths a recording makes (docs/design.md, "Call-path table"). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 65536);
 	__type(key, __u64);
 	__type(value, struct usdtprof_path_stats);
 } paths SEC(".maps");
+
+/* The [other] children (USDTPROF_FUNC_OTHER) of paths whose callees found
+ * no slot in `paths`: at most one per path there (and one root per
+ * process), so when sized as `paths` plus room for the roots it never
+ * fills before it; sized by userspace. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct usdtprof_path_stats);
+} other_paths SEC(".maps");
 
 /* Tasks created and not yet ended: hash(tgid, task id) -> creator's path. */
 struct {
@@ -499,31 +514,53 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 	return h;
 }
 
-/* Adds totals to a path of the paths map, creating it if needed. Atomic:
- * threads of a process on other CPUs share paths. */
+/* The totals of a path, created (zero) if needed: [other] children in
+ * other_paths, every other path in `paths` within the process's share. NULL
+ * when it finds no slot. Another CPU may create it first: then EEXIST and the
+ * lookup finds it. */
+static __always_inline struct usdtprof_path_stats *path_stats(__u64 path, __u64 parent, __u64 func, __u32 tgid)
+{
+	struct usdtprof_path_stats init = { .parent = parent, .func = func, .tgid = tgid };
+	void *map = func == USDTPROF_FUNC_OTHER ? (void *)&other_paths : (void *)&paths;
+	struct usdtprof_path_stats *s = bpf_map_lookup_elem(map, &path);
+	struct process_usage *u;
+	bool full;
+
+	if (s)
+		return s;
+	if (func == USDTPROF_FUNC_OTHER) {
+		bpf_map_update_elem(&other_paths, &path, &init, BPF_NOEXIST);
+		return bpf_map_lookup_elem(&other_paths, &path);
+	}
+	/* Beyond its share, a process's new paths find no slot, as in a full table. */
+	u = usage_of(tgid, &full);
+	if (!full && !(u && path_share && u->paths >= path_share) &&
+	    bpf_map_update_elem(&paths, &path, &init, BPF_NOEXIST) == 0 && u)
+		__sync_fetch_and_add(&u->paths, 1);
+	return bpf_map_lookup_elem(&paths, &path);
+}
+
+/* The path id of the [other] child of parent (0: of the process's roots). */
+static __always_inline __u64 other_path(__u64 parent, __u32 tgid)
+{
+	return path_hash(parent ? parent : tgid, USDTPROF_FUNC_OTHER);
+}
+
+/* Adds totals to a path, creating it if needed; a path that finds no slot
+ * (its frame was not claimed at entry: the attach chain, [truncated]
+ * markers, or a path deleted meanwhile) goes to its parent's [other] child.
+ * Atomic: threads of a process on other CPUs share paths. */
 static __always_inline void add_to_map(const struct usdtprof_path_slot *t, __u32 tgid, __u64 open)
 {
-	struct usdtprof_path_stats *s = bpf_map_lookup_elem(&paths, &t->path);
+	struct usdtprof_path_stats *s = path_stats(t->path, t->parent, t->func, tgid);
 
+	if (!s && t->func != USDTPROF_FUNC_OTHER) {
+		count_anomaly(USDTPROF_ANOM_AGG_FULL, 1);
+		s = path_stats(other_path(t->parent, tgid), t->parent, USDTPROF_FUNC_OTHER, tgid);
+	}
 	if (!s) {
-		struct usdtprof_path_stats init = {
-			.parent = t->parent, .func = t->func, .tgid = tgid,
-		};
-		bool full;
-		struct process_usage *u = usage_of(tgid, &full);
-
-		/* Beyond its share, a process's new paths are dropped like those
-		 * of a full map. Another CPU may create it first: then EEXIST and
-		 * the lookup finds it. */
-		if (!full && !(u && path_share && u->paths >= path_share) &&
-		    bpf_map_update_elem(&paths, &t->path, &init, BPF_NOEXIST) == 0 && u)
-			__sync_fetch_and_add(&u->paths, 1);
-		s = bpf_map_lookup_elem(&paths, &t->path);
-		if (!s) {
-			count_anomaly(USDTPROF_ANOM_AGG_FULL, 1);
-			count_anomaly(USDTPROF_ANOM_DROPPED_NS, t->self_ns);
-			return;
-		}
+		count_anomaly(USDTPROF_ANOM_DROPPED_NS, t->self_ns);
+		return;
 	}
 	__sync_fetch_and_add(&s->calls, t->calls);
 	__sync_fetch_and_add(&s->self_ns, t->self_ns);
@@ -532,6 +569,16 @@ static __always_inline void add_to_map(const struct usdtprof_path_slot *t, __u32
 		__sync_fetch_and_add(&s->self_offcpu_ns, t->self_offcpu_ns);
 	if (open)
 		__sync_fetch_and_add(&s->open, open);
+}
+
+/* Whether a frame entering path has a slot: its callees need one to hang
+ * under. The thread's path cache holds only claimed paths, so a loop over
+ * known paths pays no lookup. */
+static __always_inline bool claim_path(struct usdtprof_thread_stack *st, __u64 path, __u64 parent, __u64 func)
+{
+	if (st->cache[path & (USDTPROF_PATH_CACHE - 1)].path == path)
+		return true;
+	return path_stats(path, parent, func, st->tgid) != 0;
 }
 
 /* A completed call goes to the thread's own path cache: no hashing, no
@@ -566,7 +613,7 @@ static __always_inline void pop_frame(struct usdtprof_thread_stack *st, __u32 d,
 				      __u64 open)
 {
 	struct usdtprof_frame *f, *parent = 0;
-	__u64 self, total, end;
+	__u64 self, total, end, func;
 
 	if (d == 0 || d > USDTPROF_MAX_DEPTH)
 		return;
@@ -583,15 +630,20 @@ static __always_inline void pop_frame(struct usdtprof_thread_stack *st, __u32 d,
 		parent->resume = end;
 	else
 		st->idle_since = end;
+	/* Inside an [other] frame, the frame's time is already within its
+	 * caller's inclusive time. */
+	func = f->coarse ? USDTPROF_FUNC_OTHER : f->func;
+	if (f->coarse == 2)
+		total = 0;
 	if (open) {
 		struct usdtprof_path_slot t = {
-			.path = f->path, .parent = f->parent, .func = f->func,
+			.path = f->path, .parent = f->parent, .func = func,
 			.calls = 1, .self_ns = self, .total_ns = total, .self_offcpu_ns = f->offcpu,
 		};
 		add_to_map(&t, st->tgid, 1);
 		return;
 	}
-	add_to_cache(st, f->path, f->parent, f->func, self, total, f->offcpu);
+	add_to_cache(st, f->path, f->parent, func, self, total, f->offcpu);
 }
 
 struct pop_ctx {
@@ -949,6 +1001,19 @@ int usdt_entry(struct pt_regs *ctx)
 	f->func = func;
 	f->parent = parent_path;
 	f->path = path_hash(parent_path ? parent_path : st->tgid, func); /* roots are per process */
+	f->coarse = 0;
+	if (d > 0 && spec->role != USDTPROF_ROLE_TASK_BEGIN && st->frames[(d - 1) & FRAME_MASK].coarse) {
+		/* Below a frame without its own path: in the same [other]. */
+		f->path = st->frames[(d - 1) & FRAME_MASK].path;
+		f->parent = st->frames[(d - 1) & FRAME_MASK].parent;
+		f->coarse = 2;
+	} else if (!claim_path(st, f->path, parent_path, func)) {
+		/* Claimed at entry, so that a caller always has its slot before
+		 * its callees need one: the nearest one that has, here. */
+		count_anomaly(USDTPROF_ANOM_AGG_FULL, 1);
+		f->path = other_path(parent_path, st->tgid);
+		f->coarse = 1;
+	}
 	f->start = now;
 	f->resume = now;
 	f->self = 0;

@@ -107,6 +107,10 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_
 	if (!engine->skel_)
 		return Error{"cannot open BPF programs: " + errno_text(errno)};
 	bpf_map__set_max_entries(engine->skel_->maps.paths, max_paths);
+	// At most one [other] child per path (and a root one per process), but
+	// far fewer in practice: a quarter keeps its buckets' up-front cost small
+	// (docs/design.md, "Call-path table"); beyond it, time is lost (dropped_ns).
+	bpf_map__set_max_entries(engine->skel_->maps.other_paths, max_paths / 4 + 4096);
 	engine->max_paths_ = max_paths;
 	use_uprobe_multi(engine->skel_->progs.usdt_entry);
 	use_uprobe_multi(engine->skel_->progs.usdt_exit);
@@ -335,9 +339,11 @@ void Engine::share_tables(size_t processes)
 
 void Engine::delete_paths(const std::vector<uint64_t> &paths)
 {
-	int fd = bpf_map__fd(skel_->maps.paths);
+	// A path is in one of the two maps; its id says which only by lookup.
+	int fd = bpf_map__fd(skel_->maps.paths), other = bpf_map__fd(skel_->maps.other_paths);
 	for (uint64_t p : paths)
-		bpf_map_delete_elem(fd, &p);
+		if (bpf_map_delete_elem(fd, &p) != 0)
+			bpf_map_delete_elem(other, &p);
 }
 
 void Engine::delete_names(uint32_t tgid)
@@ -425,16 +431,54 @@ std::pair<uint64_t, uint64_t> Engine::run_stats(const char *program) const
 	return {info.run_time_ns, info.run_cnt};
 }
 
+namespace {
+
+// Every record of a paths map: in batches of thousands per system call where
+// the kernel has batch lookups (5.6), else one key at a time.
+void read_path_map(int fd, std::vector<PathRecord> &out)
+{
+	std::vector<uint64_t> keys(4096);
+	std::vector<usdtprof_path_stats> values(keys.size());
+	uint32_t in_batch = 0, out_batch = 0;
+	size_t first = out.size();
+	for (bool start = true;;) {
+		__u32 count = uint32_t(keys.size());
+		int err = bpf_map_lookup_batch(fd, start ? nullptr : &in_batch, &out_batch, keys.data(), values.data(),
+					       &count, nullptr);
+		int why = err ? errno : 0;
+		for (__u32 i = 0; i < count; i++)
+			out.push_back({keys[i], values[i]});
+		if (err && why == ENOSPC && count == 0) {
+			// A hash bucket holds more entries than a batch: larger batches.
+			keys.resize(keys.size() * 2);
+			values.resize(keys.size());
+			continue;
+		}
+		if (err && why == ENOENT)
+			return;
+		if (err) {
+			// No batch lookups here: key by key.
+			out.resize(first);
+			for (uint64_t path : map_keys<uint64_t>(fd)) {
+				PathRecord rec;
+				rec.path = path;
+				if (bpf_map_lookup_elem(fd, &path, &rec.stats) == 0)
+					out.push_back(rec);
+			}
+			return;
+		}
+		in_batch = out_batch;
+		start = false;
+	}
+}
+
+} // namespace
+
 std::vector<PathRecord> Engine::read_paths() const
 {
 	std::vector<PathRecord> out;
-	int fd = bpf_map__fd(skel_->maps.paths);
-	for (uint64_t path : map_keys<uint64_t>(fd)) {
-		PathRecord rec;
-		rec.path = path;
-		if (bpf_map_lookup_elem(fd, &path, &rec.stats) == 0)
-			out.push_back(rec);
-	}
+	read_path_map(bpf_map__fd(skel_->maps.paths), out);
+	read_path_map(bpf_map__fd(skel_->maps.other_paths), out);
 	return out;
 }
 

@@ -112,6 +112,7 @@ FunctionName function_name(const NameLookup &lookup, uint32_t tgid, uint64_t fun
 	case USDTPROF_FUNC_RUNNING_AT_ATTACH: return {"[running at attach]", ""};
 	case USDTPROF_FUNC_TRUNCATED: return {"[truncated]", ""};
 	case USDTPROF_FUNC_TASK: return {"[task]", ""};
+	case USDTPROF_FUNC_OTHER: return {"[other]", ""};
 	}
 	if (auto name = lookup(tgid, func)) {
 		bool name_cut = cap_name(name->name, kMaxNameBytes);

@@ -26,7 +26,7 @@ struct RecordOptions {
 	bool ruby_call_hook = false;      // a launched Ruby gets a call/return hook (the ruby preset)
 	double duration_s = 0;            // 0: until Ctrl-C/SIGTERM or the target exits
 	std::string output = "usdtprof.data";
-	uint32_t max_paths = 65536;       // aggregation map size
+	uint32_t max_paths = 1u << 20;    // aggregation map size (javac makes ~780,000 paths)
 	std::vector<std::string> pairs;   // custom probe pairs (parse_pair_spec)
 	std::vector<std::string> tasks;   // custom task probes, PROVIDER:CREATE/BEGIN/END[:argN]
 	std::optional<TraceOptions> trace;

@@ -87,6 +87,21 @@ std::string sampled_line(const Profile &profile)
 		    profile.sampled_fraction * 100);
 }
 
+std::string lost_paths_line(const Profile &profile, const CallTree &tree)
+{
+	auto full = profile.anomalies.find("agg_full");
+	if (full == profile.anomalies.end() || !full->second)
+		return "";
+	uint64_t other_ns = 0;
+	for (const TreeNode &n : tree.nodes)
+		if (n.name == "[other]")
+			other_ns += n.self_ns;
+	return line("lost paths: %.1f%% of the recorded time (%s) lost its full call path: the call-path table was "
+		    "full, so those calls are charged to [other] under the nearest caller that kept its own; record with a "
+		    "larger --max-paths to keep them\n",
+		    percent(other_ns, tree.total_self_ns), human_ns(other_ns).c_str());
+}
+
 // "~" before a self time within the calibration's spread.
 std::string self_text(uint64_t self_ns, uint64_t uncertain_ns)
 {

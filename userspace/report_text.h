@@ -20,6 +20,10 @@ uint64_t total_calls(const CallTree &tree);
 std::string line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 // "sampled: ..." for a monitor interval probed for only part of its time, else "".
 std::string sampled_line(const Profile &profile);
+// "lost paths: ..." when the kernel's call-path table was full: the share of
+// the time charged to [other] frames, said first, since every line below is
+// coarser for it; else "".
+std::string lost_paths_line(const Profile &profile, const CallTree &tree);
 // "~" before a self time within the calibration's spread.
 std::string self_text(uint64_t self_ns, uint64_t uncertain_ns);
 // Largest total first, then by name: the order of the tree views.

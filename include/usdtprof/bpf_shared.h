@@ -21,6 +21,10 @@
 #define USDTPROF_FUNC_TRUNCATED 2
 /* Marks work run for a task created on another thread (USDTPROF_TASK_*). */
 #define USDTPROF_FUNC_TASK 3
+/* Calls whose own call path found no slot in the paths table (full, or the
+ * process's share used): charged to this child of the nearest caller that
+ * has one, so no time is lost, only the detail below it. */
+#define USDTPROF_FUNC_OTHER 4
 
 /* x86-64 registers a USDT argument can live in; the BPF side maps each to
  * its struct pt_regs field. */
@@ -161,7 +165,11 @@ struct usdtprof_frame {
 	__u64 site;   /* address of the entry probe (NESTS_SITE), or of the code
 			 that called the runtime's helper with bit 63 set
 			 (NESTS_CALLER), so the two never compare equal */
-	__u64 pair;   /* the custom pair that opened it (spec->pair), 0 if none */
+	__u32 pair;   /* the custom pair that opened it (spec->pair), 0 if none */
+	__u32 coarse; /* 0: recorded under its own path; 1: its path found no
+			 slot, it is recorded as its caller's [other] child;
+			 2: called inside such a frame, recorded in that same
+			 [other] (calls and self time, no inclusive time again) */
 };
 
 /* A path's totals accumulated by one thread, not yet added to the paths map. */
@@ -240,8 +248,10 @@ enum usdtprof_anomaly {
 	USDTPROF_ANOM_EXIT_MISMATCH, /* exit did not match the top frame: frames popped */
 	USDTPROF_ANOM_EXIT_NO_FRAME, /* exit with no matching frame on the stack */
 	USDTPROF_ANOM_DEPTH_OVERFLOW,/* entry beyond USDTPROF_MAX_DEPTH */
-	USDTPROF_ANOM_AGG_FULL,      /* aggregation map full: a path was dropped */
-	USDTPROF_ANOM_DROPPED_NS,    /* time carried by dropped paths */
+	USDTPROF_ANOM_AGG_FULL,      /* a call's path found no slot in the paths table:
+					charged to its caller's [other] child */
+	USDTPROF_ANOM_DROPPED_NS,    /* time of calls that found no slot even
+					for an [other] child: lost */
 	USDTPROF_ANOM_NO_STORAGE,    /* per-thread stack could not be allocated */
 	USDTPROF_ANOM_LOST_EVENTS,   /* trace: ring buffer full, events lost */
 	USDTPROF_ANOM_WINDOW_EXITS,  /* monitor: exits of frames entered before a

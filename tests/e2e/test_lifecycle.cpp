@@ -36,6 +36,7 @@
 
 using namespace e2e;
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 using nlohmann::json;
 
 namespace {
@@ -466,7 +467,8 @@ TEST_CASE("fork and exec followed (the default): the forked child and the exec'd
 	}
 }
 
-TEST_CASE("more call paths than --max-paths: dropped and counted, no time lost, the report still works", "[lifecycle]")
+TEST_CASE("more call paths than --max-paths: charged to [other] under the nearest kept caller, every call and "
+	  "nanosecond kept, the report says so first", "[lifecycle]")
 {
 	// main -> n<x> -> n<y> -> n<z>, x, y, z in 0..7.
 	constexpr uint64_t kPaths = 1 + 8 + 64 + 512;
@@ -483,15 +485,37 @@ TEST_CASE("more call paths than --max-paths: dropped and counted, no time lost, 
 		auto m = measured(r.output.out);
 		const json &anomalies = r.report["anomalies"];
 		REQUIRE(n(anomalies["agg_full"]) > 0);
-		REQUIRE(n(anomalies["dropped_ns"]) > 0);
-		REQUIRE(r.report["paths"].size() <= 50);
-		// Every nanosecond of main's activation is either in the report or
-		// dropped (the target measured just inside main's probes; 2% for the
-		// probes below it).
-		double kept_or_dropped = double(n(r.report["total_self_ns"]) + n(anomalies["dropped_ns"]));
-		REQUIRE(kept_or_dropped >= m["main"]);
-		REQUIRE(kept_or_dropped <= m["main"] * 1.02);
-		REQUIRE(run({usdtprof(), "report", r.data, "--tree"}).status == 0);
+		REQUIRE(n(anomalies["dropped_ns"]) == 0);
+		// 50 paths of their own, and an [other] child under some of them.
+		uint64_t own = 0, other = 0, calls = 0, other_calls = 0;
+		for (const auto &p : r.report["paths"]) {
+			bool is_other = p["stack"].back() == "[other]";
+			(is_other ? other : own)++;
+			calls += n(p["calls"]);
+			other_calls += is_other ? n(p["calls"]) : 0;
+			// An [other] frame is a leaf: what ran inside it is in it.
+			if (is_other)
+				REQUIRE(p["self_ns"] == p["total_ns"]);
+		}
+		REQUIRE(own <= 50);
+		REQUIRE(other > 0);
+		// Every call is counted, in its own path or in an [other].
+		REQUIRE(calls == kPaths);
+		REQUIRE(other_calls >= kPaths - 50);
+		REQUIRE(n(anomalies["agg_full"]) <= other_calls);
+		require_consistent(r.report);
+		// Every nanosecond of main's activation is in the report (the target
+		// measured just inside main's probes; 2% for the probes below it).
+		auto raw = report_json(r.data, true);
+		double kept = double(n(raw["total_self_ns"]));
+		REQUIRE(kept >= m["main"]);
+		REQUIRE(kept <= m["main"] * 1.02);
+		// The text report says it first, with the share.
+		Output text = run({usdtprof(), "report", r.data, "--tree"});
+		REQUIRE(text.status == 0);
+		std::string second = text.out.substr(text.out.find('\n') + 1);
+		REQUIRE_THAT(second.substr(0, second.find('\n')), StartsWith("lost paths: ") && Contains("% of the recorded time") &&
+			     Contains("--max-paths"));
 		REQUIRE(run({usdtprof(), "export", r.data, "--format", "folded", "-o", r.data + ".folded"}).status == 0);
 	}
 }

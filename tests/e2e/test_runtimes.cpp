@@ -19,6 +19,7 @@
 
 using namespace e2e;
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 
 namespace {
 
@@ -378,6 +379,50 @@ TEST_CASE("java: record -- java turns DTraceMethodProbes on, exact calls per Cla
 	REQUIRE(path(report, "Calls.main(String[]);Calls$Util.twice(int)")["calls"] == 7);
 	// JDK methods fire too (class loading, string concatenation bootstraps).
 	REQUIRE(report["functions"].size() > 100);
+}
+
+TEST_CASE("java: a call-path table too small for the JDK loses no time: calls beyond it go to [other] frames, "
+	  "counted, the report says so first", "[runtimes][scale]")
+{
+	// ~50,000 paths in 2,000 slots: nearly every call of the JDK's and of Calls finds none.
+	auto [o, data] = record_launch({"java", "-cp", java_classes(), "Calls"}, kNoJavaOptions, {"--max-paths", "2000"});
+	INFO(o.err);
+	REQUIRE(o.out == "fib=610 inc=100000 twice=42 hello=3 caught=2\n");
+	auto profile = usdtprof::load_profile(data);
+	REQUIRE(profile);
+	REQUIRE(profile->anomalies.at("agg_full") > 0);
+	REQUIRE(profile->anomalies.at("dropped_ns") == 0);
+	uint64_t own = 0, other_calls = 0, calls = 0;
+	for (const usdtprof::PathNode &n : profile->nodes) {
+		const std::string &name = profile->functions[n.function];
+		// Every path hangs under a caller that kept its own: none lost its parent.
+		REQUIRE(name != "[parent dropped]");
+		REQUIRE(n.self_ns <= n.total_ns);
+		if (name == "[other]")
+			other_calls += n.calls;
+		else
+			own++;
+		calls += n.calls;
+	}
+	REQUIRE(own <= 2000);
+	REQUIRE(other_calls >= profile->anomalies.at("agg_full"));
+	// Calls' own methods are counted, in their own paths or in [other]: never more than
+	// they ran, and what is missing from their names is within [other]'s calls.
+	auto report = report_json(data);
+	std::map<std::string, int> got = java_class_calls(report);
+	uint64_t expected_total = 0, named = 0;
+	for (const auto &[name, n] : java_expected_calls()) {
+		INFO(name);
+		REQUIRE(got[name] <= n);
+		expected_total += uint64_t(n);
+		named += uint64_t(got[name]);
+	}
+	REQUIRE(other_calls >= expected_total - named);
+	REQUIRE(calls >= expected_total);
+	Output text = run({e2e::usdtprof(), "report", data});
+	REQUIRE(text.status == 0);
+	std::string second = text.out.substr(text.out.find('\n') + 1);
+	REQUIRE_THAT(second.substr(0, second.find('\n')), StartsWith("lost paths: ") && Contains("--max-paths"));
 }
 
 TEST_CASE("java: overloads are apart by their parameters, lambdas named without addresses", "[runtimes]")
