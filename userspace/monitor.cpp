@@ -288,9 +288,6 @@ int monitor(const MonitorOptions &o)
 		last_cpu[p] = process_cpu_ns(p);
 	double duty = 1;
 	bool stopping = false;
-	auto deadline = o.duration_s > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
-							       std::chrono::duration<double>(o.duration_s))
-					 : Clock::time_point::max();
 	auto mono_ns = [](Clock::time_point tp) {
 		return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(tp.time_since_epoch()).count());
 	};
@@ -300,6 +297,12 @@ int monitor(const MonitorOptions &o)
 	// first when the first probe was attached, so together they cover every
 	// moment a probe could count.
 	uint64_t boundary = (*engine)->start_ns();
+	// -d counts from the first attach, where the first interval begins, not
+	// from after the calibration (0.1-0.4 s under load): the intervals
+	// together last -d, split as -i says.
+	auto deadline = o.duration_s > 0 ? at(boundary) + std::chrono::duration_cast<Clock::duration>(
+								  std::chrono::duration<double>(o.duration_s))
+					 : Clock::time_point::max();
 	const int64_t unix_offset = unix_now_ns() - int64_t(mono_ns(Clock::now()));
 	int exit_status = 0;
 	bool metrics_processes_full = false;

@@ -44,5 +44,6 @@ Command add_export_command(CLI::App &parent);
 Command add_trace_command(CLI::App &parent);
 Command add_list_command(CLI::App &parent);
 Command add_monitor_command(CLI::App &parent);
+Command add_diff_command(CLI::App &parent);
 
 } // namespace usdtprof::cli

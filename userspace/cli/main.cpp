@@ -118,7 +118,8 @@ int main(int argc, char **argv)
 	app.require_subcommand(1, 1);
 	std::vector<cli::Command> commands = {cli::add_record_command(app), cli::add_report_command(app),
 					      cli::add_export_command(app), cli::add_trace_command(app),
-					      cli::add_list_command(app), cli::add_monitor_command(app)};
+					      cli::add_list_command(app), cli::add_monitor_command(app),
+					      cli::add_diff_command(app)};
 	if (std::string unknown = argc > 1 ? unknown_first_word(app, argv[1]) : ""; !unknown.empty()) {
 		log_line("%s (see usdtprof --help)", unknown.c_str());
 		return 2;

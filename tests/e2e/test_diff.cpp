@@ -1,0 +1,84 @@
+// usdtprof diff on two real recordings of a target whose charlie does twice
+// the work in the second (tests/targets/diffable.c).
+#include <catch2/catch.hpp>
+
+#include "harness.h"
+
+using namespace e2e;
+using nlohmann::json;
+
+namespace {
+
+std::string record(const std::string &dir, const std::vector<std::string> &command, int status = 0)
+{
+	std::string data = dir + "/" + std::to_string(std::hash<std::string>()(command.back())) + ".data";
+	std::vector<std::string> argv = {usdtprof(), "record", "-o", data, "--"};
+	argv.insert(argv.end(), command.begin(), command.end());
+	Output o = run(argv);
+	INFO(o.err);
+	REQUIRE(o.status == status);
+	return data;
+}
+
+json diff(const std::vector<std::string> &args)
+{
+	std::vector<std::string> argv = {usdtprof(), "diff", "--format", "json"};
+	argv.insert(argv.end(), args.begin(), args.end());
+	Output o = run(argv);
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	return json::parse(o.out);
+}
+
+json row(const json &rows, const std::string &name)
+{
+	for (const json &r : rows)
+		if (r["name"] == name)
+			return r;
+	FAIL("no row " << name);
+	return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("diff: the function made 2x slower tops the diff, significant; unchanged ones are not", "[diff]")
+{
+	std::string dir = temp_dir();
+	std::string base = record(dir, {target("diffable")});
+	std::string slow = record(dir, {target("diffable"), "slow"});
+	// On-CPU time: fixed work, which load stretches in wall time only.
+	json d = diff({base, slow, "--time", "cpu"});
+	INFO(d.dump(1));
+	REQUIRE(d["base"]["processes"] == 6); // the 6 workers (the launcher calls no probe)
+	json top = d["functions"][0];
+	REQUIRE(top["name"] == "charlie");
+	REQUIRE(top["status"] == "changed");
+	REQUIRE(top["significant"] == true);
+	REQUIRE(top["z"].get<double>() >= 3);
+	REQUIRE(top["delta_self_ns"].get<int64_t>() > 0);
+	for (const char *same : {"alpha", "bravo", "delta", "echo"}) {
+		INFO(same);
+		REQUIRE(row(d["functions"], same)["significant"] == false);
+	}
+	REQUIRE(d["paths"][0]["stack"] == json{"worker", "charlie"});
+	REQUIRE(d["paths"][0]["significant"] == true);
+
+	// Both sides are the reports' numbers.
+	json report = report_json(slow);
+	json cpu_report = json::parse(run({usdtprof(), "report", "--format", "json", "--time", "cpu", slow}).out);
+	for (const json &r : d["functions"]) {
+		json f = function(cpu_report, r["name"]);
+		REQUIRE(r["new"]["calls"] == f["calls"]);
+		REQUIRE(r["new"]["self_ns"] == f["self_ns"]);
+		REQUIRE(r["new"]["total_ns"] == f["total_ns"]);
+	}
+	REQUIRE(row(d["functions"], "charlie")["new"]["calls"] == 180);
+
+	// Paths that exist on one side only are marked, never significant.
+	std::string other = record(dir, {target("nested"), "1"}, 7);
+	json apart = diff({base, other});
+	REQUIRE(row(apart["functions"], "charlie")["status"] == "vanished");
+	REQUIRE(row(apart["functions"], "outer")["status"] == "appeared");
+	for (const json &r : apart["functions"])
+		REQUIRE(r["significant"] == false);
+}

@@ -1,0 +1,90 @@
+/* Five functions of fixed CPU work (a dependent multiply chain, not a
+ * wall-clock spin: load stretches their wall time, not their on-CPU time),
+ * each called CALLS times in each of WORKERS forked processes. With "slow"
+ * as argument, charlie does twice the work: usdtprof diff must put it first
+ * and mark it significant, and mark no other function. charlie is the
+ * heaviest, so that its change (160 x its base time) stays above what a
+ * burst of CPU stolen from one process adds to another function.
+ * Usage: diffable [slow] */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <usdtprof/usdtprof.h>
+
+#define WORKERS 6
+#define CALLS 30
+#define WORK 100000 /* iterations: about 300 us of CPU */
+
+static volatile uint64_t sink;
+
+static void work(long iterations)
+{
+	uint64_t x = sink;
+	for (long i = 0; i < iterations; i++)
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+	sink = x;
+}
+
+static void alpha(void)
+{
+	USDTPROF_ENTER("alpha");
+	work(WORK * 1);
+	USDTPROF_EXIT("alpha");
+}
+
+static void bravo(void)
+{
+	USDTPROF_ENTER("bravo");
+	work(WORK * 2);
+	USDTPROF_EXIT("bravo");
+}
+
+static void delta(void)
+{
+	USDTPROF_ENTER("delta");
+	work(WORK * 1);
+	USDTPROF_EXIT("delta");
+}
+
+static void echo(void)
+{
+	USDTPROF_ENTER("echo");
+	work(WORK * 3);
+	USDTPROF_EXIT("echo");
+}
+
+static void charlie(int slow)
+{
+	USDTPROF_ENTER("charlie");
+	work(WORK * 4 * (slow ? 2 : 1));
+	USDTPROF_EXIT("charlie");
+}
+
+static void worker(int slow)
+{
+	USDTPROF_ENTER("worker");
+	for (int i = 0; i < CALLS; i++) {
+		alpha();
+		bravo();
+		charlie(slow);
+		delta();
+		echo();
+	}
+	USDTPROF_EXIT("worker");
+}
+
+int main(int argc, char **argv)
+{
+	int slow = argc > 1 && strcmp(argv[1], "slow") == 0;
+	for (int i = 0; i < WORKERS; i++)
+		if (fork() == 0) {
+			worker(slow);
+			_exit(0);
+		}
+	int status, failed = 0;
+	while (wait(&status) > 0)
+		failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+	return failed;
+}
