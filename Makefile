@@ -64,6 +64,9 @@ SKELS := $(OUTPUT)/usdtprof.skel.h
 # pprof's schema (userspace/proto/profile.proto), compiled by protoc into the library.
 PROTO_HDR := $(OUTPUT)/proto/profile.pb.h
 PROTO_OBJ := $(OUTPUT)/proto/profile.pb.o
+# The HTML viewer's page, style and script (userspace/html/), as C++ string
+# literals for html_page.cpp.
+HTML_ASSETS := $(OUTPUT)/html_assets.h
 
 USDTPROF := $(OUTPUT)/usdtprof
 
@@ -107,7 +110,16 @@ $(PROTO_OBJ): $(OUTPUT)/proto/%.pb.o: $(OUTPUT)/proto/%.pb.cc $(PROTO_HDR)
 # The skeleton and protobuf headers must exist first (order-only); which
 # objects include them, and must be rebuilt when they change, the compiler's
 # -MMD dependency files say: a BPF change rebuilds engine.o, not everything.
-$(OUTPUT)/%.o: %.cpp | $(SKELS) $(PROTO_HDR) deps
+$(HTML_ASSETS): userspace/html/page.html userspace/html/viewer.css userspace/html/viewer.js | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q)for asset in kHtmlPage:userspace/html/page.html kHtmlCss:userspace/html/viewer.css \
+		kHtmlJs:userspace/html/viewer.js; do \
+		if grep -q ')usdtprof_asset"' "$${asset#*:}"; then echo "$${asset#*:}: holds the delimiter" >&2; exit 1; fi; \
+		printf 'inline constexpr char %s[] = R"usdtprof_asset(' "$${asset%%:*}"; \
+		cat "$${asset#*:}"; printf ')usdtprof_asset";\n'; \
+	done > $@.tmp && mv $@.tmp $@
+
+$(OUTPUT)/%.o: %.cpp | $(SKELS) $(PROTO_HDR) $(HTML_ASSETS) deps
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
