@@ -69,6 +69,8 @@ PROTO_OBJ := $(OUTPUT)/proto/profile.pb.o
 HTML_ASSETS := $(OUTPUT)/html_assets.h
 
 USDTPROF := $(OUTPUT)/usdtprof
+# Synthetic profiles (tools/gen_profile.cpp): the scale bench and the HTML report's scale test.
+GEN_PROFILE := $(OUTPUT)/tools/gen_profile
 
 # A recipe that fails leaves no half-written target behind to pass for a built one.
 .DELETE_ON_ERROR:
@@ -155,10 +157,10 @@ $(OUTPUT)/e2e_tests: $(E2E_OBJS) $(OUTPUT)/libusdtprof.a
 unit: $(OUTPUT)/unit_tests
 	$(OUTPUT)/unit_tests
 
-e2e: $(OUTPUT)/e2e_tests $(USDTPROF) $(TARGETS)
+e2e: $(OUTPUT)/e2e_tests $(USDTPROF) $(TARGETS) $(GEN_PROFILE)
 	$(OUTPUT)/e2e_tests
 
-test: $(OUTPUT)/unit_tests $(OUTPUT)/e2e_tests $(USDTPROF) $(TARGETS)
+test: $(OUTPUT)/unit_tests $(OUTPUT)/e2e_tests $(USDTPROF) $(TARGETS) $(GEN_PROFILE)
 	$(Q)USDTPROF=$(abspath $(USDTPROF)) TARGETS=$(abspath $(OUTPUT)/targets) \
 		tools/run-tests.sh $(OUTPUT)/unit_tests $(OUTPUT)/e2e_tests
 
@@ -173,7 +175,6 @@ $(OUTPUT)/bench/probe_bench: $(OUTPUT)/tools/bench/probe_bench.o $(OUTPUT)/libus
 	$(Q)mkdir -p $(@D) && $(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # Synthetic profiles of any size (tools/gen_profile.cpp): the scale bench and tests.
-GEN_PROFILE := $(OUTPUT)/tools/gen_profile
 $(GEN_PROFILE): $(OUTPUT)/tools/gen_profile.o $(OUTPUT)/libusdtprof.a
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@

@@ -87,7 +87,7 @@ function scopeTree(proc, time) {
   const label = proc === 'all' ? 'all' : D.tree.names[nodes[roots.find(r => String(r.pid) === proc).node][0]];
   const t = newTree(label);
   const moved = new Int32Array(nodes.length).fill(-1);
-  const keys = new Map();
+  const keys = new Map(), width = D.tree.names.length + 1; // key: parent * width + name
   for (let i = 0; i < nodes.length; i++) {
     const [name, parent, calls, open, on, off] = nodes[i];
     if (parent < 0) continue; // a process
@@ -99,7 +99,7 @@ function scopeTree(proc, time) {
       into = moved[parent];
       if (into < 0) continue;
     }
-    const key = into + ':' + name;
+    const key = into * width + name;
     let j = keys.get(key);
     if (j === undefined) { j = addNode(t, name, into); keys.set(key, j); }
     moved[i] = j;
@@ -109,19 +109,23 @@ function scopeTree(proc, time) {
   return finish(t);
 }
 
-// Depth first from the root, with how often each name is on the stack above:
-// visit(i, outermost, recursive).
+// Depth first from the root, children in order: visit(i, outermost), outermost
+// when no frame above i has its name.
 function walk(t, visit) {
-  const active = new Map(), stack = [[0, false]];
-  while (stack.length) {
-    const [i, leaving] = stack.pop();
-    const n = t.name[i];
-    if (leaving) { active.set(n, active.get(n) - 1); continue; }
-    const seen = active.get(n) || 0;
-    if (i > 0) visit(i, seen === 0);
-    active.set(n, seen + 1);
-    stack.push([i, true]);
-    for (let k = t.children[i].length - 1; k >= 0; k--) stack.push([t.children[i][k], false]);
+  const n = t.name.length;
+  const active = new Int32Array(D.tree.names.length + 1);
+  const stack = new Int32Array(2 * n + 2); // ~i: leaving i
+  let top = 0;
+  stack[top++] = 0;
+  while (top) {
+    const i = stack[--top];
+    if (i < 0) { active[t.name[~i] + 1]--; continue; }
+    const name = t.name[i] + 1;
+    if (i > 0) visit(i, active[name] === 0);
+    active[name]++;
+    stack[top++] = ~i;
+    const c = t.children[i];
+    for (let k = c.length - 1; k >= 0; k--) stack[top++] = c[k];
   }
 }
 
@@ -183,6 +187,7 @@ function flame(t, zoom, opts) {
     } else {
       const name = nameOf(t, f.i);
       d.dataset.i = f.i;
+      d.dataset.name = name;
       d.style.background = opts.color(f.i);
       if (f.w > 24) d.textContent = name;
       d.title = opts.tip(f.i);
@@ -511,12 +516,12 @@ function diffTree() {
   if (cache.diff) return cache.diff;
   const nodes = D.tree.nodes;
   const t = newTree('all');
-  t.base = [0]; t.now = [0]; t.bself = [0]; t.nself = [0];
+  t.base = [0]; t.now = [0]; t.bself = [0]; t.nself = [0]; t.bcalls = [0]; t.ncalls = [0];
   for (let i = 0; i < nodes.length; i++) {
     const [name, parent, bself, nself, bcalls, ncalls] = nodes[i];
     const j = addNode(t, name, parent < 0 ? 0 : parent + 1);
     t.bself.push(bself); t.nself.push(nself); t.base.push(0); t.now.push(0);
-    t.calls[j] = ncalls; t.open[j] = bcalls;
+    t.bcalls.push(bcalls); t.ncalls.push(ncalls);
   }
   for (let i = t.name.length - 1; i >= 0; i--) {
     t.base[i] += t.bself[i]; t.now[i] += t.nself[i];
@@ -539,8 +544,8 @@ function diffTree() {
 // to the largest; a colour-blind-safe diverging pair (blue/orange).
 function diffColor(t, i, scale) {
   const d = t.nself[i] - t.bself[i];
-  if (!t.bself[i] && t.nself[i]) return 'hsl(28,95%,52%)';
-  if (t.bself[i] && !t.nself[i]) return 'hsl(210,80%,45%)';
+  if (i && !t.bcalls[i] && t.ncalls[i]) return 'hsl(28,100%,36%)';
+  if (i && t.bcalls[i] && !t.ncalls[i]) return 'hsl(210,90%,30%)';
   const s = Math.min(Math.abs(d) / (scale || 1), 1);
   const light = 92 - 40 * s;
   return d > 0 ? `hsl(28,90%,${light}%)` : d < 0 ? `hsl(210,75%,${light}%)` : 'hsl(0,0%,88%)';
@@ -553,7 +558,7 @@ function diffFlameView(main) {
   const legend = el('div', 'legend');
   legend.id = 'legend';
   for (const [color, text] of [['hsl(210,75%,52%)', 'less self time in NEW'], ['hsl(0,0%,88%)', 'unchanged'],
-    ['hsl(28,90%,52%)', 'more self time in NEW'], ['hsl(210,80%,45%)', 'vanished (only in BASE)'], ['hsl(28,95%,52%)', 'appeared (only in NEW)']]) {
+    ['hsl(28,90%,52%)', 'more self time in NEW'], ['hsl(210,90%,30%)', 'vanished (only in BASE)'], ['hsl(28,100%,36%)', 'appeared (only in NEW)']]) {
     const sw = el('span', 'swatch');
     sw.style.background = color;
     legend.appendChild(sw);
@@ -565,7 +570,7 @@ function diffFlameView(main) {
   main.appendChild(flame(t, zoom, {
     width: main.clientWidth - 16, color: i => diffColor(t, i, scale), click: i => go({zoom: i}),
     tip: i => `${nameOf(t, i)}\nself ${ns(t.bself[i])} -> ${ns(t.nself[i])} (${t.nself[i] >= t.bself[i] ? '+' : ''}${ns(t.nself[i] - t.bself[i])})` +
-      `\ntotal ${ns(t.base[i])} -> ${ns(t.now[i])}` + (i ? `\ncalls ${t.open[i]} -> ${t.calls[i]}` : ''),
+      `\ntotal ${ns(t.base[i])} -> ${ns(t.now[i])}` + (i ? `\ncalls ${t.bcalls[i]} -> ${t.ncalls[i]}` : ''),
   }));
 }
 function diffTableView(main) {
