@@ -20,11 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string source_file(const std::string &relative)
-{
-	return fs::absolute(fs::path(__FILE__).parent_path().parent_path().parent_path() / relative).string();
-}
-
 std::string artifacts()
 {
 	std::string dir = (fs::path(e2e::usdtprof()).parent_path() / "test-artifacts" / "html").string();
