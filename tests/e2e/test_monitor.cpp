@@ -90,10 +90,13 @@ TEST_CASE("monitor -d: contiguous intervals, the last one no sliver, together lo
 	t.wait();
 	auto profiles = interval_profiles(dir);
 	// 0.4-0.6 s (jittered), then the rest: a last interval under half an
-	// interval is folded into the one before, never written as a sliver.
+	// interval is folded into the one before, never written as a sliver
+	// (the defect wrote one of 525 ns). The rest is at least 0.3 s after the
+	// first interval's planned end, less the first interval's own read and
+	// write, which under load took 60 ms (a last interval of 240 ms).
 	REQUIRE(profiles.size() == 2);
 	require_contiguous(profiles);
-	REQUIRE(profiles.back().duration_ns >= 300 * kMs);
+	REQUIRE(profiles.back().duration_ns >= 100 * kMs);
 	// main was entered after the attach and runs to the end: the one thread's
 	// self times all lie within the intervals, which cover the whole run.
 	uint64_t self = 0, duration = 0;
