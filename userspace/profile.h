@@ -11,7 +11,10 @@
 
 namespace usdtprof {
 
-inline constexpr int kProfileVersion = 1;
+// The version record writes, and the versions a reader accepts
+// (docs/profile-format.md).
+inline constexpr int kProfileVersionJson = 1; // a JSON body
+inline constexpr int kProfileVersion = kProfileVersionJson;
 inline constexpr uint32_t kNoParent = UINT32_MAX;
 
 struct ProfileProcess {

@@ -263,3 +263,35 @@ TEST_CASE("profile: rejects bad JSON and structural errors", "[profile]")
 	CHECK(with([](json &j) { j["version"] = 2; }) == "corrupt: version: does not match the header");
 	CHECK(with([](json &j) { j["units"]["time"] = "us"; }) == "corrupt: units.time: expected \"ns\"");
 }
+
+TEST_CASE("profile: streamed call paths are checked as a document's were", "[profile]")
+{
+	auto with = [](const std::function<void(json &)> &edit) {
+		json j = sample_body();
+		edit(j);
+		return error_of(wrap(j.dump()));
+	};
+	// Unknown fields, nested or not, are ignored; a field holding a container is a wrong type.
+	CHECK(with([](json &j) { j["nodes"][1]["extra"] = {{"calls", "x"}, {"parent", {1, 2}}}; }) == "");
+	CHECK(starts_with(with([](json &j) { j["nodes"][1]["calls"] = {1}; }), "corrupt: nodes[1].calls: expected an unsigned"));
+	CHECK(starts_with(with([](json &j) { j["nodes"][1]["open"] = {{"a", 1}}; }), "corrupt: nodes[1].open: expected an unsigned"));
+	CHECK(with([](json &j) { j["nodes"][2] = {1, 2}; }) == "corrupt: nodes[2]: expected object");
+	CHECK(with([](json &j) { j["nodes"][2] = json::array({json::object()}); }) == "corrupt: nodes[2]: expected object");
+	CHECK(with([](json &j) { j["nodes"] = json::object(); }) == "corrupt: nodes: expected array, got object");
+	CHECK(with([](json &j) { j.erase("nodes"); }) == "corrupt: nodes: missing");
+	// The first bad node is reported, after the fields checked before the nodes.
+	CHECK(with([](json &j) { j["nodes"][3]["pid"] = "x"; j["nodes"][1]["function"] = 9; }) ==
+		"corrupt: nodes[1].function: index 9 out of range (3 functions)");
+	CHECK(with([](json &j) { j["nodes"][1]["function"] = 9; j["nodes"][1]["pid"] = "x"; }) ==
+		"corrupt: nodes[1].function: index 9 out of range (3 functions)");
+	CHECK(starts_with(with([](json &j) { j["nodes"][1]["pid"] = "x"; j["nodes"][2]["function"] = 9; }),
+		"corrupt: nodes[1].pid: "));
+	CHECK(with([](json &j) { j["nodes"][1]["pid"] = "x"; j.erase("functions"); }) == "corrupt: functions: missing");
+	// A repeated key: the last one counts, as in a document.
+	std::string body = sample_body().dump();
+	std::string twice = body.substr(0, body.size() - 1) + ",\"nodes\":[]}";
+	Result<Profile> r = parse_profile(wrap(twice));
+	REQUIRE(r.ok());
+	CHECK(r->nodes.empty());
+	CHECK(error_of(wrap(body.substr(0, body.size() - 1) + ",\"nodes\":7}")) == "corrupt: nodes: expected array, got number");
+}
