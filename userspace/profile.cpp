@@ -90,14 +90,32 @@ uint32_t crc_of(const std::string &body)
 	return static_cast<uint32_t>(crc);
 }
 
+// Counts what is written into it and its CRC-32.
+class CrcSink : public Sink {
+public:
+	uint64_t bytes = 0;
+	uint32_t crc() const { return static_cast<uint32_t>(crc_); }
+	void write(const char *data, size_t size) override
+	{
+		bytes += size;
+		crc_ = crc32(crc_, reinterpret_cast<const Bytef *>(data), static_cast<uInt>(size));
+	}
+
+private:
+	uLong crc_ = crc32(0, nullptr, 0);
+};
+
 bool all_digits(const std::string &s, size_t max_len)
 {
 	return !s.empty() && s.size() <= max_len && s.find_first_not_of("0123456789") == std::string::npos;
 }
 
-bool supported(int version) { return version == kProfileVersionJson; }
+bool supported(int version) { return version == kProfileVersionJson || version == kProfileVersionBinary; }
 
-std::string supported_versions() { return "version " + std::to_string(kProfileVersionJson); }
+std::string supported_versions()
+{
+	return "versions " + std::to_string(kProfileVersionJson) + " and " + std::to_string(kProfileVersionBinary);
+}
 
 // The start of a file, read up to the end of its first line.
 struct HeaderScan {
@@ -186,7 +204,7 @@ Result<Profile> read_body(ByteSource &source, HeaderScan &scan, const Header &he
 	std::optional<Profile> profile;
 	std::string problem;
 	try {
-		profile = read_json_body(body);
+		profile = header.version == kProfileVersionJson ? read_json_body(body) : read_binary_body(body);
 	} catch (const Corrupt &c) {
 		problem = "corrupt: " + c.message;
 	}
@@ -209,14 +227,32 @@ Result<Profile> parse_from(ByteSource &source, uint64_t size)
 
 } // namespace
 
-std::string serialize_profile(const Profile &profile)
+void write_profile(const Profile &profile, Sink &out, int version)
 {
-	// Names come from target binaries and may not be UTF-8: json_body replaces them.
-	std::string text = json_body(profile);
-	char header[96];
-	snprintf(header, sizeof header, "%s%d %zu %08x\n", kMagic.c_str(), kProfileVersionJson, text.size(),
-		 crc_of(text));
-	return header + text;
+	auto header = [&](uint64_t size, uint32_t crc) {
+		char line[96];
+		snprintf(line, sizeof line, "%s%d %llu %08x\n", kMagic.c_str(), version, (unsigned long long)size, crc);
+		out.write(line);
+	};
+	if (version == kProfileVersionJson) {
+		std::string text = json_body(profile);
+		header(text.size(), crc_of(text));
+		out.write(text);
+		return;
+	}
+	// The header comes first and holds the body's size and checksum: the
+	// body is made twice, once into a counter, once into the output.
+	CrcSink count;
+	write_binary_body(profile, count);
+	header(count.bytes, count.crc());
+	write_binary_body(profile, out);
+}
+
+std::string serialize_profile(const Profile &profile, int version)
+{
+	StringSink out;
+	write_profile(profile, out, version);
+	return std::move(out.text);
 }
 
 Result<Profile> parse_profile(const std::string &bytes)
@@ -227,7 +263,7 @@ Result<Profile> parse_profile(const std::string &bytes)
 
 Result<void> save_profile(const Profile &profile, const std::string &path)
 {
-	return write_output(path, serialize_profile(profile));
+	return write_output(path, [&](Sink &out) { write_profile(profile, out, kProfileVersion); });
 }
 
 Result<Profile> load_profile(const std::string &path)

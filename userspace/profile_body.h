@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "profile.h"
+#include "sink.h"
 
 namespace usdtprof {
 
@@ -61,5 +62,13 @@ private:
 // into a document tree.
 Profile read_json_body(BodyReader &body);
 std::string json_body(const Profile &profile);
+
+// Version 2 (profile_binary.cpp): what it keeps as JSON, every field but
+// functions, locations, nodes and calibration.function_kinds. The profile read
+// has p.locations holding one "" when the function table has locations.
+std::string meta_json(const Profile &profile);
+Profile profile_from_meta(const std::string &text);
+void write_binary_body(const Profile &profile, Sink &out);
+Profile read_binary_body(BodyReader &body);
 
 } // namespace usdtprof

@@ -90,7 +90,8 @@ bool get_bool(const json &obj, const char *key, const std::string &where)
 	return typed(obj, key, where, json::value_t::boolean).get<bool>();
 }
 
-Calibration calibration_from_json(const json &c, size_t functions)
+// functions: how many function_kinds to expect; -1 when they are kept elsewhere (version 2).
+Calibration calibration_from_json(const json &c, int64_t functions)
 {
 	const std::string w = "calibration.";
 	if (!c.is_object())
@@ -109,13 +110,15 @@ Calibration calibration_from_json(const json &c, size_t functions)
 		cost.uncompensated_ns = get_number(e, "uncompensated_ns", k, -1);
 		cal.kinds.push_back(cost);
 	}
-	for (const json &v : typed(c, "function_kinds", w, json::value_t::array)) {
-		if (!v.is_number_integer() || v.get<int64_t>() < -1 || v.get<int64_t>() >= int64_t(cal.kinds.size()))
-			corrupt(w + "function_kinds: expected -1 or an index into kinds");
-		cal.function_kinds.push_back(static_cast<int32_t>(v.get<int64_t>()));
+	if (functions >= 0) {
+		for (const json &v : typed(c, "function_kinds", w, json::value_t::array)) {
+			if (!v.is_number_integer() || v.get<int64_t>() < -1 || v.get<int64_t>() >= int64_t(cal.kinds.size()))
+				corrupt(w + "function_kinds: expected -1 or an index into kinds");
+			cal.function_kinds.push_back(static_cast<int32_t>(v.get<int64_t>()));
+		}
+		if (int64_t(cal.function_kinds.size()) != functions)
+			corrupt(w + "function_kinds: expected one per function");
 	}
-	if (cal.function_kinds.size() != functions)
-		corrupt(w + "function_kinds: expected one per function");
 	cal.cost_ns = get_uint(c, "cost_ns", w);
 	cal.offcpu_hook = get_bool(c, "offcpu_hook", w);
 	cal.trace = get_bool(c, "trace", w);
@@ -250,13 +253,14 @@ private:
 	uint32_t error_function_ = 0;
 };
 
-Profile profile_from_json(const json &j, NodeStream &nodes)
+// The fields both versions keep in JSON, in the order they are checked.
+Profile meta_from_json(const json &j, int version)
 {
 	if (!j.is_object())
 		corrupt(std::string("body: expected object, got ") + j.type_name());
 	if (get_string(j, "format", "") != "usdtprof")
 		corrupt("format: expected \"usdtprof\"");
-	if (get_uint(j, "version", "") != static_cast<uint64_t>(kProfileVersion))
+	if (get_uint(j, "version", "") != static_cast<uint64_t>(version))
 		corrupt("version: does not match the header");
 	if (get_string(typed(j, "units", "", json::value_t::object), "time", "units.") != "ns")
 		corrupt("units.time: expected \"ns\"");
@@ -284,25 +288,36 @@ Profile profile_from_json(const json &j, NodeStream &nodes)
 			corrupt("anomalies." + it.key() + ": expected an unsigned integer");
 		p.anomalies[it.key()] = it.value().get<uint64_t>();
 	}
-	p.functions = get_strings(j, "functions", "");
-	if (j.contains("locations")) {
-		p.locations = get_strings(j, "locations", "");
-		if (p.locations.size() != p.functions.size())
-			corrupt("locations: expected one per function");
-	}
+	return p;
+}
+
+void sampled_fraction_from_json(const json &j, Profile &p)
+{
 	if (j.contains("sampled_fraction")) {
 		const json &f = j["sampled_fraction"];
 		if (!f.is_number() || f.get<double>() <= 0 || f.get<double>() > 1)
 			corrupt("sampled_fraction: expected a number in (0, 1]");
 		p.sampled_fraction = f.get<double>();
 	}
+}
+
+Profile profile_from_json(const json &j, NodeStream &nodes)
+{
+	Profile p = meta_from_json(j, kProfileVersionJson);
+	p.functions = get_strings(j, "functions", "");
+	if (j.contains("locations")) {
+		p.locations = get_strings(j, "locations", "");
+		if (p.locations.size() != p.functions.size())
+			corrupt("locations: expected one per function");
+	}
+	sampled_fraction_from_json(j, p);
 
 	// The nodes were streamed past the document (NodeStream); the document
 	// holds an empty array in their place, or what "nodes" was if not an array.
 	typed(j, "nodes", "", json::value_t::array);
 	p.nodes = nodes.take(p.functions.size());
 	if (j.contains("calibration"))
-		p.calibration = calibration_from_json(j["calibration"], p.functions.size());
+		p.calibration = calibration_from_json(j["calibration"], int64_t(p.functions.size()));
 	return p;
 }
 
@@ -481,23 +496,22 @@ Profile read_json_body(BodyReader &body)
 	return profile_from_json(handler.document, handler.nodes);
 }
 
-std::string json_body(const Profile &profile)
+namespace {
+
+using ojson = nlohmann::ordered_json; // ordered, so that "format" and "version" lead
+
+// The fields before "functions", as both versions write them.
+ojson meta_object(const Profile &profile, int version)
 {
-	// Ordered, so that "format" and "version" lead the body.
-	using ojson = nlohmann::ordered_json;
-	ojson processes = ojson::array(), probes = ojson::array(), nodes = ojson::array();
+	ojson processes = ojson::array(), probes = ojson::array();
 	for (const ProfileProcess &p : profile.processes)
 		processes.push_back({{"pid", p.pid}, {"comm", p.comm}, {"cmdline", p.cmdline}});
 	for (const ProfileProbe &p : profile.probes)
 		probes.push_back({{"binary", p.binary}, {"provider", p.provider}, {"name", p.name},
 			{"role", p.role}, {"sites", p.sites}});
-	for (const PathNode &n : profile.nodes)
-		nodes.push_back({{"parent", n.parent == kNoParent ? ojson(nullptr) : ojson(n.parent)},
-			{"function", n.function}, {"pid", n.pid}, {"calls", n.calls}, {"open", n.open},
-			{"self_ns", n.self_ns}, {"self_offcpu_ns", n.self_offcpu_ns}, {"total_ns", n.total_ns}});
-	ojson body = {
+	return {
 		{"format", "usdtprof"},
-		{"version", kProfileVersion},
+		{"version", version},
 		{"units", {{"time", "ns"}}},
 		{"command", profile.command},
 		{"processes", processes},
@@ -506,9 +520,12 @@ std::string json_body(const Profile &profile)
 		{"stop_unix_ns", profile.stop_unix_ns},
 		{"duration_ns", profile.duration_ns},
 		{"anomalies", profile.anomalies},
-		{"functions", profile.functions},
-		{"nodes", nodes},
 	};
+}
+
+// The fields after "nodes"; version 2 keeps the function kinds in its function table.
+void add_tail(ojson &body, const Profile &profile, bool with_function_kinds)
+{
 	if (!profile.locations.empty())
 		body["locations"] = profile.locations;
 	if (profile.sampled_fraction < 1.0)
@@ -519,12 +536,67 @@ std::string json_body(const Profile &profile)
 			kinds.push_back({{"kind", k.kind}, {"own_ns", k.own_ns}, {"caller_ns", k.caller_ns},
 				{"own_spread_ns", k.own_spread_ns}, {"caller_spread_ns", k.caller_spread_ns},
 				{"batches", k.batches}, {"uncompensated_ns", k.uncompensated_ns}});
-		std::vector<int32_t> function_kinds = cal->function_kinds;
-		function_kinds.resize(profile.functions.size(), -1);
-		body["calibration"] = {{"kinds", kinds}, {"function_kinds", function_kinds}, {"cost_ns", cal->cost_ns},
-			{"offcpu_hook", cal->offcpu_hook}, {"trace", cal->trace}};
+		ojson c = {{"kinds", kinds}};
+		if (with_function_kinds) {
+			std::vector<int32_t> function_kinds = cal->function_kinds;
+			function_kinds.resize(profile.functions.size(), -1);
+			c["function_kinds"] = function_kinds;
+		}
+		c["cost_ns"] = cal->cost_ns;
+		c["offcpu_hook"] = cal->offcpu_hook;
+		c["trace"] = cal->trace;
+		body["calibration"] = c;
 	}
-	return body.dump(-1, ' ', false, ojson::error_handler_t::replace) + "\n";
+}
+
+// Names come from target binaries and may not be UTF-8: replaced rather than thrown.
+std::string dump(const ojson &j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+
+} // namespace
+
+std::string json_body(const Profile &profile)
+{
+	ojson nodes = ojson::array();
+	for (const PathNode &n : profile.nodes)
+		nodes.push_back({{"parent", n.parent == kNoParent ? ojson(nullptr) : ojson(n.parent)},
+			{"function", n.function}, {"pid", n.pid}, {"calls", n.calls}, {"open", n.open},
+			{"self_ns", n.self_ns}, {"self_offcpu_ns", n.self_offcpu_ns}, {"total_ns", n.total_ns}});
+	ojson body = meta_object(profile, kProfileVersionJson);
+	body["functions"] = profile.functions;
+	body["nodes"] = std::move(nodes);
+	add_tail(body, profile, true);
+	return dump(body) + "\n";
+}
+
+std::string meta_json(const Profile &profile)
+{
+	ojson meta = meta_object(profile, kProfileVersionBinary);
+	if (!profile.locations.empty())
+		meta["locations"] = true;
+	Profile rest;
+	rest.sampled_fraction = profile.sampled_fraction;
+	rest.calibration = profile.calibration;
+	add_tail(meta, rest, false);
+	return dump(meta);
+}
+
+Profile profile_from_meta(const std::string &text)
+{
+	json j;
+	try {
+		j = json::parse(text);
+	} catch (const json::exception &e) {
+		corrupt("invalid JSON: " + one_line(e.what()));
+	}
+	Profile p = meta_from_json(j, kProfileVersionBinary);
+	if (j.contains("locations") && !get_bool(j, "locations", ""))
+		corrupt("locations: expected true");
+	if (j.contains("locations"))
+		p.locations.push_back(""); // a mark: the function table holds them
+	sampled_fraction_from_json(j, p);
+	if (j.contains("calibration"))
+		p.calibration = calibration_from_json(j["calibration"], -1);
+	return p;
 }
 
 } // namespace usdtprof
