@@ -413,7 +413,39 @@ static __always_inline __u64 ident_arg(struct pt_regs *ctx, const struct usdtpro
 	return content_hash(v);
 }
 
-static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtprof_name_part *part,
+/* The derived identity of a hit (spec->derived), 0 when the spec has none
+ * or the object reached does not prove to be the one the arguments came
+ * from (another build keeps it elsewhere, a string not in its compact form). */
+static __noinline __u64 derived_value(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec)
+{
+	const struct usdtprof_derived *d = &spec->derived;
+	__u64 object, proof, value;
+
+	if (!d->used)
+		return 0;
+	if (bpf_probe_read_user(&object, sizeof(object), (void *)(reg_value(ctx, d->reg) + d->object)) ||
+	    bpf_probe_read_user(&proof, sizeof(proof), (void *)(object + d->proof)))
+		return 0;
+	if (proof + d->text != read_arg_slow(ctx, &spec->args[d->proof_arg & (USDTPROF_MAX_IDENT_ARGS - 1)]))
+		return 0;
+	if (bpf_probe_read_user(&value, sizeof(value), (void *)(object + d->value)))
+		return 0;
+	return value;
+}
+
+/* The derived string object's text, when it keeps its text inline. */
+static __always_inline void capture_derived(const struct usdtprof_derived *d, __u64 derived, char *text)
+{
+	__u8 flags = 0;
+
+	if (!derived || bpf_probe_read_user(&flags, sizeof(flags), (void *)(derived + d->flags)) ||
+	    (flags & d->flag_mask) != d->flag_mask)
+		return;
+	bpf_probe_read_user_str(text, USDTPROF_NAME_LEN, (void *)(derived + d->text));
+}
+
+static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
+					 const struct usdtprof_name_part *part, __u64 derived,
 					 struct usdtprof_name *n, int i)
 {
 	__u64 len;
@@ -423,6 +455,10 @@ static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtp
 	n->num[i] = 0;
 	if (part->type == USDTPROF_PART_NONE)
 		return;
+	if (part->type == USDTPROF_PART_DERIVED) {
+		capture_derived(&spec->derived, derived, n->text[i]);
+		return;
+	}
 	if (part->type == USDTPROF_PART_INT) {
 		n->num[i] = read_arg_slow(ctx, &part->arg);
 		return;
@@ -464,8 +500,9 @@ static __always_inline struct process_usage *usage_of(__u32 tgid, bool *full)
 /* The first time a process shows a function, its name parts are read and
  * kept: the strings may be gone by the time userspace reads the profile. */
 static __noinline void capture_name(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec, __u32 spec_index,
-				    __u64 func, __u32 tgid)
+				    __u64 func, __u64 derived)
 {
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct usdtprof_name_key key = { .func = func, .tgid = tgid };
 	struct process_usage *u;
 	__u32 zero = 0;
@@ -482,19 +519,19 @@ static __noinline void capture_name(struct pt_regs *ctx, const struct usdtprof_p
 		return;
 	s->name.spec = spec_index;
 	s->name.pad = 0;
-	capture_part(ctx, &spec->parts[0], &s->name, 0);
-	capture_part(ctx, &spec->parts[1], &s->name, 1);
-	capture_part(ctx, &spec->parts[2], &s->name, 2);
-	capture_part(ctx, &spec->parts[3], &s->name, 3);
+	capture_part(ctx, spec, &spec->parts[0], derived, &s->name, 0);
+	capture_part(ctx, spec, &spec->parts[1], derived, &s->name, 1);
+	capture_part(ctx, spec, &spec->parts[2], derived, &s->name, 2);
+	capture_part(ctx, spec, &spec->parts[3], derived, &s->name, 3);
 	if (bpf_map_update_elem(&names, &key, &s->name, BPF_NOEXIST) == 0 && u)
 		__sync_fetch_and_add(&u->names, 1);
 }
 
 /* The function id of a runtime probe's hit, its name captured on first sight. */
 static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
-					 __u32 spec_index, __u32 tgid)
+					 __u32 spec_index)
 {
-	__u64 h;
+	__u64 h, derived = 0;
 
 	if (spec->ident == USDTPROF_IDENT_CONST)
 		return spec->const_func;
@@ -506,11 +543,16 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 			h = path_hash(h, ident_arg(ctx, spec, 1));
 		if (spec->nargs > 2)
 			h = path_hash(h, ident_arg(ctx, spec, 2));
+		if (spec->nargs > 3)
+			h = path_hash(h, ident_arg(ctx, spec, 3));
+		derived = derived_value(ctx, spec);
+		if (derived)
+			h = path_hash(h, derived);
 	}
 	/* Ids below 16 are the synthetic frames'. */
 	if (h < 16)
 		h += 16;
-	capture_name(ctx, spec, spec_index, h, tgid);
+	capture_name(ctx, spec, spec_index, h, derived);
 	return h;
 }
 
@@ -714,7 +756,7 @@ static __always_inline __u64 hit_function(struct pt_regs *ctx, const struct usdt
 		return read_arg(ctx, &spec->args[0]);
 	if (spec->ident == USDTPROF_IDENT_PAIR)
 		return 0; /* its frame's: usdt_exit finds it */
-	return runtime_function(ctx, spec, spec_index, st->tgid);
+	return runtime_function(ctx, spec, spec_index);
 }
 
 static __always_inline void emit(__u32 type, __u64 func, __u64 now)

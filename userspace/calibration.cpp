@@ -96,7 +96,8 @@ std::string kind_name(const Signature &sig)
 const char kContentName[] = "Calibration::probeCost_";
 const char kSqlText[] = "SELECT abalance FROM pgbench_accounts WHERE aid = 12345";
 constexpr uint64_t kIdentValue = 0x7fff12345678;
-const std::array<uint32_t, USDTPROF_MAX_IDENT_ARGS> kArgRegs = {USDTPROF_REG_DI, USDTPROF_REG_SI, USDTPROF_REG_DX};
+const std::array<uint32_t, USDTPROF_MAX_IDENT_ARGS> kArgRegs = {USDTPROF_REG_DI, USDTPROF_REG_SI, USDTPROF_REG_DX,
+								    USDTPROF_REG_CX};
 
 // One kind being calibrated: the target's spec rewritten to read the same
 // kinds of argument from the calibration site's registers, and those values.

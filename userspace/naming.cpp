@@ -31,6 +31,7 @@ std::string location(const std::string &file, int64_t line)
 // The name Xdebug gives PHP's top-level code (of the script, of an included
 // file, of eval'd code).
 constexpr const char *kPhpTopLevel = "{main}";
+constexpr const char *kPhpClosure = "{closure}";
 
 bool ends_with(const std::string &s, const std::string &suffix)
 {
@@ -249,12 +250,16 @@ std::string java_method_name(std::string_view cls, std::string_view method, std:
 
 // PHP names top-level code "main" too, a literal in its binary, where a
 // user function's name is a zend_string whose length was captured (num[0]).
+// Closures, all "{closure}" to PHP, by where they run, as Xdebug names them:
+// {closure:/srv/app/f.php:12}.
 FunctionName php_function_name(const usdtprof_name &n, const ProbeRole &)
 {
 	std::string cls = text(n, 3), fn = text(n, 0);
 	bool zend_string = static_cast<uint64_t>(n.num[0]) == fn.size();
 	if (cls.empty() && fn == "main" && !zend_string)
 		fn = kPhpTopLevel;
+	if (fn == kPhpClosure)
+		fn = "{closure:" + location(text(n, 1), n.num[2]) + "}";
 	return {cls.empty() ? fn : cls + "::" + fn, location(text(n, 1), n.num[2])};
 }
 
@@ -268,9 +273,13 @@ FunctionName java_captured_name(const usdtprof_name &n, const ProbeRole &)
 	return {java_method_name(text(n, 0), text(n, 1), text(n, 2)), ""};
 }
 
+// The qualified name (co_qualname: K.Inner.meth, f.<locals>.g) when it was
+// read (see kPython311Qualname), the bare one otherwise.
 FunctionName python_function_name(const usdtprof_name &n, const ProbeRole &)
 {
-	return {base_name(text(n, 0)) + ":" + text(n, 1), location(text(n, 0), n.num[2])};
+	std::string qualified = text(n, 3);
+	return {base_name(text(n, 0)) + ":" + (qualified.empty() ? text(n, 1) : qualified),
+		location(text(n, 0), n.num[2])};
 }
 
 FunctionName sql_statement_name(const usdtprof_name &n, const ProbeRole &)

@@ -47,13 +47,17 @@ ProbeRole constant(const char *provider, const char *name, usdtprof_role role, c
 // top-level code "main" too, a literal in its binary, where a user function's
 // name is a zend_string, its length in the 8 bytes before the text: the
 // function name is keyed and captured with those bytes, so the two differ.
+// Every closure is "{closure}": the file (by content) and the line (where the
+// function starts executing, the same at its entry and return: PHP computes
+// both once, in dtrace_execute_ex) keep them apart.
 std::vector<ProbeRole> php_roles()
 {
 	const std::vector<NamePart> parts = {{USDTPROF_PART_STR_PREFIXED, 0}, {USDTPROF_PART_STR, 1},
 					     {USDTPROF_PART_INT, 2}, {USDTPROF_PART_STR, 3}};
-	const uint32_t content = 0b11 | USDTPROF_CONTENT_PREFIXED(0);
-	return {runtime("php", "function__entry", USDTPROF_ROLE_ENTRY, {0, 3}, content, parts, php_function_name),
-		runtime("php", "function__return", USDTPROF_ROLE_EXIT, {0, 3}, content, parts, php_function_name)};
+	const uint32_t content = 0b111 | USDTPROF_CONTENT_PREFIXED(0);
+	const std::vector<unsigned> ident = {0, 3, 1, 2}; // function, class, file, line
+	return {runtime("php", "function__entry", USDTPROF_ROLE_ENTRY, ident, content, parts, php_function_name),
+		runtime("php", "function__return", USDTPROF_ROLE_EXIT, ident, content, parts, php_function_name)};
 }
 
 std::string php_check(int pid)
@@ -104,30 +108,93 @@ std::string java_check(int pid)
 	       "restart the JVM with it (record -- java ... sets it)";
 }
 
+// A JDK's libjvm.so, "" if home is none.
+std::string jdk_library(const std::filesystem::path &home)
+{
+	std::error_code ec;
+	auto jvm = home / "lib" / "server" / "libjvm.so";
+	return std::filesystem::is_regular_file(jvm, ec) ? std::filesystem::canonical(jvm, ec).string() : "";
+}
+
+// Whether the file names libjvm.so (to dlopen it: an embedding launcher).
+bool names_libjvm(const std::string &executable)
+{
+	constexpr std::string_view needle = "libjvm.so";
+	constexpr size_t kMaxScanned = 64 << 20;
+	std::ifstream in(executable, std::ios::binary);
+	std::string chunk(1 << 16, '\0'), carry;
+	for (size_t scanned = 0; in && scanned < kMaxScanned;) {
+		in.read(chunk.data(), std::streamsize(chunk.size()));
+		std::string window = carry + chunk.substr(0, size_t(in.gcount()));
+		if (window.find(needle) != std::string::npos)
+			return true;
+		carry = window.substr(window.size() > needle.size() ? window.size() - needle.size() : 0);
+		scanned += size_t(in.gcount());
+	}
+	return false;
+}
+
+// The JDK an embedding program loads when it is told none: JAVA_HOME's, else
+// that of the `java` on PATH (Debian's alternatives lead to it).
+std::string default_jdk_library()
+{
+	if (const char *home = getenv("JAVA_HOME"); home && *home)
+		if (std::string lib = jdk_library(home); !lib.empty())
+			return lib;
+	const char *path = getenv("PATH");
+	std::string dirs = path ? path : "/usr/bin:/bin";
+	for (size_t at = 0; at <= dirs.size();) {
+		size_t end = std::min(dirs.find(':', at), dirs.size());
+		std::error_code ec;
+		auto java = std::filesystem::canonical(std::filesystem::path(dirs.substr(at, end - at)) / "java", ec);
+		if (!ec && java.parent_path().filename() == "bin")
+			return jdk_library(java.parent_path().parent_path());
+		at = end + 1;
+	}
+	return "";
+}
+
 // Every launcher of a JDK (java, jar, javac, javadoc, jshell ...) loads its
-// JDK's libjvm.so, bin/../lib/server, with dlopen after start.
+// JDK's libjvm.so, bin/../lib/server, with dlopen after start. A program
+// elsewhere that names libjvm.so (one that embeds a JVM through
+// JNI_CreateJavaVM) is taken to load the default JDK's, as such launchers
+// do unless told otherwise; one that loads another is not seen.
 std::string java_library(const std::string &executable)
 {
 	std::error_code ec;
 	auto exe = std::filesystem::canonical(executable, ec);
-	if (ec || exe.parent_path().filename() != "bin")
+	if (ec)
 		return "";
-	auto jvm = exe.parent_path().parent_path() / "lib" / "server" / "libjvm.so";
-	return std::filesystem::exists(jvm, ec) ? jvm.string() : "";
+	if (exe.parent_path().filename() == "bin")
+		if (std::string lib = jdk_library(exe.parent_path().parent_path()); !lib.empty())
+			return lib;
+	return names_libjvm(exe.string()) ? default_jdk_library() : "";
 }
 
 // python:function__entry/return(file, function, line): the code object's
-// strings, alive while it is; names are interned, so two functions of one
-// name in one file are one. CPython 3.11 skips
+// strings, alive while it is. Names are interned, so two functions of one
+// name in one file (K.meth and K.Inner.meth, A.__init__ and B.__init__)
+// would be one: the code object's co_qualname tells them apart, reached
+// through the frame, which Debian's 3.11 keeps in %rbx at both probes
+// (dtrace_function_entry/return(frame)), at the offsets of 3.11's structs
+// (kPython311Qualname), trusted only when its co_name is the function
+// argument: another build, or a name not in compact ASCII, falls back to
+// (file, name) and the bare name. CPython 3.11 skips
 // the entry probe of Python-to-Python calls (gh-98894) unless its line probe
 // is enabled: holding the python:line semaphore up makes them fire.
 std::vector<ProbeRole> python_roles()
 {
-	const std::vector<NamePart> parts = {{USDTPROF_PART_STR, 0}, {USDTPROF_PART_STR, 1}, {USDTPROF_PART_INT, 2}};
+	const std::vector<NamePart> parts = {
+		{USDTPROF_PART_STR, 0}, {USDTPROF_PART_STR, 1}, {USDTPROF_PART_INT, 2}, {USDTPROF_PART_DERIVED, 0}};
 	ProbeRole line = probe_role("python", "line", USDTPROF_ROLE_ENTRY);
 	line.semaphore_only = true;
-	return {runtime("python", "function__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0, parts, python_function_name),
-		runtime("python", "function__return", USDTPROF_ROLE_EXIT, {0, 1}, 0, parts, python_function_name), line};
+	std::vector<ProbeRole> roles = {
+		runtime("python", "function__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0, parts, python_function_name),
+		runtime("python", "function__return", USDTPROF_ROLE_EXIT, {0, 1}, 0, parts, python_function_name)};
+	for (ProbeRole &r : roles)
+		r.derived = kPython311Qualname;
+	roles.push_back(line);
+	return roles;
 }
 
 // CPython 3.11's defect (gh-98894): only its python:line semaphore, held up,
@@ -139,7 +206,10 @@ bool python_wants_site(const ProbeRole &probe, const std::string &path)
 
 // PostgreSQL: a query is the outer frame, named by its statement shape (the
 // text hashed in the kernel with literals replaced); its phases and waits
-// nest inside as constant frames.
+// nest inside as constant frames. postgresql:sort__start fires in
+// tuplesort_begin, before the sort's input is read, sort__done in
+// tuplesort_end, at the executor's end (ExecEndSort): the frame covers the
+// plan below the sort, the sort and the rows read from it, and is named so.
 std::vector<ProbeRole> postgres_roles()
 {
 	std::vector<ProbeRole> roles;
@@ -154,7 +224,7 @@ std::vector<ProbeRole> postgres_roles()
 	const std::pair<const char *, const char *> frames[] = {
 		{"query__parse", "parse"}, {"query__rewrite", "rewrite"}, {"query__plan", "plan"},
 		{"query__execute", "execute"}, {"buffer__read", "buffer read"}, {"lock__wait", "lock wait"},
-		{"lwlock__wait", "lwlock wait"}, {"sort", "sort"}};
+		{"lwlock__wait", "lwlock wait"}, {"sort", kPostgresSortFrame}};
 	for (const auto &[probe, frame] : frames) {
 		roles.push_back(constant("postgresql", (std::string(probe) + "__start").c_str(), USDTPROF_ROLE_ENTRY, frame));
 		roles.push_back(constant("postgresql", (std::string(probe) + "__done").c_str(), USDTPROF_ROLE_EXIT, frame));

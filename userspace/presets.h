@@ -56,6 +56,18 @@ bool ruby_repaired(int pid);
 // The signal a repaired Ruby raises once repaired (SIGURG, ignored by default).
 int ruby_repaired_signal();
 
+// CPython 3.11's co_qualname beside python:function__entry/return's
+// arguments (usdtprof_derived): the frame in %rbx at both probes of Debian's
+// build, its f_code, whose co_name (compact ASCII: its text 48 bytes in, its
+// state byte at 32 with compact 0x20 and ascii 0x40) is arg1.
+constexpr usdtprof_derived kPython311Qualname = {
+	.used = 1, .reg = USDTPROF_REG_BX, .object = 32, .proof = 120, .proof_arg = 1, .value = 128,
+	.text = 48, .flags = 32, .flag_mask = 0x60, .pad = 0};
+
+// The frame of postgresql:sort__start/done: from the tuplesort's start, before
+// its input is read, to its end at the executor's end.
+constexpr const char *kPostgresSortFrame = "sort (input to end)";
+
 const std::vector<Preset> &presets();
 const Preset *find_preset(std::string_view name);
 // The presets whose probes (entries) some file of files has, in table order.

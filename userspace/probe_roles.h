@@ -33,6 +33,7 @@ struct ProbeRole {
 	uint32_t content_mask = 0;                // IDENT_PTRS: bit i: ident_args[i] is hashed by content
 	std::vector<NamePart> parts;              // IDENT_PTRS, IDENT_SQL: captured, at most USDTPROF_NAME_PARTS
 	NameFormat format = nullptr;              // IDENT_PTRS, IDENT_SQL
+	usdtprof_derived derived{};               // IDENT_PTRS: an identity beside the arguments (CPython's co_qualname)
 	std::string const_name;                   // IDENT_CONST
 	bool semaphore_only = false;              // only hold this probe's semaphore up (see usdt_semaphore)
 	usdtprof_nests nests = USDTPROF_NESTS_NONE; // how its calls nest on the native stack: see usdtprof_probe_spec.nests

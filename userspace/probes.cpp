@@ -64,6 +64,7 @@ usdtprof_probe_spec probe_spec(const FoundSite &f)
 	case USDTPROF_IDENT_SQL:
 		spec.nargs = uint32_t(std::min<size_t>(p.ident_args.size(), USDTPROF_MAX_IDENT_ARGS));
 		spec.content_mask = p.content_mask;
+		spec.derived = p.derived;
 		for (uint32_t i = 0; i < spec.nargs; i++)
 			spec.args[i] = site_arg(f, p.ident_args[i]);
 		for (size_t i = 0; i < p.parts.size() && i < USDTPROF_NAME_PARTS; i++) {

@@ -93,7 +93,7 @@ enum usdtprof_nests {
 };
 
 /* Identity arguments hashed together, and name parts captured per function. */
-#define USDTPROF_MAX_IDENT_ARGS 3
+#define USDTPROF_MAX_IDENT_ARGS 4 /* a power of two: an index can be masked */
 #define USDTPROF_NAME_PARTS 4
 #define USDTPROF_NAME_LEN 192 /* per captured string, with its NUL */
 /* Bytes of a string a content identity covers. */
@@ -108,6 +108,29 @@ enum usdtprof_part_type {
 	USDTPROF_PART_INT,     /* arg's value */
 	USDTPROF_PART_STR_PREFIXED, /* as PART_STR; num = the 8 bytes before the string
 				       (a runtime's length field, e.g. PHP's zend_string) */
+	USDTPROF_PART_DERIVED,  /* the text of the derived string object (see
+				   usdtprof_derived); empty when there is none */
+};
+
+/* An identity a probe's arguments lack but the runtime keeps beside them:
+ * a string object read from a register through the object the arguments
+ * were taken from, trusted only when that object proves to be it (one of
+ * its string objects holds its text where args[proof_arg] points). CPython
+ * 3.11: the frame in a register, its code object (f_code), whose co_name's
+ * text is the function name argument; the value is co_qualname. Hashed into
+ * the function id, its text captured by a PART_DERIVED; 0 (not hashed) when
+ * the proof fails. */
+struct usdtprof_derived {
+	__u32 used;      /* 0: no derived identity */
+	__u32 reg;       /* enum usdtprof_reg: holds the base */
+	__s32 object;    /* offset in the base of the object's pointer */
+	__s32 proof;     /* offset in the object of the proving string object */
+	__u32 proof_arg; /* index in args[] of the argument it must prove */
+	__s32 value;     /* offset in the object of the derived string object */
+	__s32 text;      /* offset of a string object's text from its start */
+	__s32 flags;     /* offset of a byte in a string object: its text is there */
+	__u32 flag_mask; /* only when that byte has all these bits (CPython: compact ascii) */
+	__u32 pad;
 };
 
 struct usdtprof_name_part {
@@ -134,6 +157,7 @@ struct usdtprof_probe_spec {
 			       stack pointer and site, which can prove them gone */
 	__u32 pair;         /* a custom pair's entry and exit: its tag (non-zero),
 			       kept in the frames it opens; 0 otherwise */
+	struct usdtprof_derived derived; /* IDENT_PTRS */
 };
 
 #define USDTPROF_CONTENT_PREFIXED(i) (1u << (16 + (i)))

@@ -162,7 +162,7 @@ TEST_CASE("follow: an #!/usr/bin/env python3.11 script is recorded through env's
 	auto report = report_json(r.data);
 	REQUIRE(function(report, "e.py:work")["calls"] == 2);
 	REQUIRE(function(report, "e.py:leaf")["calls"] == 300);
-	REQUIRE(path(report, "e.py:<module>;e.py:work;e.py:<genexpr>;e.py:leaf")["calls"] == 300);
+	REQUIRE(path(report, "e.py:<module>;e.py:work;e.py:work.<locals>.<genexpr>;e.py:leaf")["calls"] == 300);
 	REQUIRE(report["processes"].size() == 1);
 	REQUIRE(report["processes"][0]["comm"] == "python3.11");
 	SECTION("--no-follow: env has no probes, refused before it runs")
@@ -246,6 +246,51 @@ TEST_CASE("follow: a JDK tool other than java (jar) is profiled: its launcher lo
 	REQUIRE(path(report, main + ";" + run_args)["calls"] == 1);
 	REQUIRE(report["functions"].size() > 100);
 	REQUIRE(report["anomalies"]["depth_overflow"] == 0);
+}
+
+// A program of its own (no JDK launcher, outside any JDK's bin/) that loads JDK/lib/server/libjvm.so
+// with dlopen and runs Calls.main through JNI_CreateJavaVM, as embedding launchers do. Before, it was
+// refused ("no probes of any preset"): only a JDK's bin/ was searched for a late libjvm.so.
+TEST_CASE("follow: a program that embeds a JVM (dlopen libjvm.so, JNI_CreateJavaVM) is profiled", "[launch][runtimes]")
+{
+	std::string dir = temp_dir();
+	Output javac = run({"javac", "-d", dir, repo_file("tests/runtimes/Calls.java")});
+	INFO(javac.err);
+	REQUIRE(javac.status == 0);
+	// The JDK of the `java` on PATH, as the preset takes it for such a program.
+	Output home = run({"sh", "-c", "dirname \"$(dirname \"$(readlink -f \"$(command -v java)\")\")\""});
+	REQUIRE(home.status == 0);
+	std::string jdk = home.out.substr(0, home.out.find('\n'));
+	std::ofstream(dir + "/embed.c")
+		<< "#include <dlfcn.h>\n#include <jni.h>\n#include <stdio.h>\n"
+		   "int main(int argc, char **argv) {\n"
+		   "  char lib[4096];\n"
+		   "  if (argc != 3 || snprintf(lib, sizeof(lib), \"%s/lib/server/libjvm.so\", argv[1]) >= (int)sizeof(lib)) return 2;\n"
+		   "  void *jvm = dlopen(lib, RTLD_NOW);\n"
+		   "  if (!jvm) { fprintf(stderr, \"%s\\n\", dlerror()); return 1; }\n"
+		   "  jint (*create)(JavaVM **, void **, void *) = (jint (*)(JavaVM **, void **, void *))dlsym(jvm, \"JNI_CreateJavaVM\");\n"
+		   "  JavaVMOption option = {.optionString = argv[2]};\n"
+		   "  JavaVMInitArgs args = {.version = JNI_VERSION_1_8, .nOptions = 1, .options = &option};\n"
+		   "  JavaVM *vm; JNIEnv *env;\n"
+		   "  if (!create || create(&vm, (void **)&env, &args) != JNI_OK) return 1;\n"
+		   "  jclass calls = (*env)->FindClass(env, \"Calls\");\n"
+		   "  jmethodID main = calls ? (*env)->GetStaticMethodID(env, calls, \"main\", \"([Ljava/lang/String;)V\") : 0;\n"
+		   "  if (!main) return 1;\n"
+		   "  jobjectArray none = (*env)->NewObjectArray(env, 0, (*env)->FindClass(env, \"java/lang/String\"), 0);\n"
+		   "  (*env)->CallStaticVoidMethod(env, calls, main, none);\n"
+		   "  if ((*env)->ExceptionCheck(env)) return 1;\n"
+		   "  return (*vm)->DestroyJavaVM(vm) == JNI_OK ? 0 : 1;\n"
+		   "}\n";
+	Output cc = run({"gcc", "-o", dir + "/embed", dir + "/embed.c", "-I" + jdk + "/include", "-I" + jdk + "/include/linux",
+			 "-ldl"});
+	INFO(cc.err);
+	REQUIRE(cc.status == 0);
+	auto r = record_followed({dir + "/embed", jdk, "-Djava.class.path=" + dir}, 0);
+	REQUIRE(r.output.out == "fib=610 inc=100000 twice=42 hello=3 caught=2\n");
+	REQUIRE_THAT(r.output.err, Contains("JAVA_TOOL_OPTIONS=-XX:+DTraceMethodProbes"));
+	REQUIRE_THAT(r.output.err, Contains("with java"));
+	auto report = report_json(r.data);
+	REQUIRE(java_class_calls(report) == java_expected_calls());
 }
 
 TEST_CASE("recording stops while the launched command runs on: said once, the next SIGINT/SIGTERM is passed on",

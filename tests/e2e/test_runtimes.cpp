@@ -143,8 +143,9 @@ TEST_CASE("php: record -- php sets USE_ZEND_DTRACE itself, exact calls per Class
 
 	auto report = report_json(data);
 	require_no_anomalies(report);
-	const std::pair<const char *, int> expected[] = {{"fib", 1973}, {"Counter::inc", 1000}, {"Counter::get", 1},
-		{"Util::twice", 7}, {"Base::hello", 3}, {"{closure}", 5}, {"thrower", 2}, {"{main}", 1}};
+	const std::string closure = "{closure:" + runtime_file("calls.php") + ":76}"; // where its body starts
+	const std::pair<std::string, int> expected[] = {{"fib", 1973}, {"Counter::inc", 1000}, {"Counter::get", 1},
+		{"Util::twice", 7}, {"Base::hello", 3}, {closure, 5}, {"thrower", 2}, {"{main}", 1}};
 	for (const auto &[name, calls] : expected) {
 		INFO(name);
 		auto f = function(report, name);
@@ -163,6 +164,49 @@ TEST_CASE("php: record -- php sets USE_ZEND_DTRACE itself, exact calls per Class
 	REQUIRE(path(report, "{main};Counter::get")["calls"] == 1);
 	// The preset resolves a file:line location per function, but `report --format json` has no
 	// field for it (docs/report-json.md): nothing to check here.
+}
+
+// PHP names every closure "{closure}" and passes no more about it to its probes: before, all
+// closures of a program were one function, [recursive] whenever one called another.
+TEST_CASE("php: closures are apart by file and line, recursive only when one calls itself", "[runtimes][names]")
+{
+	std::string dir = temp_dir(), file = dir + "/c.php";
+	std::ofstream(file) << "<?php\n"
+			       "function run($f) { return $f(); }\n"
+			       "class Foo {\n"
+			       "    public function go() {\n"
+			       "        $a = function () {\n"
+			       "            return 1;\n"                                  // 6
+			       "        };\n"
+			       "        $b = function () {\n"
+			       "            return run(function () {\n"
+			       "                return 2;\n"                              // 10
+			       "            });\n"
+			       "        };\n"
+			       "        return $a() + $b();\n"
+			       "    }\n"
+			       "}\n"
+			       "$down = function ($n) use (&$down) {\n"                  // 16: its first opcode's
+			       "    return $n > 0 ? $down($n - 1) : 0;\n"
+			       "};\n"
+			       "$t = 0;\n"
+			       "for ($i = 0; $i < 5; $i++) { $t += (new Foo)->go(); }\n"
+			       "echo $t + $down(3), \"\\n\";\n";
+	auto [o, data] = record_launch({"php", file});
+	REQUIRE(o.out == "15\n");
+	auto report = report_json(data);
+	require_no_anomalies(report);
+	auto closure = [&](int line) { return "{closure:" + file + ":" + std::to_string(line) + "}"; };
+	REQUIRE(function(report, "Foo::" + closure(6))["calls"] == 5);
+	REQUIRE(function(report, "Foo::" + closure(9))["calls"] == 5);
+	REQUIRE(function(report, "Foo::" + closure(10))["calls"] == 5);
+	REQUIRE(function(report, closure(16))["calls"] == 4);
+	for (int line : {6, 9, 10}) {
+		INFO(line);
+		REQUIRE(function(report, "Foo::" + closure(line))["recursive"] == false);
+	}
+	REQUIRE(function(report, closure(16))["recursive"] == true);
+	REQUIRE(path(report, "{main};Foo::go;Foo::" + closure(9) + ";run;Foo::" + closure(10))["calls"] == 5);
 }
 
 TEST_CASE("php: top-level code is {main}, a user function main() is main, each once", "[runtimes]")
@@ -560,13 +604,35 @@ TEST_CASE("python3.11: calls per function equal cProfile's ncalls for the same s
 	INFO(prof.out << prof.err);
 	REQUIRE(prof.status == 0);
 	REQUIRE(prof.out.starts_with(expected_out));
-	const std::regex row(R"(^\s*(\d+)(?:/\d+)?\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+calls\.py:\d+\((.+)\)$)");
-	std::map<std::string, uint64_t> ncalls; // by function name, rows of one name summed
+	// cProfile names a function by its first line and co_name; the preset by co_qualname, which
+	// Python's own code objects give for that line and name.
+	Output names = run({kPython311, "-c",
+			    "import sys, types\n"
+			    "def walk(c):\n"
+			    "    print(c.co_firstlineno, c.co_name, c.co_qualname)\n"
+			    "    for k in c.co_consts:\n"
+			    "        if isinstance(k, types.CodeType): walk(k)\n"
+			    "walk(compile(open(sys.argv[1]).read(), sys.argv[1], 'exec'))\n",
+			    script});
+	INFO(names.err);
+	REQUIRE(names.status == 0);
+	std::map<std::string, std::string> qualified; // "line name" -> qualified name
+	std::istringstream code_objects(names.out);
+	for (std::string line, name, qualname; code_objects >> line >> name >> qualname;)
+		qualified[line + " " + name] = qualname;
+	REQUIRE(qualified["27 inc"] == "Counter.inc");
+	const std::regex row(R"(^\s*(\d+)(?:/\d+)?\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+calls\.py:(\d+)\((.+)\)$)");
+	std::map<std::string, uint64_t> ncalls; // by qualified name, rows of one name summed
 	std::istringstream lines(prof.out);
 	for (std::string line; std::getline(lines, line);)
-		if (std::smatch m; std::regex_match(line, m, row))
-			ncalls[m[2]] += std::stoull(m[1]);
+		if (std::smatch m; std::regex_match(line, m, row)) {
+			std::string key = m[2].str() + " " + m[3].str();
+			INFO(key);
+			REQUIRE(qualified.count(key));
+			ncalls[qualified[key]] += std::stoull(m[1]);
+		}
 	REQUIRE(ncalls["fib"] == 1973); // the table was parsed
+	REQUIRE(ncalls["Util.twice"] == 7);
 	REQUIRE(ncalls.size() >= 10);
 
 	auto report = report_json(data);
@@ -578,6 +644,50 @@ TEST_CASE("python3.11: calls per function equal cProfile's ncalls for the same s
 		REQUIRE(function(report, "calls.py:" + name)["calls"] == calls);
 	}
 	REQUIRE(function(report, "calls.py:fib")["recursive"] == true);
+}
+
+// CPython interns names: K.meth and K.Inner.meth, A.__init__ and B.__init__ pass the same
+// file and function name strings to the probes. Before, each pair was one function, and B's
+// __init__ calling A's read as recursion.
+TEST_CASE("python3.11: methods of one name are apart by their qualified names, none falsely recursive",
+	  "[runtimes][names]")
+{
+	std::string dir = temp_dir();
+	std::ofstream(dir + "/q.py") << "class K:\n"
+					"    def meth(self):\n"
+					"        return 1\n"
+					"    class Inner:\n"
+					"        def meth(self):\n"
+					"            return K().meth()\n"
+					"class A:\n"
+					"    def __init__(self):\n"
+					"        self.a = 1\n"
+					"class B(A):\n"
+					"    def __init__(self):\n"
+					"        super().__init__()\n"
+					"def main():\n"
+					"    for _ in range(10):\n"
+					"        K.Inner().meth()\n"
+					"    for _ in range(3):\n"
+					"        B()\n"
+					"    inner = lambda: K().meth()\n"
+					"    return inner()\n"
+					"print(main())\n";
+	auto [o, data] = record_launch({kPython311, dir + "/q.py"});
+	REQUIRE(o.out == "1\n");
+	auto report = report_json(data);
+	require_no_anomalies(report);
+	REQUIRE(function(report, "q.py:K.meth")["calls"] == 11);
+	REQUIRE(function(report, "q.py:K.Inner.meth")["calls"] == 10);
+	REQUIRE(function(report, "q.py:B.__init__")["calls"] == 3);
+	REQUIRE(function(report, "q.py:A.__init__")["calls"] == 3);
+	REQUIRE(function(report, "q.py:main.<locals>.<lambda>")["calls"] == 1);
+	for (const char *name : {"q.py:K.meth", "q.py:K.Inner.meth", "q.py:A.__init__", "q.py:B.__init__"}) {
+		INFO(name);
+		REQUIRE(function(report, name)["recursive"] == false);
+	}
+	REQUIRE(path(report, "q.py:<module>;q.py:main;q.py:K.Inner.meth;q.py:K.meth")["calls"] == 10);
+	REQUIRE(path(report, "q.py:<module>;q.py:main;q.py:B.__init__;q.py:A.__init__")["calls"] == 3);
 }
 
 // python:gc__start(generation) / gc__done(objects collected): the exit's argument is no identity.
@@ -611,7 +721,7 @@ TEST_CASE("python3.11: --pair gc__start/gc__done:arg0:int: each exit closes its 
 	REQUIRE(o.out == "collected True\n");
 	REQUIRE_THAT(o.err, !Contains("did not nest"));
 	auto report = report_json(data);
-	auto gc = path(report, "gcpair.py:<module>;gcpair.py:main;gcpair.py:<genexpr>;gcpair.py:collect;gc__start(2)");
+	auto gc = path(report, "gcpair.py:<module>;gcpair.py:main;gcpair.py:main.<locals>.<genexpr>;gcpair.py:collect;gc__start(2)");
 	INFO(report["paths"].dump());
 	REQUIRE(gc.is_object());
 	REQUIRE(gc["calls"] == 5);
@@ -808,7 +918,7 @@ TEST_CASE("postgres: record --binary counts every statement shape of pgbench exa
 	// No other statement ran on that connection (outside any statement there are only the catalog
 	// reads of the connection's start, "buffer read" frames).
 	const std::set<std::string> frames = {"parse", "rewrite", "plan", "execute", "buffer read", "lock wait",
-					      "lwlock wait", "sort"};
+					      "lwlock wait", "sort (input to end)"};
 	std::set<std::string> statements;
 	for (const auto &p : r.per_process["paths"])
 		if (p["stack"].size() == 2 && p["stack"][0] == root && !frames.count(p["stack"][1]))

@@ -89,3 +89,50 @@ TEST_CASE("presets: quirks are their rows' hooks; every row names its probes", "
 	CHECK(std::string(find_preset("ruby")->repair_path) == kRubyRepairScript);
 	CHECK(find_preset("native")->check == nullptr);
 }
+
+namespace {
+
+usdtprof_name captured(std::initializer_list<std::pair<int, const char *>> texts,
+		       std::initializer_list<std::pair<int, int64_t>> nums = {})
+{
+	usdtprof_name n{};
+	for (const auto &[i, t] : texts)
+		snprintf(n.text[i], USDTPROF_NAME_LEN, "%s", t);
+	for (const auto &[i, v] : nums)
+		n.num[i] = v;
+	return n;
+}
+
+} // namespace
+
+TEST_CASE("python: functions are named by their qualified name when it was read, by co_name otherwise", "[presets]")
+{
+	const ProbeRole role = usdtprof::find_preset("python")->roles().front();
+	auto inner = python_function_name(captured({{0, "/srv/ctl.py"}, {1, "meth"}, {3, "K.Inner.meth"}}, {{2, 5}}), role);
+	CHECK(inner.name == "ctl.py:K.Inner.meth");
+	CHECK(inner.location == "/srv/ctl.py:5");
+	CHECK(python_function_name(captured({{0, "/srv/ctl.py"}, {1, "meth"}}), role).name == "ctl.py:meth");
+	// Both probes carry the derived identity, proved by the function name argument.
+	for (const ProbeRole &r : usdtprof::find_preset("python")->roles())
+		if (!r.semaphore_only) {
+			CHECK(r.derived.used == 1);
+			CHECK(r.derived.proof_arg < r.ident_args.size());
+			CHECK(r.ident_args[r.derived.proof_arg] == 1);
+		}
+}
+
+TEST_CASE("php: closures are named by where they run, other functions as PHP names them", "[presets]")
+{
+	const ProbeRole role = usdtprof::find_preset("php")->roles().front();
+	auto closure = [&](const char *cls, int line) {
+		return php_function_name(captured({{0, "{closure}"}, {1, "/srv/f.php"}, {3, cls}}, {{0, 9}, {2, line}}), role)
+			.name;
+	};
+	CHECK(closure("", 12) == "{closure:/srv/f.php:12}");
+	CHECK(closure("", 20) == "{closure:/srv/f.php:20}");
+	CHECK(closure("Foo", 12) == "Foo::{closure:/srv/f.php:12}");
+	CHECK(php_function_name(captured({{0, "run"}, {1, "/srv/f.php"}}, {{0, 3}, {2, 4}}), role).name == "run");
+	// The preset's identity covers the file and the line, the same at entry and return.
+	for (const ProbeRole &r : usdtprof::find_preset("php")->roles())
+		CHECK(r.ident_args == std::vector<unsigned>{0, 3, 1, 2});
+}
