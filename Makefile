@@ -64,8 +64,13 @@ SKELS := $(OUTPUT)/usdtprof.skel.h
 # pprof's schema (userspace/proto/profile.proto), compiled by protoc into the library.
 PROTO_HDR := $(OUTPUT)/proto/profile.pb.h
 PROTO_OBJ := $(OUTPUT)/proto/profile.pb.o
+# The HTML viewer's page, style and script (userspace/html/), as C++ string
+# literals for html_page.cpp.
+HTML_ASSETS := $(OUTPUT)/html_assets.h
 
 USDTPROF := $(OUTPUT)/usdtprof
+# Synthetic profiles (tools/gen_profile.cpp): the scale bench and the HTML report's scale test.
+GEN_PROFILE := $(OUTPUT)/tools/gen_profile
 
 # A recipe that fails leaves no half-written target behind to pass for a built one.
 .DELETE_ON_ERROR:
@@ -107,7 +112,16 @@ $(PROTO_OBJ): $(OUTPUT)/proto/%.pb.o: $(OUTPUT)/proto/%.pb.cc $(PROTO_HDR)
 # The skeleton and protobuf headers must exist first (order-only); which
 # objects include them, and must be rebuilt when they change, the compiler's
 # -MMD dependency files say: a BPF change rebuilds engine.o, not everything.
-$(OUTPUT)/%.o: %.cpp | $(SKELS) $(PROTO_HDR) deps
+$(HTML_ASSETS): userspace/html/page.html userspace/html/viewer.css userspace/html/viewer.js | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q)for asset in kHtmlPage:userspace/html/page.html kHtmlCss:userspace/html/viewer.css \
+		kHtmlJs:userspace/html/viewer.js; do \
+		if grep -q ')usdtprof_asset"' "$${asset#*:}"; then echo "$${asset#*:}: holds the delimiter" >&2; exit 1; fi; \
+		printf 'inline constexpr char %s[] = R"usdtprof_asset(' "$${asset%%:*}"; \
+		cat "$${asset#*:}"; printf ')usdtprof_asset";\n'; \
+	done > $@.tmp && mv $@.tmp $@
+
+$(OUTPUT)/%.o: %.cpp | $(SKELS) $(PROTO_HDR) $(HTML_ASSETS) deps
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
@@ -143,10 +157,10 @@ $(OUTPUT)/e2e_tests: $(E2E_OBJS) $(OUTPUT)/libusdtprof.a
 unit: $(OUTPUT)/unit_tests
 	$(OUTPUT)/unit_tests
 
-e2e: $(OUTPUT)/e2e_tests $(USDTPROF) $(TARGETS)
+e2e: $(OUTPUT)/e2e_tests $(USDTPROF) $(TARGETS) $(GEN_PROFILE)
 	$(OUTPUT)/e2e_tests
 
-test: $(OUTPUT)/unit_tests $(OUTPUT)/e2e_tests $(USDTPROF) $(TARGETS)
+test: $(OUTPUT)/unit_tests $(OUTPUT)/e2e_tests $(USDTPROF) $(TARGETS) $(GEN_PROFILE)
 	$(Q)USDTPROF=$(abspath $(USDTPROF)) TARGETS=$(abspath $(OUTPUT)/targets) \
 		tools/run-tests.sh $(OUTPUT)/unit_tests $(OUTPUT)/e2e_tests
 
@@ -161,7 +175,6 @@ $(OUTPUT)/bench/probe_bench: $(OUTPUT)/tools/bench/probe_bench.o $(OUTPUT)/libus
 	$(Q)mkdir -p $(@D) && $(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # Synthetic profiles of any size (tools/gen_profile.cpp): the scale bench and tests.
-GEN_PROFILE := $(OUTPUT)/tools/gen_profile
 $(GEN_PROFILE): $(OUTPUT)/tools/gen_profile.o $(OUTPUT)/libusdtprof.a
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@

@@ -59,5 +59,8 @@ struct Diff {
 Diff diff_profiles(const Profile &base, const Profile &now, const DiffOptions &options);
 std::string render_diff_text(const Diff &diff, const DiffOptions &options);
 std::string render_diff_json(const Diff &diff, const DiffOptions &options);
+// One self-contained page: the differential flame graph of every path and
+// the function table (--limit rows) (docs/html.md; diff_html.cpp).
+std::string render_diff_html(const Diff &diff, const DiffOptions &options, const std::string &title);
 
 } // namespace usdtprof

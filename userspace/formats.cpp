@@ -10,6 +10,7 @@ std::string text_report(const Profile &measured, const ReportOptions &options); 
 std::string json_report(const Profile &measured, const ReportOptions &options);       // format_json.cpp
 std::string folded_stacks(const Profile &measured, const ReportOptions &options);     // format_folded.cpp
 std::string pprof_profile(const Profile &measured, const ReportOptions &options);     // pprof.cpp
+std::string html_report(const Profile &measured, const ReportOptions &options);       // format_html.cpp
 
 namespace {
 
@@ -18,6 +19,9 @@ const Format kFormats[] = {
 	 .profile = text_report},
 	{.name = "json", .extension = ".json", .writes = "the report as JSON, docs/report-json.md", .uses = kUseReport,
 	 .profile = json_report},
+	{.name = "html", .extension = ".html",
+	 .writes = "one self-contained page: flame graph, table, sandwich; docs/html.md", .uses = kUseReport,
+	 .profile = html_report},
 	{.name = "folded", .extension = ".folded",
 	 .writes = "flamegraph.pl, speedscope; weights in nanoseconds", .uses = kUseExport, .profile = folded_stacks},
 	{.name = "data", .extension = ".data", .writes = "usdtprof's own profile file, times as measured",

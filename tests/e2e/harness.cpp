@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <fcntl.h>
+#include <filesystem>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -166,6 +167,12 @@ std::string target(const std::string &name)
 {
 	const char *dir = getenv("TARGETS");
 	return std::string(dir ? dir : ".output/targets") + "/" + name;
+}
+
+std::string source_file(const std::string &relative)
+{
+	namespace fs = std::filesystem;
+	return fs::absolute(fs::path(__FILE__).parent_path().parent_path().parent_path() / relative).string();
 }
 
 std::string temp_dir()

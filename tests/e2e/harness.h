@@ -41,6 +41,8 @@ private:
 std::string usdtprof();                 // path of the usdtprof binary
 std::string target(const std::string &name); // path of a test target
 std::string temp_dir();                 // a fresh directory, per call
+// A file of the source tree (tests/clients/...), whatever the working directory.
+std::string source_file(const std::string &relative);
 
 // A target's "measured slack NS" line (tests/targets/spin.h): how much longer
 // than its spins asked for the run took on this machine; 0 if absent.

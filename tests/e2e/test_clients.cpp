@@ -24,12 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A file of the source tree (tests/clients/...), whatever the working directory.
-std::string source_file(const std::string &relative)
-{
-	return fs::absolute(fs::path(__FILE__).parent_path().parent_path().parent_path() / relative).string();
-}
-
 
 void write_text(const std::string &file, const std::string &text)
 {

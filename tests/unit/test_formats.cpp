@@ -20,7 +20,7 @@ TEST_CASE("formats: each row is a profile format or a timeline, named once per c
 				CHECK(seen.insert({f.name, use}).second);
 	}
 	// What each command offers, as before the table.
-	CHECK(format_names(kUseReport) == std::vector<std::string>{"text", "json"});
+	CHECK(format_names(kUseReport) == std::vector<std::string>{"text", "json", "html"});
 	CHECK(format_names(kUseExport) == std::vector<std::string>{"folded", "pprof"});
 	CHECK(format_names(kUseTrace) == std::vector<std::string>{"chrome", "speedscope"});
 	CHECK(find_format("pprof", kUseMonitor)->extension == std::string(".pb.gz"));

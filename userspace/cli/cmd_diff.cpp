@@ -3,6 +3,7 @@
 
 #include "commands.h"
 #include "diff.h"
+#include "output_file.h"
 #include "profile_set.h"
 #include "result.h"
 
@@ -23,7 +24,7 @@ Profile load_one(const std::string &path)
 Command add_diff_command(CLI::App &parent)
 {
 	struct Args {
-		std::string base, now, format = "text", time = "wall";
+		std::string base, now, format = "text", time = "wall", output;
 		DiffOptions options;
 	};
 	auto a = std::make_shared<Args>();
@@ -36,12 +37,22 @@ Command add_diff_command(CLI::App &parent)
 	app->add_option("--time", a->time, "Self time compared: wall, cpu (on-CPU part) or offcpu")
 		->capture_default_str()
 		->check(CLI::IsMember({"wall", "cpu", "offcpu"}));
-	app->add_option("--format", a->format, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
+	app->add_option("--format", a->format, "text, json or html (one self-contained page: a differential flame graph and the table)")
+		->capture_default_str()
+		->check(CLI::IsMember({"text", "json", "html"}));
+	app->add_option("-o,--output", a->output, "Write here instead of stdout (--format html: diff.html)");
 	return {app, [a] {
 			a->options.time = *parse_time_mode(a->time);
 			Diff d = diff_profiles(load_one(a->base), load_one(a->now), a->options);
-			std::string out = a->format == "json" ? render_diff_json(d, a->options) : render_diff_text(d, a->options);
-			fwrite(out.data(), 1, out.size(), stdout);
+			std::string out = a->format == "json"	? render_diff_json(d, a->options)
+					  : a->format == "html" ? render_diff_html(d, a->options, "usdtprof diff " + a->base + " " + a->now)
+								: render_diff_text(d, a->options);
+			if (a->output.empty()) {
+				fwrite(out.data(), 1, out.size(), stdout);
+				return 0;
+			}
+			if (auto r = write_output(a->output, out); !r)
+				throw UserError(r.error().message);
 			return 0;
 		}};
 }

@@ -4,12 +4,29 @@
 #include "callers.h"
 #include "commands.h"
 #include "formats.h"
+#include "output_file.h"
 #include "profile.h"
 #include "report.h"
 #include "result.h"
 #include "views.h"
 
 namespace usdtprof::cli {
+
+namespace {
+
+// To stdout, or through write_output to the file -o names.
+int write_result(const std::string &output, const std::string &text)
+{
+	if (output.empty()) {
+		fwrite(text.data(), 1, text.size(), stdout);
+		return 0;
+	}
+	if (auto r = write_output(output, text); !r)
+		throw UserError(r.error().message);
+	return 0;
+}
+
+} // namespace
 
 Command add_report_command(CLI::App &parent)
 {
@@ -21,6 +38,7 @@ Command add_report_command(CLI::App &parent)
 		bool tree = false;
 		ReportOptions options;
 		std::string callers, callees;
+		std::string output;
 	};
 	auto a = std::make_shared<Args>();
 	CLI::App *app = parent.add_subcommand("report", "Print a recorded profile");
@@ -46,6 +64,7 @@ Command add_report_command(CLI::App &parent)
 	app->add_option("--format", a->format, describe_formats(kUseReport))
 		->capture_default_str()
 		->check(CLI::IsMember(format_names(kUseReport)));
+	app->add_option("-o,--output", a->output, "Write here instead of stdout (--format html: report.html)");
 	return {app, [a] {
 			auto sort = parse_sort_key(a->sort);
 			if (!sort)
@@ -60,12 +79,9 @@ Command add_report_command(CLI::App &parent)
 							     a->options, a->format == "json", a->callers, a->callees);
 				if (!out)
 					throw UserError(inputs_name(a->in) + ": " + out.error().message);
-				fwrite(out->data(), 1, out->size(), stdout);
-				return 0;
+				return write_result(a->output, *out);
 			}
-			std::string out = find_format(a->format, kUseReport)->profile(profile, a->options);
-			fwrite(out.data(), 1, out.size(), stdout);
-			return 0;
+			return write_result(a->output, find_format(a->format, kUseReport)->profile(profile, a->options));
 		}};
 }
 
