@@ -782,6 +782,63 @@ static __always_inline void emit(__u32 type, __u64 func, __u64 now)
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
+/* Off-CPU accounting. The sched_switch hook sees a thread leave and come
+ * back; the kernel does not report every switch, though (seen on kernel
+ * 6.18 under PVM: the switches away from some host-agent threads never
+ * reach the tracepoint), so a thread can come back unseen. The scheduler
+ * still stamps its arrival (sched_info.last_arrival, on the runqueue's
+ * clock), which places the unseen return exactly. */
+
+/* Per CPU: bpf_ktime_get_ns() minus the runqueue clock, as last measured in
+ * the switch hook (where the runqueue clock has just been updated). The two
+ * clocks run at the same rate, so an older offset still converts. */
+#define USDTPROF_MAX_CPUS 1024 /* a power of two */
+__s64 rq_clock_offset[USDTPROF_MAX_CPUS];
+/* Switches back in that the kernel did not report, placed by arrival time. */
+__u64 missed_switch_ins;
+
+static __always_inline void note_rq_clock(struct task_struct *t, __u32 cpu, __u64 now)
+{
+	struct rq *rq = t->se.cfs_rq ? t->se.cfs_rq->rq : 0;
+	__u64 clock = rq ? rq->clock : 0;
+
+	if (clock)
+		rq_clock_offset[cpu & (USDTPROF_MAX_CPUS - 1)] = (__s64)(now - clock);
+}
+
+/* Time away ends: charged to the innermost frame, up to the close (stop or
+ * window) like self time, so a frame the iterator charges later never has
+ * more off-CPU than self time. */
+static __always_inline void end_offcpu(struct usdtprof_thread_stack *st, __u64 at)
+{
+	__u64 close = READ_ONCE(close_ns);
+
+	if (close && at > close)
+		at = close;
+	if (at > st->switched_out) {
+		if (st->depth > 0 && st->depth <= USDTPROF_MAX_DEPTH)
+			st->frames[(st->depth - 1) & FRAME_MASK].offcpu += at - st->switched_out;
+		else
+			st->unknown_offcpu += at - st->switched_out;
+	}
+	st->switched_out = 0;
+}
+
+/* A thread marked out that is running (it hits a probe, or leaves its CPU
+ * again) came back unseen, on this CPU, at its last arrival. With no
+ * offset measured on this CPU yet, its time away is not charged. */
+static __always_inline void place_missed_switch_in(struct usdtprof_thread_stack *st, struct task_struct *t,
+						   __u32 cpu, __u64 now)
+{
+	__s64 offset = rq_clock_offset[cpu & (USDTPROF_MAX_CPUS - 1)];
+	__u64 arrival = t->sched_info.last_arrival + offset;
+
+	__sync_fetch_and_add(&missed_switch_ins, 1);
+	if (!offset || arrival <= st->switched_out)
+		arrival = st->switched_out;
+	end_offcpu(st, arrival < now ? arrival : now);
+}
+
 /* The calling thread's stack, created on its first event. */
 static __always_inline struct usdtprof_thread_stack *thread_stack(void)
 {
@@ -823,6 +880,8 @@ begin_hit(struct pt_regs *ctx, const struct usdtprof_probe_spec **spec, __u64 *f
 		return 0;
 	*func = hit_function(ctx, *spec, spec_index, st);
 	*now = bpf_ktime_get_ns();
+	if (st->switched_out)
+		place_missed_switch_in(st, bpf_get_current_task_btf(), bpf_get_smp_processor_id(), *now);
 	/* Userspace sets `paused` before it reads close_ns from the clock: a hit
 	 * whose clock reads later than close_ns sees it set here, so no time
 	 * beyond the close is ever charged (a load, no helper). */
@@ -1193,7 +1252,7 @@ int usdt_exit(struct pt_regs *ctx)
 
 /* Charges every frame of a stack up to now (or the close) as an open
  * activation and adds the thread's path cache to the map. */
-static __always_inline void drain_stack(struct usdtprof_thread_stack *st)
+static __always_inline void drain_stack(struct usdtprof_thread_stack *st, struct task_struct *t)
 {
 	struct pop_ctx c = { .st = st };
 	__u32 d = st->depth;
@@ -1201,9 +1260,18 @@ static __always_inline void drain_stack(struct usdtprof_thread_stack *st)
 
 	if (d > USDTPROF_MAX_DEPTH)
 		return;
-	/* A thread switched out at the stop is still off-CPU in its top frame. */
-	if (d > 0 && st->switched_out && now > st->switched_out)
-		st->frames[(d - 1) & FRAME_MASK].offcpu += now - st->switched_out;
+	/* A thread switched out at the stop is still off-CPU in its top frame,
+	 * unless it came back unseen (then it is running on its CPU since). */
+	if (d > 0 && st->switched_out) {
+		__u32 cpu = t->thread_info.cpu;
+		__s64 offset = rq_clock_offset[cpu & (USDTPROF_MAX_CPUS - 1)];
+		__u64 arrival = t->sched_info.last_arrival + offset;
+
+		if (offset && arrival > st->switched_out && arrival < now)
+			place_missed_switch_in(st, t, cpu, now);
+		else
+			end_offcpu(st, now);
+	}
 	pop_frames(st, d, d, now, 1);
 	st->depth = 0;
 	st->overflow = 0;
@@ -1214,10 +1282,10 @@ static __always_inline void drain_stack(struct usdtprof_thread_stack *st)
 
 /* The flag claims the stack, so the thread-exit hook and the stop iterator
  * never flush it twice. */
-static __always_inline void flush_stack(struct usdtprof_thread_stack *st)
+static __always_inline void flush_stack(struct usdtprof_thread_stack *st, struct task_struct *t)
 {
 	if (!__sync_lock_test_and_set(&st->flushed, 1))
-		drain_stack(st);
+		drain_stack(st, t);
 }
 
 /* exec replaces the program: the frames of the old one end there (as open
@@ -1229,7 +1297,7 @@ int BPF_PROG(flush_on_exec, struct task_struct *task)
 	struct usdtprof_thread_stack *st = bpf_task_storage_get(&stacks, task, 0, 0);
 
 	if (st && !st->flushed)
-		drain_stack(st);
+		drain_stack(st, task);
 	return 0;
 }
 
@@ -1242,28 +1310,23 @@ int BPF_PROG(track_offcpu, bool preempt, struct task_struct *prev, struct task_s
 {
 	struct usdtprof_thread_stack *out = bpf_task_storage_get(&stacks, prev, 0, 0);
 	struct usdtprof_thread_stack *in = bpf_task_storage_get(&stacks, next, 0, 0);
-	__u64 now, close;
+	__u32 cpu;
+	__u64 now;
 
 	if (!out && !(in && in->switched_out))
 		return 0;
 	now = bpf_ktime_get_ns(); /* one clock read serves both sides */
-	if (out)
+	cpu = bpf_get_smp_processor_id();
+	note_rq_clock(out ? prev : next, cpu, now);
+	if (out) {
+		/* Still marked out: the switch that brought it back was not
+		 * reported; it has been running here since its arrival. */
+		if (out->switched_out)
+			place_missed_switch_in(out, prev, cpu, now);
 		out->switched_out = now;
-	if (!in || !in->switched_out)
-		return 0;
-	/* Like self time, off-CPU time ends at the close (stop or window): a
-	 * frame that the iterator charges later never has more off-CPU than
-	 * self time. */
-	close = READ_ONCE(close_ns);
-	if (close && now > close)
-		now = close;
-	if (now > in->switched_out) {
-		if (in->depth > 0 && in->depth <= USDTPROF_MAX_DEPTH)
-			in->frames[(in->depth - 1) & FRAME_MASK].offcpu += now - in->switched_out;
-		else
-			in->unknown_offcpu += now - in->switched_out;
 	}
-	in->switched_out = 0;
+	if (in && in->switched_out)
+		end_offcpu(in, now);
 	return 0;
 }
 
@@ -1279,7 +1342,7 @@ int BPF_PROG(flush_exiting_thread, struct task_struct *task)
 	char comm[16];
 
 	if (st) {
-		flush_stack(st);
+		flush_stack(st, task);
 		if (bpf_probe_read_kernel_str(comm, sizeof(comm), task->comm) > 0)
 			bpf_map_update_elem(&thread_comms, &tid, comm, BPF_ANY);
 	}
@@ -1303,13 +1366,6 @@ int usdt_semaphore(struct pt_regs *ctx)
 }
 
 /* The stack of the task a task iterator visits, if it has one. */
-static __always_inline struct usdtprof_thread_stack *iter_task_stack(struct bpf_iter__task *ctx)
-{
-	struct task_struct *task = ctx->task;
-
-	return task ? bpf_task_storage_get(&stacks, task, 0, 0) : NULL;
-}
-
 /* `usdtprof monitor`, when a sampling window closes (probes paused and
  * detached, so no probe runs on any stack): open frames are charged up to
  * the window's close_ns as open activations and every stack starts empty,
@@ -1317,10 +1373,11 @@ static __always_inline struct usdtprof_thread_stack *iter_task_stack(struct bpf_
 SEC("iter/task")
 int close_window(struct bpf_iter__task *ctx)
 {
-	struct usdtprof_thread_stack *st = iter_task_stack(ctx);
+	struct task_struct *task = ctx->task;
+	struct usdtprof_thread_stack *st = task ? bpf_task_storage_get(&stacks, task, 0, 0) : NULL;
 
 	if (st && !st->flushed)
-		drain_stack(st);
+		drain_stack(st, task);
 	return 0;
 }
 
@@ -1329,9 +1386,10 @@ int close_window(struct bpf_iter__task *ctx)
 SEC("iter/task")
 int flush_open_frames(struct bpf_iter__task *ctx)
 {
-	struct usdtprof_thread_stack *st = iter_task_stack(ctx);
+	struct task_struct *task = ctx->task;
+	struct usdtprof_thread_stack *st = task ? bpf_task_storage_get(&stacks, task, 0, 0) : NULL;
 
 	if (st)
-		flush_stack(st);
+		flush_stack(st, task);
 	return 0;
 }
