@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "output_file.h"
 #include "profile.h"
 
 namespace {
@@ -162,12 +163,14 @@ usdtprof::Profile generate(const Options &o)
 int main(int argc, char **argv)
 {
 	Options o = parse(argc, argv);
-	if (o.version != usdtprof::kProfileVersion) {
-		fprintf(stderr, "gen_profile: this build writes version %d only\n", usdtprof::kProfileVersion);
+	if (o.version != usdtprof::kProfileVersionJson && o.version != usdtprof::kProfileVersionBinary) {
+		fprintf(stderr, "gen_profile: versions %d and %d only\n", usdtprof::kProfileVersionJson,
+			usdtprof::kProfileVersionBinary);
 		return 2;
 	}
 	usdtprof::Profile p = generate(o);
-	if (auto r = usdtprof::save_profile(p, o.output); !r) {
+	auto write = [&](usdtprof::Sink &out) { usdtprof::write_profile(p, out, o.version); };
+	if (auto r = usdtprof::write_output(o.output, write); !r) {
 		fprintf(stderr, "gen_profile: %s\n", r.error().message.c_str());
 		return 1;
 	}

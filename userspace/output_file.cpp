@@ -72,14 +72,63 @@ Result<std::pair<UniqueFd, std::string>> create_temp(int dir, const std::string 
 	return Error{"no unused temporary name"};
 }
 
+// A file descriptor as a Sink, through a 64 KiB buffer. The first failed
+// write is kept (its errno) and ends the writing; ok() says whether all went.
+class FdSink : public Sink {
+public:
+	FdSink(int fd, bool (*write_all)(int, const std::string &)) : fd_(fd), write_all_(write_all)
+	{
+		buf_.reserve(kChunk);
+	}
+	void write(const char *data, size_t size) override
+	{
+		if (buf_.size() + size > kChunk)
+			flush();
+		if (size >= kChunk)
+			put(std::string(data, size));
+		else
+			buf_.append(data, size);
+	}
+	using Sink::write;
+	// Writes what is buffered; false (errno set) if anything failed.
+	bool flush()
+	{
+		put(buf_);
+		buf_.clear();
+		errno = err_;
+		return err_ == 0;
+	}
+
+private:
+	static constexpr size_t kChunk = 1 << 16;
+	void put(const std::string &bytes)
+	{
+		if (err_ == 0 && !bytes.empty() && !write_all_(fd_, bytes))
+			err_ = errno ? errno : EIO;
+	}
+	int fd_;
+	bool (*write_all_)(int, const std::string &);
+	std::string buf_;
+	int err_ = 0;
+};
+
 // Writes base in dir (an open directory) by a temporary file renamed over it.
-Result<void> replace_in(int dir, const std::string &base, const std::string &contents)
+// If produce throws, the temporary file is removed and the exception goes on.
+Result<void> replace_in(int dir, const std::string &base, const OutputProducer &produce)
 {
 	auto temp = create_temp(dir, base);
 	if (!temp)
 		return temp.error();
 	auto &[fd, name] = *temp;
-	bool written = write_all_blocking(fd.get(), contents) && fsync(fd.get()) == 0;
+	bool written;
+	try {
+		FdSink sink(fd.get(), write_all_blocking);
+		produce(sink);
+		written = sink.flush() && fsync(fd.get()) == 0;
+	} catch (...) {
+		unlinkat(dir, name.c_str(), 0);
+		throw;
+	}
 	int err = errno;
 	if (close(std::exchange(fd, UniqueFd()).get()) != 0 && written)
 		written = false, err = errno;
@@ -256,7 +305,7 @@ private:
 	sigset_t old_;
 };
 
-Result<void> write_stream(const std::string &path, const std::string &shown, const std::string &contents)
+Result<void> write_stream(const std::string &path, const std::string &shown, const OutputProducer &produce)
 {
 	StopSignalsHeld held;
 	auto fd = open_stream(path, shown);
@@ -271,35 +320,47 @@ Result<void> write_stream(const std::string &path, const std::string &shown, con
 			return r.error();
 	if (S_ISREG(st.st_mode) && ftruncate(fd->get(), 0) != 0) // > /dev/stdout on a file
 		return Error{strerror(errno)};
-	if (!write_all_nonblocking(fd->get(), contents))
+	FdSink sink(fd->get(), write_all_nonblocking);
+	produce(sink);
+	if (!sink.flush())
 		return Error{strerror(errno)};
 	return {};
 }
 
-Result<void> replace_file(const std::string &path, const std::string &contents)
+Result<void> replace_file(const std::string &path, const OutputProducer &produce)
 {
 	UniqueFd dir(open(dir_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 	if (dir.get() < 0)
 		return Error{strerror(errno)};
-	return replace_in(dir.get(), base_of(path), contents);
+	return replace_in(dir.get(), base_of(path), produce);
 }
 
 } // namespace
 
 Result<void> write_file_atomically(const std::string &path, const std::string &contents)
 {
-	if (auto r = replace_file(path, contents); !r)
+	return write_file_atomically(path, [&](Sink &out) { out.write(contents); });
+}
+
+Result<void> write_file_atomically(const std::string &path, const OutputProducer &produce)
+{
+	if (auto r = replace_file(path, produce); !r)
 		return cannot_write(path, r.error().message);
 	return {};
 }
 
 Result<void> write_output(const std::string &path, const std::string &contents)
 {
+	return write_output(path, [&](Sink &out) { out.write(contents); });
+}
+
+Result<void> write_output(const std::string &path, const OutputProducer &produce)
+{
 	auto dest = resolve(path);
 	if (!dest)
 		return cannot_write(path, dest.error().message);
 	std::string shown = dest->path == path ? path : path + " (" + dest->path + ")";
-	auto r = dest->kind == Kind::Stream ? write_stream(dest->path, shown, contents) : replace_file(dest->path, contents);
+	auto r = dest->kind == Kind::Stream ? write_stream(dest->path, shown, produce) : replace_file(dest->path, produce);
 	if (!r)
 		return cannot_write(shown, r.error().message);
 	return {};

@@ -11,7 +11,11 @@
 
 namespace usdtprof {
 
-inline constexpr int kProfileVersion = 1;
+// The version record writes, and the versions a reader accepts
+// (docs/profile-format.md).
+inline constexpr int kProfileVersionJson = 1; // a JSON body
+inline constexpr int kProfileVersionBinary = 2; // binary records, JSON metadata
+inline constexpr int kProfileVersion = kProfileVersionBinary;
 inline constexpr uint32_t kNoParent = UINT32_MAX;
 
 struct ProfileProcess {
@@ -93,8 +97,12 @@ Result<void> save_profile(const Profile &profile, const std::string &path);
 // Fails with one clear line for a missing, empty, truncated, corrupt,
 // wrong-version or non-profile file.
 Result<Profile> load_profile(const std::string &path);
-// The serialised bytes (header line + body) and their parser, for tests and fuzzing.
-std::string serialize_profile(const Profile &profile);
+class Sink;
+// The file's bytes (header line + body) in a format version, into out as
+// they are made (the body is made twice: its size and checksum lead).
+void write_profile(const Profile &profile, Sink &out, int version = kProfileVersion);
+// The same as one string, and their parser, for tests and fuzzing.
+std::string serialize_profile(const Profile &profile, int version = kProfileVersion);
 Result<Profile> parse_profile(const std::string &bytes);
 
 } // namespace usdtprof

@@ -10,6 +10,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <map>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -194,19 +195,29 @@ CallTree build_call_tree(const Profile &profile)
 {
 	CallTree tree;
 	std::vector<uint32_t> tree_index(profile.nodes.size(), kNoParent);
-	std::map<std::pair<uint32_t, std::string>, uint32_t> by_name; // (tree parent, name) -> tree node
+	// Functions of the same name are one frame: each name gets one id, and a
+	// tree node is found by (tree parent, name id), hashed as one integer.
 	const std::string unknown = "<unknown>";
+	std::unordered_map<std::string_view, uint32_t> name_ids;
+	std::vector<uint32_t> name_of(profile.functions.size() + 1);
+	for (size_t f = 0; f <= profile.functions.size(); f++)
+		name_of[f] = name_ids.try_emplace(f < profile.functions.size() ? profile.functions[f] : unknown,
+						  uint32_t(name_ids.size())).first->second;
+	std::unordered_map<uint64_t, uint32_t> by_name;
+	by_name.reserve(profile.nodes.size());
+	tree.nodes.reserve(profile.nodes.size());
 	for (size_t i = 0; i < profile.nodes.size(); i++) {
 		const PathNode &pn = profile.nodes[i];
 		// Parents come first in a valid profile; anything else is treated as a root.
 		uint32_t parent = pn.parent < i ? tree_index[pn.parent] : kNoParent;
-		const std::string &name = pn.function < profile.functions.size() ? profile.functions[pn.function] : unknown;
-		auto [slot, added] = by_name.try_emplace({parent, name}, static_cast<uint32_t>(tree.nodes.size()));
+		size_t function = std::min<size_t>(pn.function, profile.functions.size());
+		uint64_t key = uint64_t(parent) << 32 | name_of[function];
+		auto [slot, added] = by_name.try_emplace(key, static_cast<uint32_t>(tree.nodes.size()));
 		if (added) {
 			TreeNode n;
-			n.name = name;
+			n.name = function < profile.functions.size() ? profile.functions[function] : unknown;
 			n.parent = parent;
-			tree.nodes.push_back(n);
+			tree.nodes.push_back(std::move(n));
 			(parent == kNoParent ? tree.roots : tree.nodes[parent].children).push_back(slot->second);
 		}
 		TreeNode &n = tree.nodes[slot->second];
@@ -219,6 +230,7 @@ CallTree build_call_tree(const Profile &profile)
 		n.uncertain_ns += pn.uncertain_ns;
 		tree_index[i] = slot->second;
 	}
+	tree.nodes.shrink_to_fit();
 	sum_subtrees(tree);
 	return tree;
 }

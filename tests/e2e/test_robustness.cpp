@@ -31,6 +31,10 @@ extern char **environ;
 namespace {
 
 constexpr int kProfileVersion = usdtprof::kProfileVersion;
+constexpr int kProfileVersionJson = usdtprof::kProfileVersionJson;
+constexpr int kProfileVersionBinary = usdtprof::kProfileVersionBinary;
+using usdtprof::parse_profile;
+using usdtprof::serialize_profile;
 
 // The values of the USDT semaphores of binary in a live process, read through
 // /proc/PID/mem at the address where the kernel's ref_ctr_offset lands.
@@ -542,17 +546,22 @@ TEST_CASE("export -o into a missing or read-only directory: exit 1, one line, no
 
 TEST_CASE("unreadable profiles: report and export fail with one line, print and write nothing", "[robustness]")
 {
-	const std::string &valid = valid_profile();
+	// What record writes (version 2), and the same profile in version 1.
+	const int file_version = GENERATE(kProfileVersionBinary, kProfileVersionJson);
+	INFO("version " << file_version);
+	const std::string valid = file_version == kProfileVersion
+		? valid_profile() : serialize_profile(*parse_profile(valid_profile()), file_version);
+	REQUIRE(valid.rfind("usdtprof-profile " + std::to_string(file_version) + " ", 0) == 0);
 	std::string header = valid.substr(0, valid.find('\n') + 1);
-	// Header with a matching size and crc32 over a body that is not a profile.
-	const int version = kProfileVersion;
+	// Header with a matching size and crc32 over a JSON body that is not a profile.
+	const int version = kProfileVersionJson;
 	std::string body = "{\"format\":\"usdtprof\",\"version\":" + std::to_string(version) + "}\n";
 	char wrapped[64];
 	snprintf(wrapped, sizeof wrapped, "usdtprof-profile %d %zu %08lx\n", version, body.size(),
 		 crc32(0, reinterpret_cast<const Bytef *>(body.data()), uInt(body.size())));
 	std::string flipped = valid;
 	flipped[header.size() + (valid.size() - header.size()) / 2] ^= 0x20;
-	std::string magic = "usdtprof-profile ", next = std::to_string(version + 1);
+	std::string magic = "usdtprof-profile ", next = std::to_string(kProfileVersion + 1);
 	std::string newer = magic + next + valid.substr(valid.find(' ', magic.size()));
 
 	struct Case {

@@ -5,11 +5,13 @@
 #include <dirent.h>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <sys/stat.h>
 #include <zlib.h>
 
 #include <nlohmann/json.hpp>
 
+#include "formats.h"
 #include "profile.h"
 
 using namespace usdtprof;
@@ -48,7 +50,7 @@ std::string wrap(const std::string &body)
 
 json sample_body()
 {
-	std::string bytes = serialize_profile(sample_profile());
+	std::string bytes = serialize_profile(sample_profile(), kProfileVersionJson);
 	return json::parse(bytes.substr(bytes.find('\n') + 1));
 }
 
@@ -85,9 +87,11 @@ struct TempDir {
 
 TEST_CASE("profile: serialize then parse gives the same profile", "[profile]")
 {
+	int version = GENERATE(kProfileVersionJson, kProfileVersionBinary);
+	INFO("version " << version);
 	Profile p = sample_profile();
-	std::string bytes = serialize_profile(p);
-	CHECK(starts_with(bytes, "usdtprof-profile 1 "));
+	std::string bytes = serialize_profile(p, version);
+	CHECK(starts_with(bytes, "usdtprof-profile " + std::to_string(version) + " "));
 	Result<Profile> r = parse_profile(bytes);
 	REQUIRE(r.ok());
 	CHECK(r->command == p.command);
@@ -109,7 +113,12 @@ TEST_CASE("profile: serialize then parse gives the same profile", "[profile]")
 			a.open == b.open && a.self_ns == b.self_ns && a.total_ns == b.total_ns &&
 			a.self_offcpu_ns == b.self_offcpu_ns));
 	}
-	CHECK(serialize_profile(*r) == bytes);
+	CHECK(serialize_profile(*r, version) == bytes);
+}
+
+TEST_CASE("profile: record writes version 2", "[profile]")
+{
+	CHECK(starts_with(serialize_profile(sample_profile()), "usdtprof-profile 2 "));
 }
 
 TEST_CASE("profile: the body is self-describing JSON", "[profile]")
@@ -124,7 +133,8 @@ TEST_CASE("profile: the body is self-describing JSON", "[profile]")
 
 TEST_CASE("profile: an empty profile round-trips", "[profile]")
 {
-	Result<Profile> r = parse_profile(serialize_profile(Profile{}));
+	int version = GENERATE(kProfileVersionJson, kProfileVersionBinary);
+	Result<Profile> r = parse_profile(serialize_profile(Profile{}, version));
 	REQUIRE(r.ok());
 	CHECK(r->nodes.empty());
 	CHECK(r->functions.empty());
@@ -141,6 +151,7 @@ TEST_CASE("profile: save then load through a file", "[profile]")
 	Result<Profile> r = load_profile(path);
 	REQUIRE(r.ok());
 	CHECK(serialize_profile(*r) == serialize_profile(sample_profile()));
+	CHECK(starts_with(serialize_profile(*r), "usdtprof-profile 2 "));
 }
 
 TEST_CASE("profile: save failures leave no file behind", "[profile]")
@@ -192,7 +203,8 @@ TEST_CASE("profile: rejects empty and foreign files", "[profile]")
 
 TEST_CASE("profile: rejects every truncation", "[profile]")
 {
-	std::string bytes = serialize_profile(sample_profile());
+	int version = GENERATE(kProfileVersionJson, kProfileVersionBinary);
+	std::string bytes = serialize_profile(sample_profile(), version);
 	size_t header = bytes.find('\n') + 1;
 	for (size_t len = 1; len < bytes.size(); len++) {
 		std::string e = error_of(bytes.substr(0, len));
@@ -206,7 +218,8 @@ TEST_CASE("profile: rejects every truncation", "[profile]")
 
 TEST_CASE("profile: rejects any flipped byte", "[profile]")
 {
-	std::string bytes = serialize_profile(sample_profile());
+	int version = GENERATE(kProfileVersionJson, kProfileVersionBinary);
+	std::string bytes = serialize_profile(sample_profile(), version);
 	size_t header = bytes.find('\n') + 1;
 	for (size_t i = 0; i < bytes.size(); i++) {
 		std::string bad = bytes;
@@ -222,12 +235,13 @@ TEST_CASE("profile: rejects any flipped byte", "[profile]")
 
 TEST_CASE("profile: rejects other versions and trailing bytes", "[profile]")
 {
-	std::string bytes = serialize_profile(sample_profile());
-	std::string v2 = bytes;
-	v2[17] = '2';
-	CHECK(error_of(v2) == "unsupported profile version 2 (this usdtprof reads version 1)");
+	int version = GENERATE(kProfileVersionJson, kProfileVersionBinary);
+	std::string bytes = serialize_profile(sample_profile(), version);
+	std::string v3 = bytes;
+	v3[17] = '3';
+	CHECK(error_of(v3) == "unsupported profile version 3 (this usdtprof reads versions 1 and 2)");
 	CHECK(error_of("usdtprof-profile 17 a new header layout\n") ==
-		"unsupported profile version 17 (this usdtprof reads version 1)");
+		"unsupported profile version 17 (this usdtprof reads versions 1 and 2)");
 	CHECK(starts_with(error_of(bytes + "x"), "corrupt: trailing data after the announced "));
 	CHECK(starts_with(error_of(bytes + bytes), "corrupt: "));
 }
@@ -262,4 +276,105 @@ TEST_CASE("profile: rejects bad JSON and structural errors", "[profile]")
 	CHECK(with([](json &j) { j["format"] = "other"; }) == "corrupt: format: expected \"usdtprof\"");
 	CHECK(with([](json &j) { j["version"] = 2; }) == "corrupt: version: does not match the header");
 	CHECK(with([](json &j) { j["units"]["time"] = "us"; }) == "corrupt: units.time: expected \"ns\"");
+}
+
+TEST_CASE("profile: streamed call paths are checked as a document's were", "[profile]")
+{
+	auto with = [](const std::function<void(json &)> &edit) {
+		json j = sample_body();
+		edit(j);
+		return error_of(wrap(j.dump()));
+	};
+	// Unknown fields, nested or not, are ignored; a field holding a container is a wrong type.
+	CHECK(with([](json &j) { j["nodes"][1]["extra"] = {{"calls", "x"}, {"parent", {1, 2}}}; }) == "");
+	CHECK(starts_with(with([](json &j) { j["nodes"][1]["calls"] = {1}; }), "corrupt: nodes[1].calls: expected an unsigned"));
+	CHECK(starts_with(with([](json &j) { j["nodes"][1]["open"] = {{"a", 1}}; }), "corrupt: nodes[1].open: expected an unsigned"));
+	CHECK(with([](json &j) { j["nodes"][2] = {1, 2}; }) == "corrupt: nodes[2]: expected object");
+	CHECK(with([](json &j) { j["nodes"][2] = json::array({json::object()}); }) == "corrupt: nodes[2]: expected object");
+	CHECK(with([](json &j) { j["nodes"] = json::object(); }) == "corrupt: nodes: expected array, got object");
+	CHECK(with([](json &j) { j.erase("nodes"); }) == "corrupt: nodes: missing");
+	// The first bad node is reported, after the fields checked before the nodes.
+	CHECK(with([](json &j) { j["nodes"][3]["pid"] = "x"; j["nodes"][1]["function"] = 9; }) ==
+		"corrupt: nodes[1].function: index 9 out of range (3 functions)");
+	CHECK(with([](json &j) { j["nodes"][1]["function"] = 9; j["nodes"][1]["pid"] = "x"; }) ==
+		"corrupt: nodes[1].function: index 9 out of range (3 functions)");
+	CHECK(starts_with(with([](json &j) { j["nodes"][1]["pid"] = "x"; j["nodes"][2]["function"] = 9; }),
+		"corrupt: nodes[1].pid: "));
+	CHECK(with([](json &j) { j["nodes"][1]["pid"] = "x"; j.erase("functions"); }) == "corrupt: functions: missing");
+	// A repeated key: the last one counts, as in a document.
+	std::string body = sample_body().dump();
+	std::string twice = body.substr(0, body.size() - 1) + ",\"nodes\":[]}";
+	Result<Profile> r = parse_profile(wrap(twice));
+	REQUIRE(r.ok());
+	CHECK(r->nodes.empty());
+	CHECK(error_of(wrap(body.substr(0, body.size() - 1) + ",\"nodes\":7}")) == "corrupt: nodes: expected array, got number");
+}
+
+namespace {
+
+// A large profile as tools/gen_profile makes one: a random walk over a stack of
+// at most 40 frames, 2000 names, two processes, a calibration.
+Profile walk_profile(size_t paths)
+{
+	Profile p;
+	std::mt19937_64 rng(7);
+	p.processes = {{10, "a", {"a"}}, {11, "b", {"b", "-x"}}};
+	for (int f = 0; f < 2000; f++) {
+		p.functions.push_back("org.example.Class" + std::to_string(f % 97) + ".method" + std::to_string(f));
+		p.locations.push_back(f % 3 ? "Class.java:" + std::to_string(f) : "");
+	}
+	p.calibration = Calibration{{{"native", 120.0, 80.0, 3.0, 2.0, 24, 0}}, std::vector<int32_t>(2000, 0)};
+	p.calibration->function_kinds[5] = -1;
+	std::vector<uint32_t> stack;
+	for (size_t i = 0; i < paths; i++) {
+		PathNode n;
+		if (i < 2 || stack.empty()) {
+			n.pid = 10 + int32_t(i % 2);
+			stack.assign(1, uint32_t(i));
+		} else {
+			n.parent = stack.back();
+			n.pid = p.nodes[n.parent].pid;
+			if (stack.size() < 40 && rng() % 20)
+				stack.push_back(uint32_t(i));
+			else
+				stack.resize(1 + rng() % stack.size());
+		}
+		n.function = uint32_t(rng() % 2000);
+		n.calls = 1 + rng() % 1000;
+		n.open = rng() % 50 == 0;
+		n.self_ns = n.calls * (200 + rng() % 50000);
+		n.self_offcpu_ns = rng() % (n.self_ns / 4 + 1);
+		p.nodes.push_back(n);
+	}
+	for (auto &n : p.nodes)
+		n.total_ns = n.self_ns;
+	for (size_t i = p.nodes.size(); i-- > 0;)
+		if (p.nodes[i].parent != kNoParent)
+			p.nodes[p.nodes[i].parent].total_ns += p.nodes[i].total_ns;
+	return p;
+}
+
+} // namespace
+
+TEST_CASE("profile: a 100k-path profile loads and reports identically from both versions", "[profile]")
+{
+	Profile p = walk_profile(100000);
+	std::string v1 = serialize_profile(p, kProfileVersionJson), v2 = serialize_profile(p, kProfileVersionBinary);
+	CHECK(v2.size() * 3 < v1.size());
+	Result<Profile> a = parse_profile(v1), b = parse_profile(v2);
+	REQUIRE(a.ok());
+	REQUIRE(b.ok());
+	// Each reads back to the same file, in its own version and in the other.
+	CHECK(serialize_profile(*a, kProfileVersionJson) == v1);
+	CHECK(serialize_profile(*b, kProfileVersionJson) == v1);
+	CHECK(serialize_profile(*a, kProfileVersionBinary) == v2);
+	ReportOptions tree;
+	tree.view = "tree";
+	for (const Format &f : formats()) {
+		if (!f.profile)
+			continue;
+		INFO(f.name);
+		CHECK(f.profile(*a, ReportOptions{}) == f.profile(*b, ReportOptions{}));
+		CHECK(f.profile(*a, tree) == f.profile(*b, tree));
+	}
 }

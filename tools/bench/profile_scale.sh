@@ -6,12 +6,13 @@
 # For each size in SCALE_PATHS (10k, 100k, 1M call paths) and each depth in SCALE_DEPTHS (40,
 # 120), GEN_PROFILE (tools/gen_profile.cpp) writes a synthetic valid profile (10,000 function
 # names of ~35 characters, one process; cached in SCALE_DIR, default .output/bench/profiles),
+# in format version SCALE_VERSION (default 2, what record writes; 1 for the JSON body),
 # then each command of issue 16's table runs on it, its output counted by `wc -c`:
 #   report | report --tree | report --format json | export --format folded | export --format pprof
 # /usr/bin/time gives each run's elapsed time and peak RSS. Each command runs SCALE_RUNS times
 # (default 1) and the fastest run is shown. With BASELINE_USDTPROF (say, a build of an older
-# main), every run of USDTPROF is paired with one of the baseline on the same file, in the same
-# minute, and the table shows both and their ratio: side by side, so the machine's load (shared
+# main), every run of USDTPROF is paired with one of the baseline on the same profile (in
+# version 1, which every build reads), in the same minute, and the table shows both and their ratio: side by side, so the machine's load (shared
 # with others) weighs on both alike.
 #
 # A run is stopped at SCALE_TIMEOUT seconds (default 300) or when its address space would exceed
@@ -30,6 +31,7 @@ dir=${SCALE_DIR:-.output/bench/profiles}
 runs=${SCALE_RUNS:-1}
 timeout_s=${SCALE_TIMEOUT:-300}
 max_mb=${SCALE_MAX_MB:-8192}
+version=${SCALE_VERSION:-2}
 mkdir -p "$dir"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -85,15 +87,21 @@ declare -A result base
 echo "profile_scale: $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
 for depth in $depths; do
 	for n in $paths_list; do
-		file=$dir/p$n-d$depth.data
-		if ! [ -s "$file" ] || [ "$gen" -nt "$file" ]; then
-			"$gen" --paths "$n" --functions 10000 --depth "$depth" --processes 1 -o "$file" || exit 1
-		fi
-		echo "p$n d$depth: $(du -m "$file" | cut -f1) MB profile"
+		for v in "$version" 1; do
+			f=$dir/p$n-d$depth-v$v.data
+			if ! [ -s "$f" ] || [ "$gen" -nt "$f" ]; then
+				"$gen" --paths "$n" --functions 10000 --depth "$depth" --processes 1 --version "$v" -o "$f" || exit 1
+			fi
+			[ -z "$baseline" ] && break
+		done
+		file=$dir/p$n-d$depth-v$version.data
+		v1file=$dir/p$n-d$depth-v1.data
+		echo "p$n d$depth: $(du -m "$file" | cut -f1) MB profile (version $version)"
 		for c in "${commands[@]}"; do
 			# shellcheck disable=SC2086
 			result[$depth,$n,$c]=$(best_of "$usdtprof" "$file" $c)
-			[ -n "$baseline" ] && base[$depth,$n,$c]=$(best_of "$baseline" "$file" $c)
+			# shellcheck disable=SC2086
+			[ -n "$baseline" ] && base[$depth,$n,$c]=$(best_of "$baseline" "$v1file" $c)
 		done
 	done
 	echo
