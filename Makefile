@@ -33,14 +33,18 @@ CLANG_BPF_SYS_INCLUDES = $(shell $(CLANG) -v -E - </dev/null 2>&1 \
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
 	-idirafter /usr/include/x86_64-linux-gnu -Wall
 
+# CFLAGS, CXXFLAGS and LDFLAGS may come from the environment or the command line; what
+# the build itself needs is added apart (ALL_*), so a user's flags never drop it.
+CFLAGS ?= -O2 -g
 CXXFLAGS ?= -O2 -g
-CXXFLAGS += -std=gnu++20 -Wall -Wextra -MMD -MP -I$(OUTPUT) -Iinclude -Iuserspace
+ALL_CFLAGS = $(CFLAGS) -Wall -Iinclude
+ALL_CXXFLAGS = $(CXXFLAGS) -std=gnu++20 -Wall -Wextra -MMD -MP -I$(OUTPUT) -Iinclude -Iuserspace
 LDLIBS := -lbpf -lelf -lz -lprotobuf -lcurl -lcpp-httplib
 # make test SANITIZE=address,undefined: any report fails the test (no recovery);
 # GCC's uninitialized-use analysis gives false positives under ASan.
 ifneq ($(SANITIZE),)
-CXXFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer -Wno-maybe-uninitialized
-LDFLAGS += -fsanitize=$(SANITIZE)
+ALL_CXXFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer -Wno-maybe-uninitialized
+override LDFLAGS += -fsanitize=$(SANITIZE)
 OUTPUT := .output/san
 endif
 
@@ -75,7 +79,7 @@ GEN_PROFILE := $(OUTPUT)/tools/gen_profile
 # A recipe that fails leaves no half-written target behind to pass for a built one.
 .DELETE_ON_ERROR:
 
-.PHONY: all deps test unit e2e demo bench bench-scale fuzz clean
+.PHONY: all deps test unit e2e demo bench bench-scale fuzz clean man install uninstall deb
 # Generated in chains of pattern rules: kept, not deleted as intermediates.
 # (Not a bare .SECONDARY:, which would also let a missing object of a new
 # source file go unbuilt.)
@@ -107,7 +111,7 @@ $(OUTPUT)/proto/%.pb.cc $(OUTPUT)/proto/%.pb.h: userspace/proto/%.proto | deps
 
 $(PROTO_OBJ): $(OUTPUT)/proto/%.pb.o: $(OUTPUT)/proto/%.pb.cc $(PROTO_HDR)
 	$(call msg,CXX,$@)
-	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
+	$(Q)$(CXX) $(ALL_CXXFLAGS) -c $< -o $@
 
 # The skeleton and protobuf headers must exist first (order-only); which
 # objects include them, and must be rebuilt when they change, the compiler's
@@ -124,7 +128,7 @@ $(HTML_ASSETS): userspace/html/page.html userspace/html/viewer.css userspace/htm
 $(OUTPUT)/%.o: %.cpp | $(SKELS) $(PROTO_HDR) $(HTML_ASSETS) deps
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
+	$(Q)$(CXX) $(ALL_CXXFLAGS) -c $< -o $@
 
 $(OUTPUT)/libusdtprof.a: $(LIB_OBJS) $(PROTO_OBJ)
 	$(call msg,AR,$@)
@@ -138,13 +142,13 @@ $(USDTPROF): $(CLI_OBJS) $(OUTPUT)/libusdtprof.a
 TARGET_HEADERS := include/usdtprof/usdtprof.h $(wildcard tests/targets/*.h)
 $(OUTPUT)/targets/%: tests/targets/%.c $(TARGET_HEADERS) | deps $(OUTPUT)/targets
 	$(call msg,CC,$@)
-	$(Q)$(CC) -O2 -g -Wall -Iinclude -pthread $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) -pthread $< -o $@
 $(OUTPUT)/targets/%.so: tests/targets/%.c $(TARGET_HEADERS) | deps $(OUTPUT)/targets
 	$(call msg,CC,$@)
-	$(Q)$(CC) -O2 -g -Wall -Iinclude -shared -fPIC $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) -shared -fPIC $< -o $@
 $(OUTPUT)/targets/%: tests/targets/%.cpp $(TARGET_HEADERS) | deps $(OUTPUT)/targets
 	$(call msg,CXX,$@)
-	$(Q)$(CXX) -O2 -g -Wall -std=gnu++20 -Iinclude -pthread $< -o $@
+	$(Q)$(CXX) $(CXXFLAGS) -Wall -std=gnu++20 -Iinclude -pthread $< -o $@
 
 $(OUTPUT)/unit_tests: $(UNIT_OBJS) $(OUTPUT)/libusdtprof.a
 	$(call msg,LINK,$@)
@@ -160,8 +164,8 @@ unit: $(OUTPUT)/unit_tests
 e2e: $(OUTPUT)/e2e_tests $(USDTPROF) $(TARGETS) $(GEN_PROFILE)
 	$(OUTPUT)/e2e_tests
 
-test: $(OUTPUT)/unit_tests $(OUTPUT)/e2e_tests $(USDTPROF) $(TARGETS) $(GEN_PROFILE)
-	$(Q)USDTPROF=$(abspath $(USDTPROF)) TARGETS=$(abspath $(OUTPUT)/targets) \
+test: $(OUTPUT)/unit_tests $(OUTPUT)/e2e_tests $(USDTPROF) $(TARGETS) $(GEN_PROFILE) $(DEB)
+	$(Q)USDTPROF=$(abspath $(USDTPROF)) TARGETS=$(abspath $(OUTPUT)/targets) USDTPROF_DEB=$(abspath $(DEB)) \
 		tools/run-tests.sh $(OUTPUT)/unit_tests $(OUTPUT)/e2e_tests
 
 $(OUTPUT)/bench/loop_plain: tools/bench/loop.c | deps
@@ -221,6 +225,55 @@ fuzz: $(FUZZERS)
 			$(OUTPUT)/fuzz/corpus/$$name tests/fuzz/corpus/$$name >$$log 2>&1 || { tail -n 40 $$log; exit 1; }; \
 		grep '^Done' $$log; \
 	done
+
+# Installing as a system tool (docs/install.md): make install [PREFIX=/usr/local] [DESTDIR=]
+VERSION := $(shell sed -n 's/.*kVersion = "\(.*\)";.*/\1/p' userspace/cli/main.cpp)
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+INCLUDEDIR ?= $(PREFIX)/include
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+MAN_STAMP := $(OUTPUT)/man/.generated
+DEB := $(OUTPUT)/usdtprof_$(VERSION)_$(shell dpkg --print-architecture 2>/dev/null || echo amd64).deb
+
+# Generated from the CLI's --help (tools/package/man.sh): one page per subcommand.
+$(MAN_STAMP): $(USDTPROF) tools/package/man.sh tools/package/man-common.h2m | deps
+	$(call msg,MAN,$(@D))
+	$(Q)rm -rf $(@D) && tools/package/man.sh $(USDTPROF) $(@D) && touch $@
+
+man: $(MAN_STAMP)
+
+install: $(USDTPROF) $(MAN_STAMP)
+	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)install -D -m 0755 $(USDTPROF) $(DESTDIR)$(BINDIR)/usdtprof
+	$(Q)install -D -m 0644 include/usdtprof/usdtprof.h $(DESTDIR)$(INCLUDEDIR)/usdtprof/usdtprof.h
+	$(Q)mkdir -p $(DESTDIR)$(DATADIR)/pkgconfig && sed -e 's|@PREFIX@|$(PREFIX)|' \
+		-e 's|@VERSION@|$(VERSION)|' tools/package/usdtprof.pc.in >$(DESTDIR)$(DATADIR)/pkgconfig/usdtprof.pc
+	$(Q)install -d $(DESTDIR)$(MANDIR)/man8 && install -m 0644 $(OUTPUT)/man/*.8.gz $(DESTDIR)$(MANDIR)/man8/
+	$(Q)install -D -m 0644 tools/package/usdtprof.bash-completion \
+		$(DESTDIR)$(DATADIR)/bash-completion/completions/usdtprof
+	$(Q)mkdir -p $(DESTDIR)$(SYSTEMDUNITDIR) && sed 's|/usr/local/bin/usdtprof|$(BINDIR)/usdtprof|' \
+		tools/usdtprof-monitor@.service >$(DESTDIR)$(SYSTEMDUNITDIR)/usdtprof-monitor@.service
+	$(Q)install -d $(DESTDIR)$(DATADIR)/doc/usdtprof/docs && install -m 0644 README.md $(DESTDIR)$(DATADIR)/doc/usdtprof/ \
+		&& install -m 0644 docs/*.md $(DESTDIR)$(DATADIR)/doc/usdtprof/docs/
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/usdtprof $(DESTDIR)$(DATADIR)/pkgconfig/usdtprof.pc \
+		$(DESTDIR)$(MANDIR)/man8/usdtprof.8.gz $(DESTDIR)$(MANDIR)/man8/usdtprof-*.8.gz \
+		$(DESTDIR)$(DATADIR)/bash-completion/completions/usdtprof \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/usdtprof-monitor@.service
+	rm -rf $(DESTDIR)$(INCLUDEDIR)/usdtprof $(DESTDIR)$(DATADIR)/doc/usdtprof
+
+# The Debian package: `make install` staged under PREFIX=/usr, Depends: from dpkg-shlibdeps.
+$(DEB): $(USDTPROF) $(MAN_STAMP) tools/package/deb.sh tools/package/usdtprof.pc.in \
+	tools/package/usdtprof.bash-completion tools/usdtprof-monitor@.service README.md $(wildcard docs/*.md)
+	$(call msg,DEB,$@)
+	$(Q)rm -rf $(OUTPUT)/deb && MAKEFLAGS= $(MAKE) --no-print-directory install DESTDIR=$(abspath $(OUTPUT)/deb) \
+		PREFIX=/usr SYSTEMDUNITDIR=/usr/lib/systemd/system Q=@ msg= >/dev/null
+	$(Q)tools/package/deb.sh $(OUTPUT)/deb $(VERSION) $@ && rm -rf $(OUTPUT)/deb
+
+deb: $(DEB)
 
 demo: $(USDTPROF) $(OUTPUT)/targets/demo
 	$(Q)tools/demo.sh $(USDTPROF) $(OUTPUT)/targets/demo

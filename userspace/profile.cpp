@@ -227,6 +227,11 @@ Result<Profile> parse_from(ByteSource &source, uint64_t size)
 
 } // namespace
 
+std::string profile_format_versions()
+{
+	return "writes version " + std::to_string(kProfileVersion) + ", reads " + supported_versions();
+}
+
 void write_profile(const Profile &profile, Sink &out, int version)
 {
 	auto header = [&](uint64_t size, uint32_t crc) {

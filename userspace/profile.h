@@ -17,6 +17,8 @@ inline constexpr int kProfileVersionJson = 1; // a JSON body
 inline constexpr int kProfileVersionBinary = 2; // binary records, JSON metadata
 inline constexpr int kProfileVersion = kProfileVersionBinary;
 inline constexpr uint32_t kNoParent = UINT32_MAX;
+// "writes version 2, reads versions 1 and 2" (usdtprof --version).
+std::string profile_format_versions();
 
 struct ProfileProcess {
 	int32_t pid = 0;

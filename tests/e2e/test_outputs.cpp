@@ -557,7 +557,8 @@ TEST_CASE("cli: --version, did you mean, usage names usdtprof, monitor takes no 
 	Output v = run({e2e::usdtprof(), "--version"});
 	REQUIRE(v.status == 0);
 	REQUIRE_THAT(v.out, StartsWith("usdtprof "));
-	REQUIRE(lines(v.out) == 1);
+	REQUIRE(lines(v.out) == 2);
+	REQUIRE_THAT(v.out, Contains("\nprofile format: writes version 2, reads versions 1 and 2\n"));
 	Output typo = run({e2e::usdtprof(), "reprot", "x"});
 	REQUIRE(typo.status == 2);
 	REQUIRE(typo.out.empty());

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "profile.h"
 #include "result.h"
 #include "text_escape.h"
 
@@ -114,7 +115,7 @@ int main(int argc, char **argv)
 	using namespace usdtprof;
 	// Named here, not after argv[0]: usage lines say "usdtprof", not a build path.
 	CLI::App app{"usdtprof: exact call-path profiles from USDT probes, aggregated in the kernel", "usdtprof"};
-	app.set_version_flag("--version", std::string("usdtprof ") + kVersion);
+	app.set_version_flag("--version", std::string("usdtprof ") + kVersion + "\nprofile format: " + profile_format_versions());
 	app.require_subcommand(1, 1);
 	std::vector<cli::Command> commands = {cli::add_record_command(app), cli::add_report_command(app),
 					      cli::add_export_command(app), cli::add_trace_command(app),
