@@ -173,6 +173,7 @@ struct MonitorOutputs {
 	std::unique_ptr<ProfilePusher> pusher;
 	bool processes_full_said = false;
 	uint64_t connections_cut_said = 0;
+	std::string push_error_said;
 
 	explicit MonitorOutputs(const MonitorOptions &o) : metrics(o.top_n)
 	{
@@ -189,6 +190,14 @@ struct MonitorOutputs {
 			PusherOptions po;
 			po.url = o.push_url;
 			po.app_name = o.service;
+			po.auth.ca_file = o.push_ca_file;
+			auto basic = read_credential(o.push_basic_auth_file, "USDTPROF_PUSH_BASIC_AUTH");
+			auto bearer = read_credential(o.push_bearer_token_file, "USDTPROF_PUSH_BEARER_TOKEN");
+			for (const auto *c : {&basic, &bearer})
+				if (!*c)
+					throw UserError(c->error().message);
+			po.auth.basic = *basic;
+			po.auth.bearer_token = *bearer;
 			auto p = ProfilePusher::create(po);
 			if (!p)
 				throw UserError(p.error().message);
@@ -211,6 +220,13 @@ struct MonitorOutputs {
 				(unsigned long long)(server->connections_cut() - connections_cut_said),
 				double(limits.deadline.count()) / 1000, limits.max_connections);
 			connections_cut_said = server->connections_cut();
+		}
+		// A refused certificate or credential, a receiver down: each new reason once.
+		if (pusher && pusher->last_error() != push_error_said) {
+			push_error_said = pusher->last_error();
+			log_line("%s (pushes so far: %llu sent, %llu given up, %llu dropped from the full queue)",
+				 push_error_said.c_str(), (unsigned long long)pusher->sent(),
+				 (unsigned long long)pusher->failed(), (unsigned long long)pusher->dropped());
 		}
 	}
 };
@@ -318,7 +334,6 @@ std::vector<ProbeRole> prepare(const MonitorOptions &o)
 		throw UserError("no process with pid " + std::to_string(o.target.pid));
 	if (!o.target.binary.empty() && access(o.target.binary.c_str(), R_OK) != 0)
 		throw UserError("cannot read " + o.target.binary + ": " + strerror(errno));
-	make_dir(o.dir);
 	raise_descriptor_limit();
 	return custom;
 }
@@ -328,6 +343,8 @@ std::vector<ProbeRole> prepare(const MonitorOptions &o)
 MonitorSession::MonitorSession(const MonitorOptions &o)
 	: o_(o), t_(o.target), custom_(prepare(o)), signals_(), outputs_(o)
 {
+	// After the outputs' options held (a bad credential, a port in use): nothing made for nothing.
+	make_dir(o.dir);
 	auto engine = Engine::load(t_.max_paths, 0, o.offcpu);
 	if (!engine)
 		throw UserError(engine.error().message);
@@ -660,8 +677,10 @@ void MonitorSession::run()
 	}
 	log_line("stopped after %llu intervals, %llu probe hits", (unsigned long long)health_.intervals,
 		 (unsigned long long)health_.probe_hits);
-	if (outputs_.pusher)
+	if (outputs_.pusher) {
 		outputs_.pusher->flush(std::chrono::milliseconds(2000));
+		outputs_.say_limits(); // what the last pushes met
+	}
 }
 
 } // namespace

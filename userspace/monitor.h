@@ -23,7 +23,10 @@ struct MonitorOptions {
 	double max_age_s = 0;          // oldest interval kept (0: no limit)
 	std::string listen;            // HOST:PORT for Prometheus' /metrics; "": none
 	size_t top_n = 50;             // function series in /metrics
-	std::string push_url;          // Pyroscope-compatible endpoint; "": none
+	std::string push_url;          // Pyroscope-compatible endpoint, http or https; "": none
+	std::string push_ca_file;      // CA certificates for https; "": the system's
+	std::string push_basic_auth_file;   // "USER:PASSWORD"; else $USDTPROF_PUSH_BASIC_AUTH
+	std::string push_bearer_token_file; // a token; else $USDTPROF_PUSH_BEARER_TOKEN
 	std::string service = "usdtprof"; // the pushed profiles' application name
 	double duration_s = 0;         // 0: until SIGINT/SIGTERM
 	bool offcpu = false;           // split self time into on- and off-CPU: a hook on every context switch

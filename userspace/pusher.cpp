@@ -2,10 +2,16 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <curl/curl.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <random>
 #include <strings.h>
 #include <unistd.h>
+
+#include "unique_fd.h"
 
 namespace usdtprof {
 
@@ -66,24 +72,25 @@ Result<PushUrl> parse_push_url(const std::string &url)
 	auto bad = [&](const std::string &why) {
 		return Error{"invalid push URL '" + url + "': " + why};
 	};
-	const std::string scheme = "http://";
-	if (url.compare(0, 8, "https://") == 0)
-		return bad("https is not supported (it would need OpenSSL); use http://, e.g. through a local TLS proxy");
+	PushUrl u;
+	u.tls = url.compare(0, 8, "https://") == 0;
+	u.port = u.tls ? 443 : 80;
+	const std::string scheme = u.tls ? "https://" : "http://";
 	if (url.compare(0, scheme.size(), scheme) != 0)
-		return bad("expected http://HOST[:PORT][/PATH]");
+		return bad("expected http[s]://HOST[:PORT][/PATH]");
 	std::string rest = url.substr(scheme.size());
 	if (rest.find_first_of("?#") != std::string::npos)
 		return bad("query strings and fragments are not supported");
 	size_t slash = rest.find('/');
 	std::string authority = rest.substr(0, slash);
-	PushUrl u;
 	if (slash != std::string::npos) {
 		u.base_path = rest.substr(slash);
 		while (!u.base_path.empty() && u.base_path.back() == '/')
 			u.base_path.pop_back();
 	}
 	if (authority.find('@') != std::string::npos)
-		return bad("user information is not supported");
+		return bad("credentials in the URL are not accepted (every user reads the command line): "
+			   "use --push-basic-auth-file or --push-bearer-token-file");
 	std::string port;
 	if (!authority.empty() && authority[0] == '[') {
 		size_t close = authority.find(']');
@@ -117,6 +124,41 @@ Result<PushUrl> parse_push_url(const std::string &url)
 			return bad("port must be a number from 1 to 65535");
 	}
 	return u;
+}
+
+Result<std::string> read_credential(const std::string &file, const char *env_name)
+{
+	std::string value, from;
+	if (!file.empty()) {
+		from = file;
+		UniqueFd fd(open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+		struct stat st;
+		if (fd.get() < 0 || fstat(fd.get(), &st) != 0)
+			return Error{"cannot read the credential file " + file + ": " + strerror(errno)};
+		if (!S_ISREG(st.st_mode))
+			return Error{"the credential file " + file + " is not a regular file"};
+		if (st.st_mode & (S_IROTH | S_IWOTH | S_IWGRP))
+			return Error{"the credential file " + file + " is readable or writable by other users: chmod 600 it"};
+		char buf[4097];
+		ssize_t n = read(fd.get(), buf, sizeof buf);
+		if (n < 0)
+			return Error{"cannot read the credential file " + file + ": " + strerror(errno)};
+		if (n == sizeof buf)
+			return Error{"the credential file " + file + " is over 4096 bytes"};
+		value.assign(buf, size_t(n));
+		if (!value.empty() && value.back() == '\n')
+			value.pop_back();
+	} else if (const char *env = getenv(env_name)) {
+		from = std::string("$") + env_name;
+		value = env;
+	} else {
+		return std::string();
+	}
+	if (value.empty())
+		return Error{"the credential in " + from + " is empty"};
+	if (std::any_of(value.begin(), value.end(), [](unsigned char c) { return c < ' ' || c == 0x7f; }))
+		return Error{"the credential in " + from + " holds a line break or a control character"};
+	return value;
 }
 
 // libcurl's multi interface, so that the destructor can wake an attempt in
@@ -194,6 +236,18 @@ Result<std::unique_ptr<ProfilePusher>> ProfilePusher::create(PusherOptions optio
 		return Error{"the push queue capacity must be at least 1"};
 	if (options.max_attempts == 0)
 		return Error{"the push attempts must be at least 1"};
+	if (!options.auth.basic.empty() && !options.auth.bearer_token.empty())
+		return Error{"give basic auth or a bearer token for --push, not both"};
+	if (!options.auth.basic.empty() && options.auth.basic.find(':') == std::string::npos)
+		return Error{"the basic auth credential must be USER:PASSWORD"};
+	if (!url->tls && !options.auth.ca_file.empty())
+		return Error{"a CA file is for https:// push URLs"};
+	// Credentials travel in clear over http: only to this host.
+	if (!url->tls && !(options.auth.basic.empty() && options.auth.bearer_token.empty()) &&
+	    url->host != "127.0.0.1" && url->host != "::1" && url->host != "localhost")
+		return Error{"credentials are sent only over https:// (or http:// to this host)"};
+	if (!options.auth.ca_file.empty() && access(options.auth.ca_file.c_str(), R_OK) != 0)
+		return Error{"cannot read the CA file " + options.auth.ca_file + ": " + strerror(errno)};
 	if (options.initial_backoff.count() < 0 || options.max_backoff < options.initial_backoff)
 		return Error{"the push backoff must satisfy 0 <= initial <= maximum"};
 	// Once, before the sender thread exists (curl_global_init is not thread-safe).
@@ -292,8 +346,9 @@ std::chrono::milliseconds ProfilePusher::backoff(unsigned failures)
 }
 
 // One POST, its response read up to the bounds above; true when answered, or why not.
-// Plain http only, no proxy from the environment, no redirects, no
-// decompression: what is sent and where is what the options say.
+// No proxy from the environment, no redirects, no decompression: what is sent and
+// where is what the options say. https verifies the peer and its name (libcurl's
+// defaults, never turned off) against the CA file or the system's CAs.
 bool ProfilePusher::post(const PushItem &item, PushResponse &r, std::string &why)
 {
 	CURL *easy = curl_easy_init();
@@ -302,13 +357,23 @@ bool ProfilePusher::post(const PushItem &item, PushResponse &r, std::string &why
 		return false;
 	}
 	bool v6 = url_.host.find(':') != std::string::npos;
-	std::string url = "http://" + (v6 ? "[" + url_.host + "]" : url_.host) + ":" + std::to_string(url_.port) +
-			  request_target(item);
+	std::string url = std::string(url_.tls ? "https://" : "http://") + (v6 ? "[" + url_.host + "]" : url_.host) +
+			  ":" + std::to_string(url_.port) + request_target(item);
 	char error[CURL_ERROR_SIZE] = "";
 	curl_slist *headers = curl_slist_append(nullptr, (std::string("Content-Type: ") + kContentType).c_str());
 	headers = curl_slist_append(headers, "Expect:"); // no 100-continue round trip
 	curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
-	curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, url_.tls ? "https" : "http");
+	if (!options_.auth.ca_file.empty())
+		curl_easy_setopt(easy, CURLOPT_CAINFO, options_.auth.ca_file.c_str());
+	if (!options_.auth.basic.empty()) {
+		curl_easy_setopt(easy, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+		curl_easy_setopt(easy, CURLOPT_USERPWD, options_.auth.basic.c_str());
+	}
+	if (!options_.auth.bearer_token.empty()) {
+		curl_easy_setopt(easy, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+		curl_easy_setopt(easy, CURLOPT_XOAUTH2_BEARER, options_.auth.bearer_token.c_str());
+	}
 	curl_easy_setopt(easy, CURLOPT_PATH_AS_IS, 1L); // request_target() encodes
 	curl_easy_setopt(easy, CURLOPT_PROXY, "");
 	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);

@@ -27,8 +27,18 @@ struct PushItem {
 
 struct PushResponse; // the bounded part of an endpoint's answer that is kept
 
+// How the pusher proves who it is and checks whom it talks to. Credentials never come
+// from the command line (every user reads it in /proc): read_credential() takes them from
+// a file or the environment.
+struct PushAuth {
+	std::string ca_file;      // PEM CA certificates an https endpoint must chain to; "": the system's
+	std::string basic;        // "USER:PASSWORD" for HTTP basic auth; "": none
+	std::string bearer_token; // "Authorization: Bearer TOKEN"; "": none
+};
+
 struct PusherOptions {
-	std::string url;                 // http://HOST[:PORT][/BASE/PATH]
+	std::string url;                 // http[s]://HOST[:PORT][/BASE/PATH]
+	PushAuth auth;
 	std::string app_name = "usdtprof"; // Pyroscope application (service) name: [A-Za-z0-9_.-]+
 	std::string hostname;            // the "hostname" label; empty: gethostname()
 	size_t queue_capacity = 16;      // items waiting; when full the oldest is dropped
@@ -40,13 +50,20 @@ struct PusherOptions {
 };
 
 struct PushUrl {
+	bool tls = false; // https://
 	std::string host; // without brackets for IPv6
-	int port = 80;
+	int port = 80;    // 443 for https
 	std::string base_path; // "" or "/a/b" (no trailing slash)
 };
 
-// http:// only; one clear line for anything else (https needs OpenSSL).
+// http:// or https://; one clear line for anything else.
 Result<PushUrl> parse_push_url(const std::string &url);
+
+// A credential: the first line of file (when not empty: at most 4 KiB, not readable or
+// writable by other users), else the environment variable env_name, else "". One clear
+// line for an unreadable, too open, empty or multi-line credential, or one with control
+// characters (they would end the header it is sent in).
+Result<std::string> read_credential(const std::string &file, const char *env_name);
 
 class ProfilePusher {
 public:

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <string>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -258,10 +259,15 @@ TEST_CASE("pusher: URL parsing")
 	CHECK(u.value().port == 4040);
 	CHECK(u.value().base_path == "/p");
 
-	auto https = parse_push_url("https://pyroscope:4040");
-	REQUIRE(!https.ok());
-	CHECK(https.error().message.find("https is not supported") != std::string::npos);
-	CHECK(https.error().message.find("OpenSSL") != std::string::npos);
+	auto https = parse_push_url("https://pyroscope.example/base");
+	REQUIRE(https.ok());
+	CHECK(https.value().tls);
+	CHECK(https.value().port == 443);
+	CHECK(https.value().base_path == "/base");
+	CHECK(!parse_push_url("http://h").value().tls);
+	auto userinfo = parse_push_url("https://u:secret@h");
+	REQUIRE(!userinfo.ok());
+	CHECK(userinfo.error().message.find("--push-basic-auth-file") != std::string::npos);
 	for (const char *bad : {"pyroscope:4040", "ftp://h", "http://", "http://:80", "http://h:", "http://h:0",
 				"http://h:65536", "http://h:x", "http://h/p?x=1", "http://u@h", "http://[::1"}) {
 		INFO(bad);
@@ -274,10 +280,23 @@ TEST_CASE("pusher: URL parsing")
 
 TEST_CASE("pusher: create() rejects bad options with one line")
 {
-	auto o = fast_options("https://h");
+	auto o = fast_options("http://h");
+	o.auth.basic = "u:p";
 	auto r = ProfilePusher::create(o);
 	REQUIRE(!r.ok());
-	CHECK(r.error().message.find("https") != std::string::npos);
+	CHECK(r.error().message == "credentials are sent only over https:// (or http:// to this host)");
+	o = fast_options("https://h");
+	o.auth.basic = "u:p";
+	o.auth.bearer_token = "t";
+	r = ProfilePusher::create(o);
+	REQUIRE(!r.ok());
+	CHECK(r.error().message == "give basic auth or a bearer token for --push, not both");
+	o.auth = {};
+	o.auth.basic = "no-colon";
+	CHECK(ProfilePusher::create(o).error().message == "the basic auth credential must be USER:PASSWORD");
+	o.auth = {};
+	o.auth.ca_file = "/nonexistent/ca.pem";
+	CHECK(ProfilePusher::create(o).error().message.rfind("cannot read the CA file /nonexistent/ca.pem", 0) == 0);
 	o = fast_options("http://h");
 	o.app_name = "my app{x}";
 	r = ProfilePusher::create(o);
@@ -525,4 +544,37 @@ TEST_CASE("pusher: an endpoint that answers slowly is cut at the attempt's deadl
 	CHECK(p.flush(3000ms));
 	CHECK(p.failed() == 1);
 	CHECK(p.last_error().find("Operation timed out") != std::string::npos);
+}
+
+TEST_CASE("pusher: credentials come from a private file or the environment, one line each")
+{
+	char dir[] = "/tmp/usdtprof-cred-XXXXXX";
+	REQUIRE(mkdtemp(dir));
+	std::string file = std::string(dir) + "/cred";
+	auto write = [&](const std::string &text, mode_t mode) {
+		FILE *f = fopen(file.c_str(), "w");
+		REQUIRE(f);
+		fputs(text.c_str(), f);
+		fclose(f);
+		REQUIRE(chmod(file.c_str(), mode) == 0);
+	};
+	write("user:pass word\n", 0600);
+	setenv("USDTPROF_TEST_CRED", "from-env", 1);
+	CHECK(read_credential(file, "USDTPROF_TEST_CRED").value() == "user:pass word"); // the file first
+	CHECK(read_credential("", "USDTPROF_TEST_CRED").value() == "from-env");
+	unsetenv("USDTPROF_TEST_CRED");
+	CHECK(read_credential("", "USDTPROF_TEST_CRED").value() == "");
+	write("user:pass\n", 0644);
+	CHECK(read_credential(file, "X").error().message ==
+	      "the credential file " + file + " is readable or writable by other users: chmod 600 it");
+	write("a\nb\n", 0600);
+	CHECK(read_credential(file, "X").error().message == "the credential in " + file + " holds a line break or a control character");
+	write("\n", 0600);
+	CHECK(read_credential(file, "X").error().message == "the credential in " + file + " is empty");
+	write(std::string(5000, 'x'), 0600);
+	CHECK(read_credential(file, "X").error().message == "the credential file " + file + " is over 4096 bytes");
+	CHECK(read_credential(std::string(dir), "X").error().message == "the credential file " + std::string(dir) + " is not a regular file");
+	CHECK(read_credential(file + ".missing", "X").error().message.rfind("cannot read the credential file", 0) == 0);
+	unlink(file.c_str());
+	rmdir(dir);
 }

@@ -28,7 +28,13 @@ Command add_monitor_command(CLI::App &parent)
 	app->add_option("--max-age", o->max_age_s, "Seconds an interval is kept (0: no limit)");
 	app->add_option("--listen", o->listen, "Serve Prometheus metrics at http://HOST:PORT/metrics");
 	app->add_option("--top", o->top_n, "Function series in /metrics; the rest are summed")->capture_default_str();
-	app->add_option("--push", o->push_url, "Send each interval's pprof to a Pyroscope-compatible URL");
+	app->add_option("--push", o->push_url, "Send each interval's pprof to a Pyroscope-compatible http[s]:// URL");
+	app->add_option("--push-ca-file", o->push_ca_file,
+			"PEM CA certificates the https push endpoint must chain to (default: the system's)");
+	app->add_option("--push-basic-auth-file", o->push_basic_auth_file,
+			"File holding USER:PASSWORD for the push endpoint (mode 600; else $USDTPROF_PUSH_BASIC_AUTH)");
+	app->add_option("--push-bearer-token-file", o->push_bearer_token_file,
+			"File holding a bearer token for the push endpoint (mode 600; else $USDTPROF_PUSH_BEARER_TOKEN)");
 	app->add_option("--service", o->service, "Application name of pushed profiles")->capture_default_str();
 	app->add_flag("--offcpu", o->offcpu,
 		      "Split self time into on- and off-CPU (a hook on every context switch of the machine, ~1% of "
