@@ -39,7 +39,7 @@ CFLAGS ?= -O2 -g
 CXXFLAGS ?= -O2 -g
 ALL_CFLAGS = $(CFLAGS) -Wall -Iinclude
 ALL_CXXFLAGS = $(CXXFLAGS) -std=gnu++20 -Wall -Wextra -MMD -MP -I$(OUTPUT) -Iinclude -Iuserspace
-LDLIBS := -lbpf -lelf -lz -lprotobuf -lcurl -lcpp-httplib
+LDLIBS := -lbpf -lelf -lz -lprotobuf -lcurl -lcpp-httplib -lyaml-cpp -lssl -lcrypto -lcrypt
 # make test SANITIZE=address,undefined: any report fails the test (no recovery);
 # GCC's uninitialized-use analysis gives false positives under ASan.
 ifneq ($(SANITIZE),)

@@ -10,7 +10,7 @@ set -eu
 # help2man, man-db, dpkg-dev: the man pages and the Debian package (make deb, docs/install.md).
 packages="make g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcli11-dev
 catch2 systemtap-sdt-dev nlohmann-json3-dev pkg-config libclang-rt-dev libprotobuf-dev
-protobuf-compiler libcurl4-openssl-dev libcpp-httplib-dev prometheus php-cli ruby openjdk-17-jdk-headless
+protobuf-compiler libcurl4-openssl-dev libcpp-httplib-dev libyaml-cpp-dev libssl-dev libcrypt-dev prometheus php-cli ruby openjdk-17-jdk-headless
 postgresql-15 python3.11 bpftrace golang-go chromium nodejs help2man man-db dpkg-dev"
 # Debian's nodejs comes without npm; NodeSource's (on some images) brings its own.
 command -v npm >/dev/null 2>&1 || packages="$packages npm"

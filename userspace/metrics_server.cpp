@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -12,7 +13,14 @@
 #include <thread>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <strings.h>
+
 #include "unique_fd.h"
+#include "web_config.h"
 
 // A small HTTP/1.1 server of one poll() thread instead of a general library:
 // Debian's cpp-httplib 0.11 bounds neither the number of headers nor the
@@ -96,8 +104,84 @@ size_t head_end(const std::string &in)
 	return std::min(crlf, lf);
 }
 
+// The value of header name (lower case, with its colon) in a request head, "" if absent.
+std::string header_value(const std::string &head, const std::string &name)
+{
+	for (size_t at = head.find('\n'); at != std::string::npos; at = head.find('\n', at + 1)) {
+		if (strncasecmp(head.c_str() + at + 1, name.c_str(), name.size()) != 0)
+			continue;
+		size_t begin = head.find_first_not_of(" \t", at + 1 + name.size());
+		size_t end = head.find_first_of("\r\n", at + 1);
+		return begin == std::string::npos || begin >= end ? "" : head.substr(begin, end - begin);
+	}
+	return "";
+}
+
+// "Basic BASE64(user:password)" -> user and password; false when malformed.
+bool basic_credentials(const std::string &authorization, std::string &user, std::string &password)
+{
+	if (strncasecmp(authorization.c_str(), "basic ", 6) != 0)
+		return false;
+	std::string b64 = authorization.substr(6);
+	if (b64.empty() || b64.size() % 4 != 0 || b64.size() > 2048)
+		return false;
+	std::string raw(b64.size() / 4 * 3, '\0');
+	int n = EVP_DecodeBlock(reinterpret_cast<unsigned char *>(raw.data()),
+				reinterpret_cast<const unsigned char *>(b64.data()), int(b64.size()));
+	if (n < 0)
+		return false;
+	raw.resize(size_t(n) - (b64.end()[-1] == '=') - (b64.end()[-2] == '='));
+	size_t colon = raw.find(':');
+	if (colon == std::string::npos)
+		return false;
+	user = raw.substr(0, colon);
+	password = raw.substr(colon + 1);
+	return true;
+}
+
+std::string sha256(const std::string &s)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned len = 0;
+	EVP_Digest(s.data(), s.size(), md, &len, EVP_sha256(), nullptr);
+	return std::string(reinterpret_cast<char *>(md), len);
+}
+
+// Basic auth against bcrypt hashes. bcrypt costs tens of ms by design: a password once
+// accepted is remembered by its SHA-256, so a scrape every few seconds costs one hash,
+// not one bcrypt (as exporter-toolkit caches); an unknown user costs a bcrypt too, so
+// timing does not tell which users exist.
+class BasicAuth {
+public:
+	explicit BasicAuth(std::map<std::string, std::string> users) : users_(std::move(users)) {}
+	bool on() const { return !users_.empty(); }
+	bool allows(const std::string &head)
+	{
+		std::string user, password;
+		if (!basic_credentials(header_value(head, "authorization:"), user, password))
+			return false;
+		auto it = users_.find(user);
+		if (it == users_.end()) {
+			bcrypt_matches(password, kDummyHash);
+			return false;
+		}
+		std::string digest = sha256(password);
+		auto known = accepted_.find(user);
+		if (known != accepted_.end() && CRYPTO_memcmp(known->second.data(), digest.data(), digest.size()) == 0)
+			return true;
+		if (!bcrypt_matches(password, it->second))
+			return false;
+		accepted_[user] = digest;
+		return true;
+	}
+
+private:
+	static constexpr const char *kDummyHash = "$2b$10$EyidjeWTec/iWEZywfwwue0moogBbbB9frIxmXSwopvIIfJhmAsMC";
+	std::map<std::string, std::string> users_, accepted_;
+};
+
 // The answer to a complete request head: GET /metrics only, any query ignored.
-std::string answer(const std::string &head, const MetricsRegistry &registry)
+std::string answer(const std::string &head, const MetricsRegistry &registry, BasicAuth &auth)
 {
 	std::string line = head.substr(0, head.find('\n'));
 	if (!line.empty() && line.back() == '\r')
@@ -105,6 +189,9 @@ std::string answer(const std::string &head, const MetricsRegistry &registry)
 	size_t sp1 = line.find(' '), sp2 = line.rfind(' ');
 	if (sp1 == std::string::npos || sp1 == sp2 || line.compare(sp2 + 1, 7, "HTTP/1.") != 0)
 		return http_response("400 Bad Request", "text/plain", "bad request\n");
+	if (auth.on() && !auth.allows(head))
+		return http_response("401 Unauthorized", "text/plain", "unauthorized\n",
+				     "WWW-Authenticate: Basic realm=\"usdtprof\", charset=\"UTF-8\"\r\n");
 	std::string method = line.substr(0, sp1), target = line.substr(sp1 + 1, sp2 - sp1 - 1);
 	if (method != "GET")
 		return http_response("405 Method Not Allowed", "text/plain", "only GET /metrics\n", "Allow: GET\r\n");
@@ -113,9 +200,16 @@ std::string answer(const std::string &head, const MetricsRegistry &registry)
 	return http_response("200 OK", kContentType, registry.render());
 }
 
+struct SslFree {
+	void operator()(SSL *ssl) const { SSL_free(ssl); }
+	void operator()(SSL_CTX *ctx) const { SSL_CTX_free(ctx); }
+};
+
 struct Connection {
 	enum class State { reading, writing, draining };
 	UniqueFd fd;
+	std::unique_ptr<SSL, SslFree> ssl; // with TLS on; freed before fd closes (member order)
+	short ssl_wants = 0;                // POLLIN or POLLOUT a TLS record needs first; 0: none
 	Clock::time_point deadline;
 	State state = State::reading;
 	std::string in;  // the request head so far
@@ -161,17 +255,29 @@ Result<ListenAddress> parse_listen_address(const std::string &listen)
 }
 
 struct MetricsServer::Impl {
-	Impl(const MetricsRegistry &r, MetricsServerLimits l) : registry(r), limits(l) {}
+	Impl(const MetricsRegistry &r, MetricsServerLimits l, std::map<std::string, std::string> users)
+		: registry(r), limits(l), auth(std::move(users))
+	{
+	}
 	void run();
 	void accept_new(Clock::time_point now);
 	void step(Connection &c, short revents);
 	void read_request(Connection &c);
 	void write_response(Connection &c);
 	void drain(Connection &c);
-	void close(Connection &c) { c.fd = UniqueFd(); }
+	void close(Connection &c)
+	{
+		c.ssl.reset();
+		c.fd = UniqueFd();
+	}
+	ssize_t receive(Connection &c, char *buf, size_t n);
+	ssize_t transmit(Connection &c, const char *buf, size_t n);
+	ssize_t tls_result(Connection &c, int r);
 
 	const MetricsRegistry &registry;
 	const MetricsServerLimits limits;
+	BasicAuth auth;
+	std::unique_ptr<SSL_CTX, SslFree> tls; // null: plain http
 	ListenAddress address;
 	UniqueFd listener;
 	UniqueFd wake; // eventfd: the destructor's stop
@@ -197,7 +303,10 @@ void MetricsServer::Impl::run()
 		fds.assign({{wake.get(), POLLIN, 0}, {accepting ? listener.get() : -1, POLLIN, 0}});
 		Clock::time_point next = accepting ? Clock::time_point::max() : accept_paused_until;
 		for (const Connection &c : connections) {
-			fds.push_back({c.fd.get(), short(c.state == Connection::State::writing ? POLLOUT : POLLIN), 0});
+			fds.push_back({c.fd.get(),
+				       c.ssl_wants ? c.ssl_wants
+						   : short(c.state == Connection::State::writing ? POLLOUT : POLLIN),
+				       0});
 			next = std::min(next, c.deadline);
 		}
 		int timeout = -1;
@@ -239,6 +348,14 @@ void MetricsServer::Impl::accept_new(Clock::time_point now)
 		Connection &c = connections.emplace_back();
 		c.fd = UniqueFd(fd);
 		c.deadline = now + limits.deadline;
+		if (tls) { // the handshake happens in the first reads, under the same deadline
+			c.ssl.reset(SSL_new(tls.get()));
+			if (!c.ssl || SSL_set_fd(c.ssl.get(), fd) != 1) {
+				connections.pop_back();
+				continue;
+			}
+			SSL_set_accept_state(c.ssl.get());
+		}
 		// A client usually sends its request with the connection: answered
 		// before a flood of newer connections could push it out.
 		read_request(connections.back());
@@ -259,18 +376,55 @@ void MetricsServer::Impl::step(Connection &c, short revents)
 		close(c);
 }
 
+// An SSL_read or SSL_write's result as receive() and transmit() give theirs.
+ssize_t MetricsServer::Impl::tls_result(Connection &c, int r)
+{
+	c.ssl_wants = 0;
+	if (r > 0)
+		return r;
+	switch (SSL_get_error(c.ssl.get(), r)) {
+	case SSL_ERROR_WANT_READ:
+		c.ssl_wants = POLLIN;
+		return -1;
+	case SSL_ERROR_WANT_WRITE:
+		c.ssl_wants = POLLOUT;
+		return -1;
+	default: // a failed handshake (a wrong CA, plain http), a reset: this connection only
+		ERR_clear_error();
+		return 0;
+	}
+}
+
+// Bytes read, through TLS when it is on; 0: closed or failed; -1: would block.
+ssize_t MetricsServer::Impl::receive(Connection &c, char *buf, size_t n)
+{
+	if (c.ssl)
+		return tls_result(c, SSL_read(c.ssl.get(), buf, int(n)));
+	ssize_t r = recv(c.fd.get(), buf, n, 0);
+	return r < 0 && (errno == EAGAIN || errno == EINTR) ? -1 : std::max<ssize_t>(r, 0);
+}
+
+// Bytes written, as receive().
+ssize_t MetricsServer::Impl::transmit(Connection &c, const char *buf, size_t n)
+{
+	if (c.ssl)
+		return tls_result(c, SSL_write(c.ssl.get(), buf, int(n)));
+	ssize_t r = send(c.fd.get(), buf, n, MSG_NOSIGNAL);
+	return r < 0 && (errno == EAGAIN || errno == EINTR) ? -1 : std::max<ssize_t>(r, 0);
+}
+
 void MetricsServer::Impl::read_request(Connection &c)
 {
 	char buf[4096];
 	while (c.in.size() < limits.max_request_bytes) {
-		ssize_t n = recv(c.fd.get(), buf, std::min(sizeof buf, limits.max_request_bytes - c.in.size()), 0);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		ssize_t n = receive(c, buf, std::min(sizeof buf, limits.max_request_bytes - c.in.size()));
+		if (n < 0)
 			return;
-		if (n <= 0)
+		if (n == 0)
 			return close(c);
 		c.in.append(buf, size_t(n));
 		if (size_t end = head_end(c.in); end != std::string::npos) {
-			c.out = answer(c.in.substr(0, end), registry);
+			c.out = answer(c.in.substr(0, end), registry, auth);
 			break;
 		}
 	}
@@ -284,12 +438,17 @@ void MetricsServer::Impl::read_request(Connection &c)
 void MetricsServer::Impl::write_response(Connection &c)
 {
 	while (c.done < c.out.size()) {
-		ssize_t n = send(c.fd.get(), c.out.data() + c.done, c.out.size() - c.done, MSG_NOSIGNAL);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		ssize_t n = transmit(c, c.out.data() + c.done, c.out.size() - c.done);
+		if (n < 0)
 			return;
-		if (n <= 0)
+		if (n == 0)
 			return close(c);
 		c.done += size_t(n);
+	}
+	if (c.ssl) { // close_notify, best effort: the response is whole either way
+		SSL_shutdown(c.ssl.get());
+		ERR_clear_error();
+		c.ssl_wants = 0;
 	}
 	shutdown(c.fd.get(), SHUT_WR);
 	c.out = std::string();
@@ -302,10 +461,10 @@ void MetricsServer::Impl::drain(Connection &c)
 {
 	char buf[4096];
 	while (c.done < kDrainBytes) {
-		ssize_t n = recv(c.fd.get(), buf, sizeof buf, 0);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		ssize_t n = receive(c, buf, sizeof buf);
+		if (n < 0)
 			return;
-		if (n <= 0)
+		if (n == 0)
 			break;
 		c.done += size_t(n);
 	}
@@ -314,14 +473,48 @@ void MetricsServer::Impl::drain(Connection &c)
 
 MetricsServer::MetricsServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
+namespace {
+
+// A TLS server context of the key pair (TLS 1.2 or newer); one line when it cannot be.
+Result<std::unique_ptr<SSL_CTX, SslFree>> tls_context(const WebConfig &web)
+{
+	std::unique_ptr<SSL_CTX, SslFree> ctx(SSL_CTX_new(TLS_server_method()));
+	auto failed = [&](const std::string &what) {
+		unsigned long e = ERR_get_error();
+		char why[256] = "unknown error";
+		if (e)
+			ERR_error_string_n(e, why, sizeof why);
+		ERR_clear_error();
+		return Error{"/metrics TLS: " + what + ": " + why};
+	};
+	if (!ctx)
+		return failed("cannot create a context");
+	SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
+	if (SSL_CTX_use_certificate_chain_file(ctx.get(), web.cert_file.c_str()) != 1)
+		return failed("cannot use the certificate " + web.cert_file);
+	if (SSL_CTX_use_PrivateKey_file(ctx.get(), web.key_file.c_str(), SSL_FILETYPE_PEM) != 1)
+		return failed("cannot use the key " + web.key_file);
+	if (SSL_CTX_check_private_key(ctx.get()) != 1)
+		return failed("the key does not match the certificate");
+	return ctx;
+}
+
+} // namespace
+
 Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string &listen,
 							    const MetricsRegistry &registry,
-							    MetricsServerLimits limits)
+							    MetricsServerLimits limits, const WebConfig &web)
 {
 	auto parsed = parse_listen_address(listen);
 	if (!parsed)
 		return parsed.error();
-	auto impl = std::make_unique<Impl>(registry, limits);
+	auto impl = std::make_unique<Impl>(registry, limits, web.basic_auth_users);
+	if (web.tls()) {
+		auto ctx = tls_context(web);
+		if (!ctx)
+			return ctx.error();
+		impl->tls = std::move(*ctx);
+	}
 	impl->address = parsed.value();
 	auto listener = listen_on(impl->address);
 	if (!listener)
@@ -343,6 +536,11 @@ MetricsServer::~MetricsServer()
 	}
 	if (impl_->thread.joinable())
 		impl_->thread.join();
+}
+
+bool MetricsServer::tls() const
+{
+	return impl_->tls != nullptr;
 }
 
 const std::string &MetricsServer::host() const

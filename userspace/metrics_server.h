@@ -10,6 +10,7 @@
 
 #include "metrics.h"
 #include "result.h"
+#include "web_config.h"
 
 namespace usdtprof {
 
@@ -37,14 +38,17 @@ public:
 	// serves on a background thread until destroyed. Fails with one line for
 	// a malformed address, an unresolvable host, a port in use or not
 	// permitted. The registry must outlive the server.
+	// web: TLS and basic auth (docs/monitoring.md, "/metrics over TLS"); a failed
+	// handshake or a refused credential costs that connection only.
 	static Result<std::unique_ptr<MetricsServer>> start(const std::string &listen,
 							     const MetricsRegistry &registry,
-							     MetricsServerLimits limits = {});
+							     MetricsServerLimits limits = {}, const WebConfig &web = {});
 	// Stops serving and joins the thread.
 	~MetricsServer();
 	MetricsServer(const MetricsServer &) = delete;
 	MetricsServer &operator=(const MetricsServer &) = delete;
 
+	bool tls() const; // https
 	const std::string &host() const;
 	int port() const; // the bound port
 	// Connections closed early: by the deadline, or for a newer one when full.

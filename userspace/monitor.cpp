@@ -178,13 +178,23 @@ struct MonitorOutputs {
 	explicit MonitorOutputs(const MonitorOptions &o) : metrics(o.top_n)
 	{
 		if (!o.listen.empty()) {
-			auto s = MetricsServer::start(o.listen, metrics);
+			WebConfig web;
+			if (!o.web_config_file.empty()) {
+				auto w = read_web_config(o.web_config_file);
+				if (!w)
+					throw UserError(w.error().message);
+				web = std::move(*w);
+			}
+			auto s = MetricsServer::start(o.listen, metrics, {}, web);
 			if (!s)
 				throw UserError(s.error().message);
 			server = std::move(*s);
 			bool v6 = server->host().find(':') != std::string::npos;
-			fprintf(stderr, "usdtprof: metrics at http://%s%s%s:%d/metrics\n", v6 ? "[" : "",
-				server->host().c_str(), v6 ? "]" : "", server->port());
+			fprintf(stderr, "usdtprof: metrics at %s://%s%s%s:%d/metrics%s\n", server->tls() ? "https" : "http",
+				v6 ? "[" : "", server->host().c_str(), v6 ? "]" : "", server->port(),
+				web.basic_auth_users.empty() ? "" : " (basic auth)");
+		} else if (!o.web_config_file.empty()) {
+			throw UserError("--web-config-file is for --listen's /metrics", 2);
 		}
 		if (!o.push_url.empty()) {
 			PusherOptions po;

@@ -22,6 +22,7 @@ struct MonitorOptions {
 	uint64_t max_interval_bytes = 32ull << 20; // one interval's .data (0: no limit); the heaviest paths are kept
 	double max_age_s = 0;          // oldest interval kept (0: no limit)
 	std::string listen;            // HOST:PORT for Prometheus' /metrics; "": none
+	std::string web_config_file;   // /metrics TLS and basic auth (Prometheus' web config); "": none
 	size_t top_n = 50;             // function series in /metrics
 	std::string push_url;          // Pyroscope-compatible endpoint, http or https; "": none
 	std::string push_ca_file;      // CA certificates for https; "": the system's

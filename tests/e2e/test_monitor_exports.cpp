@@ -3,6 +3,7 @@
 // receiving each interval's gzip'd pprof (docs/monitoring.md).
 #include <catch2/catch.hpp>
 #include <arpa/inet.h>
+#include <crypt.h>
 #include <chrono>
 #include <csignal>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "gzip.h"
+#include "tls.h"
 #include "harness.h"
 #include "proto/profile.pb.h"
 
@@ -74,7 +76,8 @@ std::string read_text(const std::string &file)
 // dies with this test process (PR_SET_PDEATHSIG).
 class Prometheus {
 public:
-	explicit Prometheus(int scrape_port)
+	// job: more settings of the usdtprof job (scheme, tls_config ...); more_jobs: whole jobs.
+	explicit Prometheus(int scrape_port, const std::string &job = "", const std::string &more_jobs = "")
 	{
 		config_ = dir_.path + "/prometheus.yml";
 		tsdb_ = dir_.path + "/tsdb";
@@ -89,7 +92,8 @@ public:
 					  "    scrape_timeout: 1s\n"
 					  "    static_configs:\n"
 					  "      - targets: ['127.0.0.1:"
-				       << scrape_port << "']\n";
+				       << scrape_port << "']\n"
+				       << job << more_jobs;
 		do
 			port_ = free_port();
 		while (port_ == scrape_port);
@@ -154,6 +158,24 @@ private:
 	int port_ = 0;
 	pid_t pid_ = -1;
 };
+
+// Waits until /-/ready answers 200 (the TSDB is open); http gets its timeouts.
+void wait_ready(Prometheus &prom, httplib::Client &http)
+{
+	http.set_connection_timeout(std::chrono::seconds(1));
+	http.set_read_timeout(std::chrono::seconds(3));
+	bool ready = false;
+	for (auto until = Clock::now() + std::chrono::seconds(15); !ready && Clock::now() < until;) {
+		INFO("prometheus log: " << prom.log());
+		REQUIRE(prom.running());
+		auto res = http.Get("/-/ready");
+		ready = res && res->status == 200;
+		if (!ready)
+			sleep_s(0.1);
+	}
+	INFO("prometheus log: " << prom.log());
+	REQUIRE(ready);
+}
 
 // An instant query's result vector (fails the test on an error answer).
 json prom_query(httplib::Client &http, const std::string &query)
@@ -262,20 +284,7 @@ TEST_CASE("monitor exports: a real Prometheus scrapes /metrics and sees the exac
 
 	Prometheus prom(metrics_port);
 	httplib::Client http("127.0.0.1", prom.port());
-	http.set_connection_timeout(std::chrono::seconds(1));
-	http.set_read_timeout(std::chrono::seconds(3));
-	// Up when /-/ready answers 200 (the TSDB is open).
-	bool ready = false;
-	for (auto until = Clock::now() + std::chrono::seconds(15); !ready && Clock::now() < until;) {
-		INFO("prometheus log: " << prom.log());
-		REQUIRE(prom.running());
-		auto res = http.Get("/-/ready");
-		ready = res && res->status == 200;
-		if (!ready)
-			sleep_s(0.1);
-	}
-	INFO("prometheus log: " << prom.log());
-	REQUIRE(ready);
+	wait_ready(prom, http);
 	// It is ours: our storage, our address (not the packaged service).
 	{
 		auto res = http.Get("/api/v1/status/flags");
@@ -483,4 +492,73 @@ TEST_CASE("monitor exports: pushed pprof profiles add up to the exact calls, a 5
 	// 4 ms of self time per outer call, 2 ms per inner one.
 	require_time(json(totals["outer"].self_ns), 150 * 4e6, slack);
 	require_time(json(totals["inner"].self_ns), 450 * 2e6, slack);
+}
+
+TEST_CASE("monitor exports: Prometheus scrapes /metrics over TLS with basic auth from a web config; a wrong "
+	  "password, an unknown CA and plain http are refused",
+	  "[monitor-exports]")
+{
+	TempDir dir;
+	make_test_ca(dir.path, "ca");
+	// The password's bcrypt hash, as htpasswd -B or exporter-toolkit's docs make it.
+	char salt[64];
+	crypt_data cd{};
+	REQUIRE(crypt_gensalt_rn("$2b$", 10, nullptr, 0, salt, sizeof salt));
+	std::string hash = crypt_r("scrape-pw", salt, &cd);
+	REQUIRE(hash.rfind("$2b$10$", 0) == 0);
+	// Relative paths: against the file's directory, as exporter-toolkit reads them.
+	std::string web = dir.path + "/web.yml";
+	std::ofstream(web) << "tls_server_config:\n  cert_file: ca-srv.pem\n  key_file: ca-srv.key\n"
+			      "basic_auth_users:\n  prom: " << hash << "\n";
+	// Prometheus' own checker accepts the file.
+	Output check = run({"promtool", "check", "web-config", web});
+	INFO(check.out << check.err);
+	REQUIRE(check.status == 0);
+
+	Background t({target("nested"), "--wait", "2000"});
+	t.wait_for_line("ready");
+	REQUIRE(kill(t.pid(), SIGUSR1) == 0);
+	int metrics_port = free_port();
+	std::string address = "127.0.0.1:" + std::to_string(metrics_port);
+	Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(t.pid()), "-i", "0.5", "--budget", "1", "-o",
+			dir.path + "/intervals", "--listen", address, "--web-config-file", web});
+	REQUIRE_THAT(mon.wait_for_line("metrics at", true), Catch::Matchers::Contains("metrics at https://" + address + "/metrics (basic auth)"));
+	mon.wait_for_line("monitoring", true);
+
+	std::string tls = "    scheme: https\n    tls_config:\n      ca_file: " + dir.path + "/ca.pem\n";
+	auto job = [&](const std::string &name, const std::string &settings) {
+		return "  - job_name: " + name + "\n    scrape_interval: 1s\n    scrape_timeout: 1s\n" + settings +
+		       "    static_configs:\n      - targets: ['" + address + "']\n";
+	};
+	Prometheus prom(metrics_port, tls + "    basic_auth:\n      username: prom\n      password: scrape-pw\n",
+			job("wrong-password", tls + "    basic_auth:\n      username: prom\n      password: guess\n") +
+				job("no-credentials", tls) +
+				job("unknown-ca", "    scheme: https\n    basic_auth:\n      username: prom\n      password: scrape-pw\n") +
+				job("plain-http", "    basic_auth:\n      username: prom\n      password: scrape-pw\n"));
+	httplib::Client http("127.0.0.1", prom.port());
+	wait_ready(prom, http);
+
+	const std::map<std::string, std::string> outer = {{"process", "nested"}, {"function", "outer"}};
+	json calls = poll_query(http, "usdtprof_function_calls_total{job=\"usdtprof\"}", 20, [&](const json &r) {
+		double v = series_value(r, outer);
+		return v == v && v > 0;
+	});
+	INFO("usdtprof_function_calls_total: " << calls.dump() << "\nprometheus log: " << prom.log());
+	REQUIRE(series_value(calls, outer) > 0);
+	// Every job has been scraped at least once by now: only the right one is up, and the
+	// others' samples never arrive.
+	json up = poll_query(http, "up", 10, [&](const json &r) { return r.size() == 5; });
+	INFO("up: " << up.dump());
+	REQUIRE(up.size() == 5);
+	for (const json &s : up)
+		REQUIRE(sample_value(s) == (s.at("metric").at("job") == "usdtprof" ? 1.0 : 0.0));
+	REQUIRE(prom_query(http, "usdtprof_function_calls_total{job!=\"usdtprof\"}").empty());
+
+	// The failed handshakes and refusals cost their connections only: still scraping.
+	double before = series_value(calls, outer);
+	json later = poll_query(http, "usdtprof_function_calls_total{job=\"usdtprof\"}", 10,
+				[&](const json &r) { return series_value(r, outer) > before; });
+	REQUIRE(series_value(later, outer) > before);
+	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
+	REQUIRE(mon.wait() == 0);
 }

@@ -12,25 +12,12 @@
 
 #include "harness.h"
 #include "http.h"
+#include "tls.h"
 
 using namespace e2e;
 using Catch::Matchers::Contains;
 
 namespace {
-
-// A CA, and a certificate for 127.0.0.1 signed by it (P-256: quick to make).
-void make_ca(const std::string &dir, const std::string &name)
-{
-	std::string d = "'" + dir + "'", key = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-	Output o = run({"sh", "-c",
-			"cd " + d + " && openssl req -x509" + key + " -keyout " + name + ".key -out " + name +
-				".pem -days 1 -subj /CN=" + name + " 2>&1 && openssl req" + key + " -keyout " + name +
-				"-srv.key -out " + name + "-srv.csr -subj /CN=127.0.0.1 2>&1 && printf 'subjectAltName=IP:127.0.0.1' >" +
-				name + ".ext && openssl x509 -req -in " + name + "-srv.csr -CA " + name + ".pem -CAkey " + name +
-				".key -CAcreateserial -out " + name + "-srv.pem -days 1 -extfile " + name + ".ext 2>&1"});
-	INFO(o.out);
-	REQUIRE(o.status == 0);
-}
 
 struct Request {
 	std::string authorization;
@@ -117,8 +104,8 @@ TEST_CASE("monitor --push https: a throwaway CA and basic auth or a bearer token
 	  "[push-tls]")
 {
 	std::string dir = temp_dir();
-	make_ca(dir, "ca");
-	make_ca(dir, "other");
+	make_test_ca(dir, "ca");
+	make_test_ca(dir, "other");
 	std::string ca = dir + "/ca.pem";
 	// base64("pusher:s3cret pass")
 	Receiver basic(dir + "/ca-srv.pem", dir + "/ca-srv.key", "Basic cHVzaGVyOnMzY3JldCBwYXNz");

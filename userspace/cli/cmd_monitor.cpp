@@ -27,6 +27,9 @@ Command add_monitor_command(CLI::App &parent)
 		->capture_default_str();
 	app->add_option("--max-age", o->max_age_s, "Seconds an interval is kept (0: no limit)");
 	app->add_option("--listen", o->listen, "Serve Prometheus metrics at http://HOST:PORT/metrics");
+	app->add_option("--web-config-file", o->web_config_file,
+			"TLS and basic auth for --listen, in the format of Prometheus' exporters' web config "
+			"(tls_server_config, basic_auth_users)");
 	app->add_option("--top", o->top_n, "Function series in /metrics; the rest are summed")->capture_default_str();
 	app->add_option("--push", o->push_url, "Send each interval's pprof to a Pyroscope-compatible http[s]:// URL");
 	app->add_option("--push-ca-file", o->push_ca_file,
