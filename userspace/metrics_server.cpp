@@ -147,10 +147,12 @@ std::string sha256(const std::string &s)
 	return std::string(reinterpret_cast<char *>(md), len);
 }
 
-// Basic auth against bcrypt hashes. bcrypt costs tens of ms by design: a password once
-// accepted is remembered by its SHA-256, so a scrape every few seconds costs one hash,
-// not one bcrypt (as exporter-toolkit caches); an unknown user costs a bcrypt too, so
-// timing does not tell which users exist.
+// Basic auth against bcrypt hashes. bcrypt costs tens of ms by design (~400 ms on a
+// loaded 2-vCPU host), on the server's one thread: a password once accepted is
+// remembered by its SHA-256, so a scrape costs one hash, not one bcrypt (as
+// exporter-toolkit caches), and so are the last kRefusedKept refused ones, so that a
+// scraper configured with a wrong password does not stall the right one's scrapes. An
+// unknown user costs a bcrypt too, so timing does not tell which users exist.
 class BasicAuth {
 public:
 	explicit BasicAuth(std::map<std::string, std::string> users) : users_(std::move(users)) {}
@@ -166,16 +168,26 @@ public:
 			return false;
 		}
 		std::string digest = sha256(password);
+		auto same = [&](const std::string &d) { return CRYPTO_memcmp(d.data(), digest.data(), digest.size()) == 0; };
 		auto known = accepted_.find(user);
-		if (known != accepted_.end() && CRYPTO_memcmp(known->second.data(), digest.data(), digest.size()) == 0)
+		if (known != accepted_.end() && same(known->second))
 			return true;
-		if (!bcrypt_matches(password, it->second))
+		for (const auto &[u, d] : refused_)
+			if (u == user && same(d))
+				return false;
+		if (!bcrypt_matches(password, it->second)) {
+			if (refused_.size() == kRefusedKept)
+				refused_.pop_front();
+			refused_.emplace_back(user, digest);
 			return false;
+		}
 		accepted_[user] = digest;
 		return true;
 	}
 
 private:
+	static constexpr size_t kRefusedKept = 64;
+	std::deque<std::pair<std::string, std::string>> refused_; // (user, SHA-256), oldest first
 	static constexpr const char *kDummyHash = "$2b$10$EyidjeWTec/iWEZywfwwue0moogBbbB9frIxmXSwopvIIfJhmAsMC";
 	std::map<std::string, std::string> users_, accepted_;
 };
