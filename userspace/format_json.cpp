@@ -5,6 +5,7 @@
 #include "anomalies.h"
 #include "compensation.h"
 #include "report_text.h"
+#include "spans.h"
 #include "views.h"
 
 namespace usdtprof {
@@ -34,6 +35,22 @@ json calibration_json(const Profile &raw, const CompensationSummary &summary, bo
 			{"uncompensated_ns", k.uncompensated_ns < 0 ? json(nullptr) : json(k.uncompensated_ns)}});
 	return {{"compensated", compensated}, {"kinds", kinds}, {"cost_ns", raw.calibration->cost_ns},
 		{"removed_ns", summary.removed_ns}, {"clamped", summary.clamped}};
+}
+
+json spans_json(const Profile &profile, bool per_process)
+{
+	json out = json::array();
+	for (const ProfileSpan &s : per_process ? profile.spans : spans_by_name(profile.spans)) {
+		json histogram = json::array();
+		for (const auto &[i, n] : s.buckets)
+			histogram.push_back({{"low_ns", span_bucket_low(i)}, {"high_ns", span_bucket_high(i)}, {"count", n}});
+		out.push_back({{"name", s.name}, {"pid", s.pid ? json(s.pid) : json(nullptr)}, {"count", s.count},
+			{"total_ns", s.total_ns}, {"avg_ns", s.count ? s.total_ns / s.count : 0}, {"min_ns", s.min_ns},
+			{"p50_ns", span_quantile(s, 0.5)}, {"p90_ns", span_quantile(s, 0.9)},
+			{"p99_ns", span_quantile(s, 0.99)}, {"max_ns", s.max_ns}, {"open", s.open},
+			{"restarted", s.restarted}, {"unstarted", s.unstarted}, {"histogram", histogram}});
+	}
+	return out;
 }
 
 std::string render_json(const Profile &profile, const CallTree &tree, const ReportOptions &options,
@@ -86,6 +103,7 @@ std::string render_json(const Profile &profile, const CallTree &tree, const Repo
 		{"sampled_fraction", profile.sampled_fraction},
 		{"processes", processes},
 		{"calibration", calibration_json(raw, summary, !options.raw)},
+		{"spans", spans_json(profile, options.per_process)},
 	};
 	if (const ReportView &view = find_view(options.view); view.json)
 		report[view.json_key] = view.json(tree, options);
