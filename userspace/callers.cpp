@@ -21,7 +21,7 @@ using json = nlohmann::ordered_json;
 bool inside_itself(const CallTree &tree, uint32_t node)
 {
 	for (uint32_t p = tree.nodes[node].parent; p != kNoParent; p = tree.nodes[p].parent)
-		if (tree.nodes[p].name == tree.nodes[node].name)
+		if (tree.nodes[p].name == tree.nodes[node].name) // name ids: equal names are one id
 			return true;
 	return false;
 }
@@ -126,14 +126,14 @@ std::optional<Neighbours> neighbours_of(const CallTree &tree, const std::string 
 	bool found = false;
 	for (uint32_t i = 0; i < tree.nodes.size(); i++) {
 		const TreeNode &n = tree.nodes[i];
-		if (n.name != name)
+		if (tree.names[n.name] != name)
 			continue;
 		found = true;
 		bool outermost = !inside_itself(tree, i);
-		add_edge(callers, n.parent == kNoParent ? kRootCaller : tree.nodes[n.parent].name, n.calls,
+		add_edge(callers, n.parent == kNoParent ? kRootCaller : tree.name(n.parent), n.calls,
 			 outermost ? n.total_ns : 0);
-		for (uint32_t c : n.children)
-			add_edge(callees, tree.nodes[c].name, tree.nodes[c].calls, outermost ? tree.nodes[c].total_ns : 0);
+		for (uint32_t c : tree.children(i))
+			add_edge(callees, tree.name(c), tree.nodes[c].calls, outermost ? tree.nodes[c].total_ns : 0);
 		if (outermost)
 			out.outer_self_ns += n.self_ns;
 	}

@@ -33,11 +33,20 @@ uint64_t rounded(double ns)
 Profile compensate(const Profile &raw, CompensationSummary *summary)
 {
 	Profile out = raw;
+	compensate_in_place(out, summary);
+	return out;
+}
+
+void compensate_in_place(Profile &profile, CompensationSummary *summary)
+{
+	// Only calls and the tree's shape are read from the raw times: they do not change.
+	const Profile &raw = profile;
+	Profile &out = profile;
 	CompensationSummary s;
 	if (!raw.calibration || raw.calibration->kinds.empty()) {
 		if (summary)
 			*summary = s;
-		return out;
+		return;
 	}
 	s.applied = true;
 	size_t n = raw.nodes.size();
@@ -80,7 +89,6 @@ Profile compensate(const Profile &raw, CompensationSummary *summary)
 	}
 	if (summary)
 		*summary = s;
-	return out;
 }
 
 std::string compensation_line(const Profile &raw, const CompensationSummary &summary)

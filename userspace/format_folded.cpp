@@ -15,15 +15,15 @@ std::string render_folded(const CallTree &tree)
 	std::string out;
 	std::vector<std::pair<uint32_t, std::string>> todo; // node, its escaped stack
 	for (auto root = tree.roots.rbegin(); root != tree.roots.rend(); ++root)
-		todo.push_back({*root, escape_folded_frame(tree.nodes[*root].name)});
+		todo.push_back({*root, escape_folded_frame(tree.name(*root))});
 	while (!todo.empty()) {
 		auto [i, frames] = std::move(todo.back());
 		todo.pop_back();
 		const TreeNode &n = tree.nodes[i];
 		if (n.self_ns)
 			out += frames + " " + std::to_string(n.self_ns) + "\n";
-		for (auto child = n.children.rbegin(); child != n.children.rend(); ++child)
-			todo.push_back({*child, frames + ";" + escape_folded_frame(tree.nodes[*child].name)});
+		for (auto child = tree.children(i).rbegin(); child != tree.children(i).rend(); ++child)
+			todo.push_back({*child, frames + ";" + escape_folded_frame(tree.name(*child))});
 	}
 	return out;
 }

@@ -62,13 +62,14 @@ json facts_json(const Profile &raw, const CompensationSummary &summary, bool com
 json tree_json(const CallTree &tree, const Profile &split)
 {
 	json names = json::array(), nodes = json::array(), roots = json::array();
-	std::unordered_map<std::string, size_t> name_index;
+	std::vector<int64_t> name_index(tree.names.size(), -1); // the tree's name id -> names
 	for (uint32_t i = 0; i < tree.nodes.size(); i++) {
 		const TreeNode &n = tree.nodes[i];
-		auto [it, added] = name_index.try_emplace(n.name, names.size());
-		if (added)
-			names.push_back(escape_text(n.name));
-		nodes.push_back({it->second, n.parent == kNoParent ? -1 : int64_t(n.parent), n.calls, n.open,
+		if (name_index[n.name] < 0) {
+			name_index[n.name] = int64_t(names.size());
+			names.push_back(escape_text(tree.names[n.name]));
+		}
+		nodes.push_back({name_index[n.name], n.parent == kNoParent ? -1 : int64_t(n.parent), n.calls, n.open,
 				 n.self_oncpu_ns, n.self_offcpu_ns});
 	}
 	// split_by_process names its roots after the processes.
@@ -77,7 +78,7 @@ json tree_json(const CallTree &tree, const Profile &split)
 		if (p.parent == kNoParent)
 			pid_of.emplace(split.functions[p.function], p.pid);
 	for (uint32_t root : tree.roots)
-		roots.push_back({{"node", root}, {"pid", pid_of[tree.nodes[root].name]}});
+		roots.push_back({{"node", root}, {"pid", pid_of[tree.name(root)]}});
 	return {{"names", names}, {"nodes", nodes}, {"roots", roots}};
 }
 

@@ -93,9 +93,10 @@ std::string lost_paths_line(const Profile &profile, const CallTree &tree)
 	auto full = profile.anomalies.find("agg_full");
 	if (full == profile.anomalies.end() || !full->second)
 		return "";
+	auto other = std::find(tree.names.begin(), tree.names.end(), "[other]");
 	uint64_t other_ns = 0;
 	for (const TreeNode &n : tree.nodes)
-		if (n.name == "[other]")
+		if (n.name == uint32_t(other - tree.names.begin()))
 			other_ns += n.self_ns;
 	return line("lost paths: %.1f%% of the recorded time (%s) lost its full call path: the call-path table was "
 		    "full, so those calls are charged to [other] under the nearest caller that kept its own; record with a "
@@ -114,7 +115,7 @@ std::vector<uint32_t> by_total(const CallTree &tree, std::vector<uint32_t> group
 {
 	std::sort(group.begin(), group.end(), [&](uint32_t a, uint32_t b) {
 		const TreeNode &x = tree.nodes[a], &y = tree.nodes[b];
-		return x.total_ns != y.total_ns ? x.total_ns > y.total_ns : x.name < y.name;
+		return x.total_ns != y.total_ns ? x.total_ns > y.total_ns : tree.names[x.name] < tree.names[y.name];
 	});
 	return group;
 }
@@ -192,36 +193,93 @@ Profile only_process(const Profile &profile, int32_t pid)
 	return out;
 }
 
+namespace {
+
+// (tree parent, name id) -> tree node, by open addressing in two flat arrays:
+// a node-based map's allocation per path was most of build_call_tree's time
+// at a million paths.
+class ChildIndex {
+public:
+	explicit ChildIndex(size_t entries)
+	{
+		size_t slots = 16;
+		while (slots < 2 * entries)
+			slots *= 2;
+		keys_.assign(slots, kEmpty);
+		values_.resize(slots);
+		mask_ = slots - 1;
+	}
+	// The node of (parent, name), or made_node if it had none (then added).
+	std::pair<uint32_t, bool> find_or_add(uint32_t parent, uint32_t name, uint32_t made_node)
+	{
+		uint64_t key = uint64_t(parent) << 32 | name;
+		for (size_t i = (key * 0x9E3779B97F4A7C15ull) >> 20 & mask_;; i = (i + 1) & mask_) {
+			if (keys_[i] == key)
+				return {values_[i], false};
+			if (keys_[i] == kEmpty) {
+				keys_[i] = key;
+				values_[i] = made_node;
+				return {made_node, true};
+			}
+		}
+	}
+
+private:
+	static constexpr uint64_t kEmpty = UINT64_MAX; // no name id is UINT32_MAX
+	std::vector<uint64_t> keys_;
+	std::vector<uint32_t> values_;
+	size_t mask_ = 0;
+};
+
+// Fills child_begin and child_ids from the nodes' parents: children in
+// index order, which is their order of first appearance.
+void index_children(CallTree &tree)
+{
+	size_t n = tree.nodes.size();
+	tree.child_begin.assign(n + 1, 0);
+	for (const TreeNode &node : tree.nodes)
+		if (node.parent != kNoParent)
+			tree.child_begin[node.parent + 1]++;
+	for (size_t i = 0; i < n; i++)
+		tree.child_begin[i + 1] += tree.child_begin[i];
+	tree.child_ids.assign(tree.child_begin[n], 0);
+	std::vector<uint32_t> next(tree.child_begin.begin(), tree.child_begin.end() - 1);
+	for (uint32_t i = 0; i < n; i++)
+		if (tree.nodes[i].parent != kNoParent)
+			tree.child_ids[next[tree.nodes[i].parent]++] = i;
+}
+
+} // namespace
+
 CallTree build_call_tree(const Profile &profile)
 {
 	CallTree tree;
 	std::vector<uint32_t> tree_index(profile.nodes.size(), kNoParent);
-	// Functions of the same name are one frame: each name gets one id, and a
-	// tree node is found by (tree parent, name id), hashed as one integer.
+	// Functions of the same name are one frame: each name gets one id.
 	const std::string unknown = "<unknown>";
 	std::unordered_map<std::string_view, uint32_t> name_ids;
 	std::vector<uint32_t> name_of(profile.functions.size() + 1);
-	for (size_t f = 0; f <= profile.functions.size(); f++)
-		name_of[f] = name_ids.try_emplace(f < profile.functions.size() ? profile.functions[f] : unknown,
-						  uint32_t(name_ids.size())).first->second;
-	std::unordered_map<uint64_t, uint32_t> by_name;
-	by_name.reserve(profile.nodes.size());
+	for (size_t f = 0; f <= profile.functions.size(); f++) {
+		const std::string &name = f < profile.functions.size() ? profile.functions[f] : unknown;
+		auto [it, added] = name_ids.try_emplace(name, uint32_t(tree.names.size()));
+		if (added)
+			tree.names.push_back(name);
+		name_of[f] = it->second;
+	}
+	ChildIndex by_name(profile.nodes.size());
 	tree.nodes.reserve(profile.nodes.size());
 	for (size_t i = 0; i < profile.nodes.size(); i++) {
 		const PathNode &pn = profile.nodes[i];
 		// Parents come first in a valid profile; anything else is treated as a root.
 		uint32_t parent = pn.parent < i ? tree_index[pn.parent] : kNoParent;
-		size_t function = std::min<size_t>(pn.function, profile.functions.size());
-		uint64_t key = uint64_t(parent) << 32 | name_of[function];
-		auto [slot, added] = by_name.try_emplace(key, static_cast<uint32_t>(tree.nodes.size()));
+		uint32_t name = name_of[std::min<size_t>(pn.function, profile.functions.size())];
+		auto [node, added] = by_name.find_or_add(parent, name, uint32_t(tree.nodes.size()));
 		if (added) {
-			TreeNode n;
-			n.name = function < profile.functions.size() ? profile.functions[function] : unknown;
-			n.parent = parent;
-			tree.nodes.push_back(std::move(n));
-			(parent == kNoParent ? tree.roots : tree.nodes[parent].children).push_back(slot->second);
+			tree.nodes.push_back({.name = name, .parent = parent});
+			if (parent == kNoParent)
+				tree.roots.push_back(node);
 		}
-		TreeNode &n = tree.nodes[slot->second];
+		TreeNode &n = tree.nodes[node];
 		n.calls += pn.calls;
 		n.open += pn.open;
 		uint64_t offcpu = std::min(pn.self_offcpu_ns, pn.self_ns);
@@ -229,9 +287,10 @@ CallTree build_call_tree(const Profile &profile)
 		n.self_oncpu_ns += pn.self_ns - offcpu;
 		n.self_offcpu_ns += offcpu;
 		n.uncertain_ns += pn.uncertain_ns;
-		tree_index[i] = slot->second;
+		tree_index[i] = node;
 	}
 	tree.nodes.shrink_to_fit();
+	index_children(tree);
 	sum_subtrees(tree);
 	return tree;
 }
@@ -253,24 +312,49 @@ std::vector<std::string> stack_of(const CallTree &tree, uint32_t node)
 {
 	std::vector<std::string> stack;
 	for (uint32_t i = node; i != kNoParent; i = tree.nodes[i].parent)
-		stack.push_back(tree.nodes[i].name);
+		stack.push_back(tree.name(i));
 	std::reverse(stack.begin(), stack.end());
 	return stack;
 }
 
+std::vector<bool> nested_activations(const CallTree &tree)
+{
+	// Depth first, counting each name's activations on the current stack:
+	// one pass, whatever the depth (no walk up the ancestors per node).
+	std::vector<bool> nested(tree.nodes.size());
+	std::vector<uint32_t> open(tree.names.size());
+	std::vector<std::pair<uint32_t, bool>> todo; // node, leaving it
+	for (auto root = tree.roots.rbegin(); root != tree.roots.rend(); ++root)
+		todo.push_back({*root, false});
+	while (!todo.empty()) {
+		auto [i, leaving] = todo.back();
+		todo.pop_back();
+		uint32_t name = tree.nodes[i].name;
+		if (leaving) {
+			open[name]--;
+			continue;
+		}
+		nested[i] = open[name] > 0;
+		open[name]++;
+		todo.push_back({i, true});
+		for (uint32_t c : tree.children(i))
+			todo.push_back({c, false});
+	}
+	return nested;
+}
+
 std::vector<FunctionSummary> summarize_functions(const CallTree &tree)
 {
-	// In order of first appearance in the tree.
+	std::vector<bool> nested = nested_activations(tree);
 	std::vector<FunctionSummary> out;
-	std::unordered_map<std::string, size_t> index;
-	std::vector<size_t> fn(tree.nodes.size());
+	std::vector<uint32_t> index(tree.names.size(), kNoParent); // name id -> out
 	for (size_t i = 0; i < tree.nodes.size(); i++) {
 		const TreeNode &n = tree.nodes[i];
-		auto [it, added] = index.try_emplace(n.name, out.size());
-		if (added)
-			out.push_back({n.name});
-		fn[i] = it->second;
-		FunctionSummary &f = out[it->second];
+		if (index[n.name] == kNoParent) {
+			index[n.name] = uint32_t(out.size());
+			out.push_back({tree.names[n.name]});
+		}
+		FunctionSummary &f = out[index[n.name]];
 		f.calls += n.calls;
 		f.open += n.open;
 		f.self_ns += n.self_ns;
@@ -278,10 +362,7 @@ std::vector<FunctionSummary> summarize_functions(const CallTree &tree)
 		f.self_offcpu_ns += n.self_offcpu_ns;
 		f.uncertain_ns += n.uncertain_ns;
 		// Only outermost activations add to total: an inner one's time is inside the outer's.
-		bool nested = false;
-		for (uint32_t p = n.parent; p != kNoParent && !nested; p = tree.nodes[p].parent)
-			nested = fn[p] == fn[i];
-		if (nested)
+		if (nested[i])
 			f.recursive = true;
 		else
 			f.total_ns += n.total_ns;

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,8 @@ enum class TimeMode { Wall, Cpu, Offcpu };
 // larger than its parent, and pprof's cum, flame-graph widths and the
 // reports agree (docs/report-json.md "Inclusive time").
 struct TreeNode {
-	std::string name;
+	uint32_t name = 0;               // index in CallTree::names
 	uint32_t parent = kNoParent;     // index in CallTree::nodes; kNoParent for roots
-	std::vector<uint32_t> children;
 	uint64_t calls = 0, open = 0;
 	uint64_t self_ns = 0, total_ns = 0; // in CallTree::time
 	// The on- and off-CPU parts of the wall-clock self time, whatever CallTree::time is.
@@ -39,11 +39,23 @@ struct TreeNode {
 	uint64_t uncertain_ns = 0;       // compensation's spread over these calls (PathNode)
 };
 
+// Names are held once (a million paths share ten thousand names) and
+// children as one array (child_ids, each node's run starting at
+// child_begin[node]): no allocation per node.
 struct CallTree {
+	std::vector<std::string> names;  // each frame name once; TreeNode::name indexes it
 	std::vector<TreeNode> nodes;     // parents before children
 	std::vector<uint32_t> roots;
+	std::vector<uint32_t> child_begin; // nodes.size() + 1 offsets into child_ids
+	std::vector<uint32_t> child_ids;   // each node's children in order of first appearance
 	uint64_t total_self_ns = 0;      // sum of all self times: the 100% of percentages
 	TimeMode time = TimeMode::Wall;
+
+	const std::string &name(uint32_t node) const { return names[nodes[node].name]; }
+	std::span<const uint32_t> children(uint32_t node) const
+	{
+		return {child_ids.data() + child_begin[node], child_ids.data() + child_begin[node + 1]};
+	}
 };
 
 // In wall-clock time; see with_self_time() for the others.
@@ -71,7 +83,11 @@ struct FunctionSummary {
 // A compensated self time within the calibration's spread is not precise.
 inline bool uncertain(uint64_t self_ns, uint64_t uncertain_ns) { return uncertain_ns && self_ns <= uncertain_ns; }
 
+// In order of first appearance in the tree.
 std::vector<FunctionSummary> summarize_functions(const CallTree &tree);
+// Per node: whether an ancestor has its name (an inner activation of a
+// recursion, whose time is inside the outer one's).
+std::vector<bool> nested_activations(const CallTree &tree);
 
 Result<TimeMode> parse_time_mode(const std::string &mode);
 const char *time_mode_name(TimeMode mode); // "wall", "cpu", "offcpu"

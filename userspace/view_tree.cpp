@@ -20,9 +20,9 @@ void render_tree_lines(const CallTree &tree, const ReportOptions &options, std::
 		size_t depth, pruned;
 	};
 	std::vector<Item> todo;
-	auto push_group = [&](const std::vector<uint32_t> &ids, size_t depth) {
+	auto push_group = [&](std::span<const uint32_t> ids, size_t depth) {
 		// Largest total first; popping from the back, so push in reverse.
-		std::vector<uint32_t> group = by_total(tree, ids);
+		std::vector<uint32_t> group = by_total(tree, {ids.begin(), ids.end()});
 		std::reverse(group.begin(), group.end());
 		auto below = [&](uint32_t i) { return below_min_percent(tree, i, options); };
 		size_t pruned = std::count_if(group.begin(), group.end(), below);
@@ -45,8 +45,8 @@ void render_tree_lines(const CallTree &tree, const ReportOptions &options, std::
 		const TreeNode &n = tree.nodes[it.node];
 		out += line("%10s %6.1f%% %10s %12llu  ", human_ns(n.total_ns).c_str(), percent(n.total_ns, tree.total_self_ns),
 			self_text(n.self_ns, n.uncertain_ns).c_str(), static_cast<unsigned long long>(n.calls)) +
-			indent + escape_text(n.name) + open_marker(n.open) + "\n";
-		push_group(n.children, it.depth + 1);
+			indent + escape_text(tree.names[n.name]) + open_marker(n.open) + "\n";
+		push_group(tree.children(it.node), it.depth + 1);
 	}
 }
 
@@ -65,22 +65,30 @@ std::string tree_text(const Profile &profile, const CallTree &tree, const Report
 }
 
 // The tree as nested JSON, pruned like the text tree. Built from the
-// leaves up (children come after their parents), so depth costs no stack.
+// leaves up (children come after their parents), so depth costs no stack;
+// only the nodes shown are built (a node is shown when its parent is).
 json tree_json(const CallTree &tree, const ReportOptions &options)
 {
+	std::vector<bool> shown(tree.nodes.size());
+	for (uint32_t i = 0; i < tree.nodes.size(); i++) {
+		uint32_t parent = tree.nodes[i].parent;
+		shown[i] = (parent == kNoParent || shown[parent]) && !below_min_percent(tree, i, options);
+	}
 	std::vector<json> built(tree.nodes.size());
-	auto group = [&](const std::vector<uint32_t> &ids) {
+	auto group = [&](std::span<const uint32_t> ids) {
 		json out = json::array();
-		for (uint32_t c : by_total(tree, ids))
-			if (!below_min_percent(tree, c, options))
+		for (uint32_t c : by_total(tree, {ids.begin(), ids.end()}))
+			if (shown[c])
 				out.push_back(std::move(built[c]));
 		return out;
 	};
 	for (size_t i = tree.nodes.size(); i-- > 0;) {
+		if (!shown[i])
+			continue;
 		const TreeNode &n = tree.nodes[i];
-		json children = group(n.children);
-		size_t omitted = n.children.size() - children.size();
-		built[i] = {{"name", n.name}, {"calls", n.calls}, {"open", n.open}, {"self_ns", n.self_ns},
+		json children = group(tree.children(uint32_t(i)));
+		size_t omitted = tree.children(uint32_t(i)).size() - children.size();
+		built[i] = {{"name", tree.names[n.name]}, {"calls", n.calls}, {"open", n.open}, {"self_ns", n.self_ns},
 			    {"total_ns", n.total_ns}, {"omitted_children", omitted}, {"children", std::move(children)}};
 	}
 	return group(tree.roots);

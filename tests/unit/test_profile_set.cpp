@@ -49,7 +49,7 @@ const PathNode &node(const Profile &p, const std::string &stack)
 		if (s == stack) {
 			// The profile node of the same name path (one per path after a merge).
 			for (const PathNode &n : p.nodes)
-				if (p.functions[n.function] == t.nodes[i].name && n.calls == t.nodes[i].calls)
+				if (p.functions[n.function] == t.name(i) && n.calls == t.nodes[i].calls)
 					return n;
 		}
 	}

@@ -55,9 +55,9 @@ Profile sample_profile()
 
 size_t find_child(const CallTree &t, uint32_t parent, const std::string &name)
 {
-	const std::vector<uint32_t> &ids = parent == kNoParent ? t.roots : t.nodes[parent].children;
+	std::span<const uint32_t> ids = parent == kNoParent ? std::span<const uint32_t>(t.roots) : t.children(parent);
 	for (uint32_t i : ids)
-		if (t.nodes[i].name == name)
+		if (t.name(i) == name)
 			return i;
 	FAIL("no child " << name);
 	return 0;
@@ -93,7 +93,7 @@ TEST_CASE("report: tree merges paths by name across processes", "[report]")
 	REQUIRE(t.nodes.size() == 5);
 	uint32_t main = t.roots[0];
 	const TreeNode &m = t.nodes[main];
-	CHECK(m.name == "main");
+	CHECK(t.names[m.name] == "main");
 	CHECK(m.calls == 2);
 	CHECK(m.open == 1);
 	CHECK(m.self_ns == 1'500'000);
@@ -109,7 +109,7 @@ TEST_CASE("report: tree merges paths by name across processes", "[report]")
 	for (uint32_t i = 0; i < t.nodes.size(); i++) {
 		const TreeNode &n = t.nodes[i];
 		uint64_t children = 0;
-		for (uint32_t c : n.children) {
+		for (uint32_t c : t.children(i)) {
 			CHECK(c > i); // parents first
 			CHECK(t.nodes[c].parent == i);
 			children += t.nodes[c].total_ns;
@@ -143,6 +143,38 @@ TEST_CASE("report: recursion is never double counted", "[report]")
 		CHECK(b.total_ns == 65);
 		CHECK_FALSE(b.recursive);
 	}
+}
+
+TEST_CASE("report: nested activations are those under an ancestor of the same name only", "[report]")
+{
+	// main -> a -> x, main -> b -> x, main -> b -> a -> b; "b" and "b2" are
+	// two functions of one name ("b"), so the last b is nested.
+	CallTree t = build_call_tree(make_profile({"main", "a", "b", "x", "b"},
+		{{kNoParent, 0, 1, 1, 100}, {0, 1, 1, 1, 20}, {1, 3, 1, 1, 5}, {0, 2, 1, 1, 30}, {3, 3, 1, 1, 7},
+		 {3, 1, 1, 1, 9}, {5, 4, 1, 1, 4}}));
+	REQUIRE(t.nodes.size() == 7);
+	std::vector<bool> nested = nested_activations(t);
+	std::vector<std::string> nested_stacks;
+	for (uint32_t i = 0; i < t.nodes.size(); i++)
+		if (nested[i]) {
+			std::vector<std::string> s = stack_of(t, i);
+			nested_stacks.push_back(s[0] + ";" + s[1] + ";" + s[2] + ";" + s[3]);
+		}
+	CHECK(nested_stacks == std::vector<std::string>{"main;b;a;b"});
+	const FunctionSummary &b = summary(summarize_functions(t), "b");
+	CHECK(b.recursive);
+	CHECK(b.calls == 2);
+	CHECK(b.total_ns == 50); // the outer one's subtree (30 + 7 + 9 + 4): the inner 4 not twice
+	CHECK_FALSE(summary(summarize_functions(t), "x").recursive);
+	// A chain deeper than any call stack would allow recursing over.
+	std::vector<Node> chain;
+	for (uint32_t i = 0; i < 200'000; i++)
+		chain.push_back({i ? i - 1 : kNoParent, i % 2, 1, 1, 1});
+	std::vector<FunctionSummary> fs = summarize_functions(build_call_tree(make_profile({"p", "q"}, chain)));
+	REQUIRE(fs.size() == 2);
+	CHECK(fs[0].recursive);
+	CHECK(fs[0].total_ns == 200'000);
+	CHECK(fs[1].total_ns == 199'999);
 }
 
 TEST_CASE("report: sort keys", "[report]")
@@ -369,7 +401,7 @@ void check_tree_sums(const CallTree &t)
 	uint64_t selves = 0;
 	for (uint32_t i = 0; i < t.nodes.size(); i++) {
 		uint64_t children = 0;
-		for (uint32_t c : t.nodes[i].children) {
+		for (uint32_t c : t.children(i)) {
 			CHECK(t.nodes[c].total_ns <= t.nodes[i].total_ns);
 			children += t.nodes[c].total_ns;
 		}
