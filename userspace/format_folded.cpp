@@ -1,31 +1,59 @@
 // Folded stacks (formats.cpp): Brendan Gregg's "root;...;leaf WEIGHT" lines,
 // for flamegraph.pl, speedscope and others.
+#include <charconv>
 #include <cstdio>
+#include <span>
 
 #include "compensation.h"
 #include "report.h"
+#include "sink.h"
 #include "text_escape.h"
 
 namespace usdtprof {
 
-std::string render_folded(const CallTree &tree)
+void write_folded(const CallTree &tree, Sink &out)
 {
 	// Depth first, each node before its children: a frame's lines are
-	// contiguous, so a viewer's time order (speedscope) shows one block per call path.
-	std::string out;
-	std::vector<std::pair<uint32_t, std::string>> todo; // node, its escaped stack
+	// contiguous, so a viewer's time order (speedscope) shows one block per
+	// call path. One buffer holds the current stack, cut back to a popped
+	// node's parent; each distinct name is escaped once.
+	std::vector<std::string> frames(tree.names.size());
+	std::vector<bool> escaped(tree.names.size());
+	std::string stack;
+	std::vector<std::pair<uint32_t, size_t>> todo; // node, its parent's stack length
 	for (auto root = tree.roots.rbegin(); root != tree.roots.rend(); ++root)
-		todo.push_back({*root, escape_folded_frame(tree.name(*root))});
+		todo.push_back({*root, 0});
 	while (!todo.empty()) {
-		auto [i, frames] = std::move(todo.back());
+		auto [i, parent_length] = todo.back();
 		todo.pop_back();
 		const TreeNode &n = tree.nodes[i];
-		if (n.self_ns)
-			out += frames + " " + std::to_string(n.self_ns) + "\n";
-		for (auto child = tree.children(i).rbegin(); child != tree.children(i).rend(); ++child)
-			todo.push_back({*child, frames + ";" + escape_folded_frame(tree.name(*child))});
+		if (!escaped[n.name]) {
+			frames[n.name] = escape_folded_frame(tree.names[n.name]);
+			escaped[n.name] = true;
+		}
+		stack.resize(parent_length);
+		if (n.parent != kNoParent)
+			stack += ';';
+		stack += frames[n.name];
+		if (n.self_ns) {
+			char weight[24];
+			auto end = std::to_chars(weight, weight + sizeof weight, n.self_ns).ptr;
+			out.write(stack);
+			out.write(" ");
+			out.write(std::string_view(weight, size_t(end - weight)));
+			out.write("\n");
+		}
+		std::span<const uint32_t> children = tree.children(i);
+		for (auto child = children.rbegin(); child != children.rend(); ++child)
+			todo.push_back({*child, stack.size()});
 	}
-	return out;
+}
+
+std::string render_folded(const CallTree &tree)
+{
+	StringSink out;
+	write_folded(tree, out);
+	return std::move(out.text);
 }
 
 // Percent-encodes the separators and every byte of what a terminal would act
@@ -51,10 +79,13 @@ std::string escape_folded_frame(const std::string &name)
 	return out;
 }
 
-std::string folded_stacks(const Profile &measured, const ReportOptions &options)
+void folded_stacks(Profile measured, const ReportOptions &options, Sink &out)
 {
-	CallTree tree = build_call_tree(options.raw ? measured : compensate(measured));
-	return render_folded(with_self_time(std::move(tree), options.time));
+	if (!options.raw)
+		compensate_in_place(measured);
+	CallTree tree = build_call_tree(measured);
+	measured = Profile(); // the tree holds what is written: the paths' memory goes back
+	write_folded(with_self_time(std::move(tree), options.time), out);
 }
 
 } // namespace usdtprof

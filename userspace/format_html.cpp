@@ -10,6 +10,7 @@
 #include "compensation.h"
 #include "html_page.h"
 #include "report.h"
+#include "sink.h"
 #include "text_escape.h"
 
 namespace usdtprof {
@@ -91,7 +92,7 @@ std::string title_of(const Profile &profile)
 
 } // namespace
 
-std::string html_report(const Profile &measured, const ReportOptions &options)
+void html_report(Profile measured, const ReportOptions &options, Sink &out)
 {
 	CompensationSummary summary;
 	Profile compensated = options.raw ? measured : compensate(measured, &summary);
@@ -102,7 +103,7 @@ std::string html_report(const Profile &measured, const ReportOptions &options)
 		     {"raw", options.raw},
 		     {"facts", facts_json(measured, summary, !options.raw)},
 		     {"tree", tree_json(tree, split)}};
-	return html_page(title_of(measured), data);
+	out.write(html_page(title_of(measured), data));
 }
 
 } // namespace usdtprof

@@ -1,10 +1,13 @@
 // The JSON report (formats.cpp, docs/report-json.md): functions, paths,
 // anomalies and calibration, and what the chosen view adds (views.cpp).
+#include <charconv>
+#include <string_view>
 #include <unordered_map>
 
 #include "anomalies.h"
 #include "compensation.h"
 #include "report_text.h"
+#include "sink.h"
 #include "spans.h"
 #include "views.h"
 
@@ -53,12 +56,100 @@ json spans_json(const Profile &profile, bool per_process)
 	return out;
 }
 
-std::string render_json(const Profile &profile, const CallTree &tree, const ReportOptions &options,
-			const Profile &raw, const CompensationSummary &summary)
+// Writes the report as nlohmann's dump(2) of the whole document would, but
+// the paths (a million, each with its stack) one by one into out: the
+// rest is small and dumped by nlohmann, indented one level deeper.
+class JsonReportWriter {
+public:
+	explicit JsonReportWriter(Sink &out) : out_(out) {}
+	void key(const char *name)
+	{
+		out_.write(first_ ? "{\n  \"" : ",\n  \"");
+		out_.write(name);
+		out_.write("\": ");
+		first_ = false;
+	}
+	void value(const json &j)
+	{
+		std::string text = dump(j);
+		for (size_t from = 0;;) {
+			size_t nl = text.find('\n', from);
+			out_.write(std::string_view(text).substr(from, nl == std::string::npos ? nl : nl + 1 - from));
+			if (nl == std::string::npos)
+				break;
+			out_.write("  ");
+			from = nl + 1;
+		}
+	}
+	void end() { out_.write(first_ ? "{}\n" : "\n}\n"); }
+	// Names may not be UTF-8: replace invalid bytes rather than throw.
+	static std::string dump(const json &j) { return j.dump(2, ' ', false, json::error_handler_t::replace); }
+
+private:
+	Sink &out_;
+	bool first_ = true;
+};
+
+void number_field(std::string &out, const char *name, uint64_t value)
 {
-	json functions = json::array(), paths = json::array(), processes = json::array();
-	CallTree raw_tree = with_self_time(build_call_tree(raw), options.time);
-	bool with_raw = raw.calibration && raw_tree.nodes.size() == tree.nodes.size();
+	out += ",\n      \"";
+	out += name;
+	out += "\": ";
+	char digits[24];
+	out.append(digits, std::to_chars(digits, digits + sizeof digits, value).ptr);
+}
+
+// The paths array, "paths": [ ... ] as dump(2) would indent it.
+void write_paths(Sink &out, const CallTree &tree, const CallTree *raw_tree)
+{
+	if (tree.nodes.empty()) {
+		out.write("[]");
+		return;
+	}
+	std::vector<std::string> names(tree.names.size()); // each name quoted and escaped once
+	std::vector<bool> quoted(tree.names.size());
+	std::vector<uint32_t> stack;
+	std::string text;
+	for (uint32_t i = 0; i < tree.nodes.size(); i++) {
+		const TreeNode &n = tree.nodes[i];
+		stack.clear();
+		for (uint32_t p = i; p != kNoParent; p = tree.nodes[p].parent)
+			stack.push_back(tree.nodes[p].name);
+		text = i ? ",\n    {\n      \"stack\": [" : "[\n    {\n      \"stack\": [";
+		for (size_t k = stack.size(); k-- > 0;) {
+			uint32_t name = stack[k];
+			if (!quoted[name]) {
+				names[name] = JsonReportWriter::dump(tree.names[name]);
+				quoted[name] = true;
+			}
+			text += "\n        ";
+			text += names[name];
+			text += k ? "," : "\n      ]";
+		}
+		number_field(text, "calls", n.calls);
+		number_field(text, "open", n.open);
+		number_field(text, "self_ns", n.self_ns);
+		number_field(text, "self_oncpu_ns", n.self_oncpu_ns);
+		number_field(text, "self_offcpu_ns", n.self_offcpu_ns);
+		number_field(text, "total_ns", n.total_ns);
+		if (raw_tree) {
+			number_field(text, "raw_self_ns", raw_tree->nodes[i].self_ns);
+			number_field(text, "raw_total_ns", raw_tree->nodes[i].total_ns);
+			number_field(text, "uncertain_ns", n.uncertain_ns);
+			text += uncertain(n.self_ns, n.uncertain_ns) ? ",\n      \"self_uncertain\": true"
+							       : ",\n      \"self_uncertain\": false";
+		}
+		text += "\n    }";
+		out.write(text);
+	}
+	out.write("\n  ]");
+}
+
+void write_json(Sink &out, const Profile &profile, const CallTree &tree, const ReportOptions &options,
+		const CallTree &raw_tree, bool calibrated, const CompensationSummary &summary)
+{
+	json functions = json::array(), processes = json::array();
+	bool with_raw = calibrated && raw_tree.nodes.size() == tree.nodes.size();
 	std::unordered_map<std::string, FunctionSummary> raw_functions;
 	if (with_raw)
 		for (FunctionSummary &f : summarize_functions(raw_tree))
@@ -73,16 +164,6 @@ std::string render_json(const Profile &profile, const CallTree &tree, const Repo
 		}
 		functions.push_back(std::move(j));
 	}
-	for (uint32_t i = 0; i < tree.nodes.size(); i++) {
-		const TreeNode &n = tree.nodes[i];
-		json j = {{"stack", stack_of(tree, i)}, {"calls", n.calls}, {"open", n.open},
-			{"self_ns", n.self_ns}, {"self_oncpu_ns", n.self_oncpu_ns},
-			{"self_offcpu_ns", n.self_offcpu_ns}, {"total_ns", n.total_ns}};
-		if (with_raw)
-			add_raw(j, n.self_ns, raw_tree.nodes[i].self_ns, raw_tree.nodes[i].total_ns,
-				n.uncertain_ns);
-		paths.push_back(std::move(j));
-	}
 	// The known counters first, in kernel order, then any others the profile has.
 	json anomalies = json::object();
 	for (const Anomaly &a : anomaly_table()) {
@@ -93,32 +174,49 @@ std::string render_json(const Profile &profile, const CallTree &tree, const Repo
 		anomalies[name] = count;
 	for (const ProfileProcess &p : profile.processes)
 		processes.push_back({{"pid", p.pid}, {"comm", p.comm}});
-	json report = {
-		{"time", time_mode_name(tree.time)},
-		{"functions", functions},
-		{"paths", paths},
-		{"anomalies", anomalies},
-		{"total_self_ns", tree.total_self_ns},
-		{"duration_ns", profile.duration_ns},
-		{"sampled_fraction", profile.sampled_fraction},
-		{"processes", processes},
-		{"calibration", calibration_json(raw, summary, !options.raw)},
-		{"spans", spans_json(profile, options.per_process)},
-	};
-	if (const ReportView &view = find_view(options.view); view.json)
-		report[view.json_key] = view.json(tree, options);
-	// Names may not be UTF-8: replace invalid bytes rather than throw.
-	return report.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+	JsonReportWriter report(out);
+	report.key("time");
+	report.value(time_mode_name(tree.time));
+	report.key("functions");
+	report.value(functions);
+	report.key("paths");
+	write_paths(out, tree, with_raw ? &raw_tree : nullptr);
+	report.key("anomalies");
+	report.value(anomalies);
+	report.key("total_self_ns");
+	report.value(tree.total_self_ns);
+	report.key("duration_ns");
+	report.value(profile.duration_ns);
+	report.key("sampled_fraction");
+	report.value(profile.sampled_fraction);
+	report.key("processes");
+	report.value(processes);
+	report.key("calibration");
+	report.value(calibration_json(profile, summary, !options.raw));
+	report.key("spans");
+	report.value(spans_json(profile, options.per_process));
+	if (const ReportView &view = find_view(options.view); view.json) {
+		report.key(view.json_key);
+		report.value(view.json(tree, options));
+	}
+	report.end();
 }
 
 } // namespace
 
-std::string json_report(const Profile &measured, const ReportOptions &options)
+void json_report(Profile measured, const ReportOptions &options, Sink &out)
 {
-	const Profile &raw = options.per_process ? split_by_process(measured) : measured;
+	Profile profile = options.per_process ? split_by_process(measured) : std::move(measured);
+	measured = Profile();
+	// The measured times beside the compensated ones: the raw tree first,
+	// then the profile compensated in place (compensation keeps the calibration).
+	bool calibrated = profile.calibration.has_value();
+	CallTree raw_tree = calibrated ? with_self_time(build_call_tree(profile), options.time) : CallTree{};
 	CompensationSummary summary;
-	Profile profile = options.raw ? raw : compensate(raw, &summary);
-	return render_json(profile, with_self_time(build_call_tree(profile), options.time), options, raw, summary);
+	if (!options.raw)
+		compensate_in_place(profile, &summary);
+	CallTree tree = with_self_time(build_call_tree(profile), options.time);
+	write_json(out, profile, tree, options, raw_tree, calibrated, summary);
 }
 
 } // namespace usdtprof

@@ -5,6 +5,7 @@
 #include "anomalies.h"
 #include "compensation.h"
 #include "report_text.h"
+#include "sink.h"
 #include "spans.h"
 #include "text_escape.h"
 #include "views.h"
@@ -60,20 +61,21 @@ std::string render_spans(const Profile &profile, bool per_process)
 	return out + notes;
 }
 
-std::string one_report(const Profile &measured, const ReportOptions &options)
+std::string one_report(Profile profile, const ReportOptions &options)
 {
+	// Compensation keeps the calibration: what the lines below say of the measured profile.
 	CompensationSummary summary;
-	Profile compensated = options.raw ? measured : compensate(measured, &summary);
-	const Profile &profile = compensated;
+	if (!options.raw)
+		compensate_in_place(profile, &summary);
 	CallTree tree = with_self_time(build_call_tree(profile), options.time);
 	std::string out = find_view(options.view).text(profile, tree, options);
 	if (options.time != TimeMode::Wall) // "usdtprof report (on-CPU time): ..."
 		out.insert(out.find(':'), options.time == TimeMode::Cpu ? " (on-CPU time)" : " (off-CPU time)");
 	out += render_spans(profile, options.per_process);
 	out += "\n" + render_anomalies(profile);
-	if (options.raw && measured.calibration)
+	if (options.raw && profile.calibration)
 		out += "times as measured (--raw): probe overhead included\n";
-	out += compensation_line(measured, summary);
+	out += compensation_line(profile, summary);
 	if (std::any_of(tree.nodes.begin(), tree.nodes.end(),
 			[](const TreeNode &n) { return uncertain(n.self_ns, n.uncertain_ns); }))
 		out += "~: a self time within the calibration's spread: not precise\n";
@@ -104,12 +106,13 @@ std::string per_process_reports(const Profile &profile, const ReportOptions &opt
 
 } // namespace
 
-std::string text_report(const Profile &measured, const ReportOptions &options)
+void text_report(Profile measured, const ReportOptions &options, Sink &out)
 {
 	if (!options.per_process)
-		return one_report(measured, options);
-	return find_view(options.view).per_process_tables ? per_process_reports(measured, options)
-							   : one_report(split_by_process(measured), options);
+		out.write(one_report(std::move(measured), options));
+	else
+		out.write(find_view(options.view).per_process_tables ? per_process_reports(measured, options)
+								     : one_report(split_by_process(measured), options));
 }
 
 } // namespace usdtprof

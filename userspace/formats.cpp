@@ -6,11 +6,11 @@
 
 namespace usdtprof {
 
-std::string text_report(const Profile &measured, const ReportOptions &options);       // format_text.cpp
-std::string json_report(const Profile &measured, const ReportOptions &options);       // format_json.cpp
-std::string folded_stacks(const Profile &measured, const ReportOptions &options);     // format_folded.cpp
-std::string pprof_profile(const Profile &measured, const ReportOptions &options);     // pprof.cpp
-std::string html_report(const Profile &measured, const ReportOptions &options);       // format_html.cpp
+void text_report(Profile measured, const ReportOptions &options, Sink &out);   // format_text.cpp
+void json_report(Profile measured, const ReportOptions &options, Sink &out);   // format_json.cpp
+void folded_stacks(Profile measured, const ReportOptions &options, Sink &out); // format_folded.cpp
+void pprof_profile(Profile measured, const ReportOptions &options, Sink &out); // pprof.cpp
+void html_report(Profile measured, const ReportOptions &options, Sink &out);   // format_html.cpp
 
 namespace {
 
@@ -26,7 +26,7 @@ const Format kFormats[] = {
 	 .writes = "flamegraph.pl, speedscope; weights in nanoseconds", .uses = kUseExport, .profile = folded_stacks},
 	{.name = "data", .extension = ".data", .writes = "usdtprof's own profile file, times as measured",
 	 .uses = kUseMonitor, .binary = true,
-	 .profile = [](const Profile &measured, const ReportOptions &) { return serialize_profile(measured); }},
+	 .profile = [](Profile measured, const ReportOptions &, Sink &out) { write_profile(measured, out); }},
 	{.name = "pprof", .extension = ".pb.gz",
 	 .writes = "gzipped protobuf for go tool pprof; binary: use -o or a pipe", .uses = kUseExport | kUseMonitor,
 	 .binary = true, .profile = pprof_profile},
@@ -55,6 +55,13 @@ std::vector<std::string> format_names(unsigned use)
 		if (f.uses & use)
 			names.push_back(f.name);
 	return names;
+}
+
+std::string render_profile(const Format &format, const Profile &measured, const ReportOptions &options)
+{
+	StringSink out;
+	format.profile(measured, options, out);
+	return std::move(out.text);
 }
 
 std::string describe_formats(unsigned use)

@@ -9,6 +9,7 @@
 
 #include "profile.h"
 #include "report.h"
+#include "sink.h"
 #include "trace.h"
 
 namespace usdtprof {
@@ -27,9 +28,11 @@ struct Format {
 	const char *writes = "";    // what it writes, for --help
 	unsigned uses = 0;          // FormatUse bits
 	bool binary = false;        // not written to a terminal
-	// Formats of a profile get it as recorded (measured times) and
-	// compensate themselves unless options.raw; timelines get the events.
-	std::string (*profile)(const Profile &measured, const ReportOptions &options) = nullptr;
+	// Formats of a profile get it as recorded (measured times), theirs to
+	// change (they compensate it in place unless options.raw: no copy of a
+	// million paths), and write into out as they go, never holding a large
+	// output whole; timelines get the events.
+	void (*profile)(Profile measured, const ReportOptions &options, Sink &out) = nullptr;
 	std::string (*timeline)(const TraceInput &input) = nullptr;
 };
 
@@ -39,5 +42,7 @@ const Format *find_format(const std::string &name, unsigned use);
 std::vector<std::string> format_names(unsigned use);
 // "name (writes), name (writes)" for --help.
 std::string describe_formats(unsigned use);
+// A format of a profile's output as one string (tests, monitor's small intervals).
+std::string render_profile(const Format &format, const Profile &measured, const ReportOptions &options);
 
 } // namespace usdtprof

@@ -156,7 +156,7 @@ std::string write_interval_files(const std::string &base, const Profile &measure
 	for (const Format &f : formats()) {
 		if (!(f.uses & kUseMonitor))
 			continue;
-		std::string out = f.profile(measured, ReportOptions{});
+		std::string out = render_profile(f, measured, ReportOptions{});
 		// Names usdtprof chose: replaced, never followed or written through.
 		if (auto r = write_file_atomically(base + f.extension, out); !r)
 			log_line("%s", r.error().message.c_str());

@@ -17,6 +17,7 @@
 
 #include "compensation.h"
 #include "proto/profile.pb.h"
+#include "sink.h"
 #include "text_escape.h"
 
 namespace usdtprof {
@@ -236,9 +237,11 @@ std::string render_pprof(const Profile &profile, TimeMode time)
 namespace usdtprof {
 
 // The pprof row of formats.cpp: compensated unless --raw.
-std::string pprof_profile(const Profile &measured, const ReportOptions &options)
+void pprof_profile(Profile measured, const ReportOptions &options, Sink &out)
 {
-	return render_pprof(options.raw ? measured : compensate(measured), options.time);
+	if (!options.raw)
+		compensate_in_place(measured);
+	out.write(render_pprof(measured, options.time));
 }
 
 } // namespace usdtprof

@@ -120,6 +120,9 @@ Result<SortKey> parse_sort_key(const std::string &key);
 // exclusive time, weight = that time in nanoseconds (exact: the weights add
 // up to total_self_ns), depth first; "" when no path has time.
 std::string render_folded(const CallTree &tree);
+class Sink;
+// The same into out, line by line.
+void write_folded(const CallTree &tree, Sink &out);
 // Escapes a name for one folded frame (';', '%' and control characters).
 std::string escape_folded_frame(const std::string &name);
 

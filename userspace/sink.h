@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -20,6 +21,33 @@ public:
 	std::string text;
 	void write(const char *data, size_t size) override { text.append(data, size); }
 	using Sink::write;
+};
+
+// A stdio stream (stdout), buffered by stdio.
+class StdioSink : public Sink {
+public:
+	explicit StdioSink(FILE *stream) : stream_(stream) {}
+	void write(const char *data, size_t size) override { fwrite(data, 1, size, stream_); }
+	using Sink::write;
+
+private:
+	FILE *stream_;
+};
+
+// Passes everything on to another sink, counting the bytes.
+class CountingSink : public Sink {
+public:
+	explicit CountingSink(Sink &next) : next_(next) {}
+	void write(const char *data, size_t size) override
+	{
+		bytes += size;
+		next_.write(data, size);
+	}
+	using Sink::write;
+	size_t bytes = 0;
+
+private:
+	Sink &next_;
 };
 
 } // namespace usdtprof

@@ -8,5 +8,5 @@
 inline std::string render_as(const char *format, const usdtprof::Profile &measured,
 			     const usdtprof::ReportOptions &options)
 {
-	return usdtprof::find_format(format, usdtprof::kUseReport)->profile(measured, options);
+	return usdtprof::render_profile(*usdtprof::find_format(format, usdtprof::kUseReport), measured, options);
 }

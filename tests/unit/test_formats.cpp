@@ -34,7 +34,7 @@ TEST_CASE("formats: the data row writes the profile file, which loads back", "[f
 	Profile p;
 	p.functions = {"main"};
 	p.nodes.push_back({kNoParent, 0, 7, 1, 0, 100, 100});
-	std::string bytes = find_format("data", kUseMonitor)->profile(p, ReportOptions{});
+	std::string bytes = render_profile(*find_format("data", kUseMonitor), p, ReportOptions{});
 	CHECK(bytes == serialize_profile(p));
 }
 

@@ -38,7 +38,7 @@ TEST_CASE("html: names a process chose can neither end the data's script nor run
 	p.nodes.push_back({0, 1, 42, 1, 0, 100, 100});
 	p.nodes.push_back({1, 2, 42, 1, 0, 100, 100});
 	p.nodes.push_back({2, 3, 42, 1, 0, 100, 100});
-	std::string page = find_format("html", kUseReport)->profile(p, ReportOptions{});
+	std::string page = render_profile(*find_format("html", kUseReport), p, ReportOptions{});
 	// Only the page's own two scripts and its title; nothing a name brought.
 	CHECK(count(page, "<script") == 2);
 	CHECK(count(page, "</script") == 2);
@@ -64,7 +64,7 @@ TEST_CASE("html: the page carries the tree with one root per process and each pa
 	p.nodes.push_back({kNoParent, 0, 7, 1, 0, 500, 900});
 	p.nodes.push_back({0, 1, 7, 3, 1, 400, 400, 150});
 	p.nodes.push_back({kNoParent, 0, 9, 2, 0, 100, 100});
-	nlohmann::json data = page_data(find_format("html", kUseReport)->profile(p, ReportOptions{}));
+	nlohmann::json data = page_data(render_profile(*find_format("html", kUseReport), p, ReportOptions{}));
 	CHECK(data["kind"] == "report");
 	const nlohmann::json &tree = data["tree"];
 	REQUIRE(tree["roots"].size() == 2);

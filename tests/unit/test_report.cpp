@@ -280,6 +280,26 @@ TEST_CASE("report: json", "[report]")
 	CHECK(j["sampled_fraction"] == 1.0);
 }
 
+TEST_CASE("report: json is written path by path with exactly the bytes of the document's dump", "[report]")
+{
+	Profile p = sample_profile();
+	p.functions[1] = "w\"o\\rk\x01\xff"; // quoted, escaped and invalid UTF-8
+	for (bool calibrated : {false, true}) {
+		if (calibrated)
+			p.calibration = Calibration{{{"native", 120.0, 80.0, 3.0, 2.0, 24, 0}}, std::vector<int32_t>(5, 0)};
+		for (const char *view : {"flat", "tree"}) {
+			ReportOptions o;
+			o.view = view;
+			std::string text = render_as("json", p, o);
+			auto j = nlohmann::ordered_json::parse(text); // keys in the report's order
+			CHECK(text == j.dump(2) + "\n");
+			CHECK(j["paths"].size() == 6); // the renamed function no longer merges with its namesake
+			CHECK(j["paths"][0].contains("raw_self_ns") == calibrated);
+		}
+	}
+	CHECK(render_as("json", Profile{}, {}) == nlohmann::ordered_json::parse(render_as("json", Profile{}, {})).dump(2) + "\n");
+}
+
 TEST_CASE("report: a sampled monitor interval says so, with its counts unscaled", "[report]")
 {
 	Profile p = sample_profile();

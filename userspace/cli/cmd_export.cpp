@@ -43,17 +43,23 @@ Command add_export_command(CLI::App &parent)
 			options.raw = a->raw;
 			options.time = *parse_time_mode(a->time);
 			TimeMode time = options.time;
-			std::string out = format.profile(profile, options);
-			// flamegraph.pl and others fail on an empty file ("No stack counts found").
-			if (out.empty())
-				throw UserError(inputs_name(a->in) + ": no call path has " +
-						(time == TimeMode::Wall ? std::string("any time") : std::string(time_mode_name(time)) + " time") +
-						": no " + a->format + " stacks to write");
+			auto produce = [&](Sink &sink) {
+				CountingSink out(sink);
+				format.profile(std::move(profile), options, out);
+				// flamegraph.pl and others fail on an empty file ("No stack counts
+				// found"). Nothing was written: -o leaves no file, stdout nothing.
+				if (out.bytes == 0)
+					throw UserError(inputs_name(a->in) + ": no call path has " +
+							(time == TimeMode::Wall ? std::string("any time")
+										: std::string(time_mode_name(time)) + " time") +
+							": no " + a->format + " stacks to write");
+			};
 			if (a->output.empty()) {
-				fwrite(out.data(), 1, out.size(), stdout);
+				StdioSink out(stdout);
+				produce(out);
 				return 0;
 			}
-			if (auto r = write_output(a->output, out); !r)
+			if (auto r = write_output(a->output, produce); !r)
 				throw UserError(r.error().message);
 			return 0;
 		}};

@@ -14,14 +14,15 @@ namespace usdtprof::cli {
 
 namespace {
 
-// To stdout, or through write_output to the file -o names.
-int write_result(const std::string &output, const std::string &text)
+// To stdout, or through write_output to the file -o names, as it is made.
+int write_result(const std::string &output, const OutputProducer &produce)
 {
 	if (output.empty()) {
-		fwrite(text.data(), 1, text.size(), stdout);
+		StdioSink out(stdout);
+		produce(out);
 		return 0;
 	}
-	if (auto r = write_output(output, text); !r)
+	if (auto r = write_output(output, produce); !r)
 		throw UserError(r.error().message);
 	return 0;
 }
@@ -79,9 +80,11 @@ Command add_report_command(CLI::App &parent)
 							     a->options, a->format == "json", a->callers, a->callees);
 				if (!out)
 					throw UserError(inputs_name(a->in) + ": " + out.error().message);
-				return write_result(a->output, *out);
+				return write_result(a->output, [&](Sink &sink) { sink.write(*out); });
 			}
-			return write_result(a->output, find_format(a->format, kUseReport)->profile(profile, a->options));
+			const Format &format = *find_format(a->format, kUseReport);
+			return write_result(a->output,
+					    [&](Sink &sink) { format.profile(std::move(profile), a->options, sink); });
 		}};
 }
 
