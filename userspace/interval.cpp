@@ -10,6 +10,8 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "sink.h"
+
 namespace usdtprof {
 
 namespace {
@@ -185,10 +187,24 @@ void keep_nodes(Profile &p, const std::vector<bool> &keep)
 
 } // namespace
 
+namespace {
+
+// The size of the profile's file, counted as it is made, never held.
+uint64_t file_size(const Profile &profile)
+{
+	ByteCounter counter;
+	write_profile(profile, counter);
+	return counter.bytes;
+}
+
+} // namespace
+
 std::optional<ProfileTrim> trim_profile(Profile &profile, uint64_t max_bytes)
 {
-	uint64_t bytes = serialize_profile(profile).size();
-	if (max_bytes == 0 || bytes <= max_bytes)
+	if (max_bytes == 0)
+		return std::nullopt;
+	uint64_t bytes = file_size(profile);
+	if (bytes <= max_bytes)
 		return std::nullopt;
 	ProfileTrim trim{bytes, profile.nodes.size(), 0};
 	double names = 0;
@@ -199,7 +215,7 @@ std::optional<ProfileTrim> trim_profile(Profile &profile, uint64_t max_bytes)
 	for (double budget = double(max_bytes) * 0.9;; budget *= 0.8) {
 		Profile candidate = profile;
 		keep_nodes(candidate, heaviest_nodes(profile, node_bytes, budget));
-		if (serialize_profile(candidate).size() <= max_bytes || candidate.nodes.empty()) {
+		if (file_size(candidate) <= max_bytes || candidate.nodes.empty()) {
 			profile = std::move(candidate);
 			break;
 		}

@@ -34,6 +34,14 @@ private:
 	FILE *stream_;
 };
 
+// Counts the bytes and keeps none: an output's size without holding it.
+class ByteCounter : public Sink {
+public:
+	void write(const char *, size_t size) override { bytes += size; }
+	using Sink::write;
+	size_t bytes = 0;
+};
+
 // Passes everything on to another sink, counting the bytes.
 class CountingSink : public Sink {
 public:
