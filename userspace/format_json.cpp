@@ -172,8 +172,16 @@ void write_json(Sink &out, const Profile &profile, const CallTree &tree, const R
 	}
 	for (const auto &[name, count] : profile.anomalies)
 		anomalies[name] = count;
-	for (const ProfileProcess &p : profile.processes)
-		processes.push_back({{"pid", p.pid}, {"comm", p.comm}});
+	for (const ProfileProcess &p : profile.processes) {
+		json process = {{"pid", p.pid}, {"comm", p.comm}};
+		if (p.ns_pid)
+			process["ns_pid"] = p.ns_pid;
+		for (auto [key, value] : {std::pair{"cgroup", &p.cgroup}, {"container_runtime", &p.container_runtime},
+					  {"container_id", &p.container_id}})
+			if (!value->empty())
+				process[key] = *value;
+		processes.push_back(std::move(process));
+	}
 	JsonReportWriter report(out);
 	report.key("time");
 	report.value(time_mode_name(tree.time));

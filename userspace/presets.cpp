@@ -7,8 +7,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sys/stat.h>
 
 #include "naming.h"
+#include "proc_root.h"
 #include "usdt.h"
 
 namespace usdtprof {
@@ -108,20 +110,30 @@ std::string java_check(int pid)
 	       "restart the JVM with it (record -- java ... sets it)";
 }
 
-// A JDK's libjvm.so, "" if home is none.
-std::string jdk_library(const std::filesystem::path &home)
+// The file at path inside pid's root (a container's: resolved there,
+// proc_root.h) as that root names it, without symlinks; "" if none.
+std::string file_in_root(int pid, const std::filesystem::path &path)
 {
-	std::error_code ec;
-	auto jvm = home / "lib" / "server" / "libjvm.so";
-	return std::filesystem::is_regular_file(jvm, ec) ? std::filesystem::canonical(jvm, ec).string() : "";
+	auto fd = open_path_in_root(pid, path.string());
+	struct stat st;
+	if (!fd || fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode))
+		return "";
+	return fd_name(fd->get());
 }
 
-// Whether the file names libjvm.so (to dlopen it: an embedding launcher).
-bool names_libjvm(const std::string &executable)
+// A JDK's libjvm.so in pid's root, "" if home has none.
+std::string jdk_library(int pid, const std::filesystem::path &home)
+{
+	return file_in_root(pid, home / "lib" / "server" / "libjvm.so");
+}
+
+// Whether pid's executable names libjvm.so (to dlopen it: an embedding
+// launcher). Read through /proc/PID/exe: the file itself, no path lookup.
+bool names_libjvm(int pid)
 {
 	constexpr std::string_view needle = "libjvm.so";
 	constexpr size_t kMaxScanned = 64 << 20;
-	std::ifstream in(executable, std::ios::binary);
+	std::ifstream in("/proc/" + std::to_string(pid) + "/exe", std::ios::binary);
 	std::string chunk(1 << 16, '\0'), carry;
 	for (size_t scanned = 0; in && scanned < kMaxScanned;) {
 		in.read(chunk.data(), std::streamsize(chunk.size()));
@@ -135,20 +147,19 @@ bool names_libjvm(const std::string &executable)
 }
 
 // The JDK an embedding program loads when it is told none: JAVA_HOME's, else
-// that of the `java` on PATH (Debian's alternatives lead to it).
-std::string default_jdk_library()
+// that of the `java` on PATH (Debian's alternatives lead to it), in pid's root.
+std::string default_jdk_library(int pid)
 {
 	if (const char *home = getenv("JAVA_HOME"); home && *home)
-		if (std::string lib = jdk_library(home); !lib.empty())
+		if (std::string lib = jdk_library(pid, home); !lib.empty())
 			return lib;
 	const char *path = getenv("PATH");
 	std::string dirs = path ? path : "/usr/bin:/bin";
 	for (size_t at = 0; at <= dirs.size();) {
 		size_t end = std::min(dirs.find(':', at), dirs.size());
-		std::error_code ec;
-		auto java = std::filesystem::canonical(std::filesystem::path(dirs.substr(at, end - at)) / "java", ec);
-		if (!ec && java.parent_path().filename() == "bin")
-			return jdk_library(java.parent_path().parent_path());
+		std::filesystem::path java = file_in_root(pid, std::filesystem::path(dirs.substr(at, end - at)) / "java");
+		if (!java.empty() && java.parent_path().filename() == "bin")
+			return jdk_library(pid, java.parent_path().parent_path());
 		at = end + 1;
 	}
 	return "";
@@ -158,17 +169,19 @@ std::string default_jdk_library()
 // JDK's libjvm.so, bin/../lib/server, with dlopen after start. A program
 // elsewhere that names libjvm.so (one that embeds a JVM through
 // JNI_CreateJavaVM) is taken to load the default JDK's, as such launchers
-// do unless told otherwise; one that loads another is not seen.
-std::string java_library(const std::string &executable)
+// do unless told otherwise; one that loads another is not seen. The
+// executable is the kernel's name of it, and every path is looked up in the
+// process's own root: a followed process may have entered a container.
+std::string java_library(int pid)
 {
 	std::error_code ec;
-	auto exe = std::filesystem::canonical(executable, ec);
+	std::filesystem::path exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
 	if (ec)
 		return "";
 	if (exe.parent_path().filename() == "bin")
-		if (std::string lib = jdk_library(exe.parent_path().parent_path()); !lib.empty())
+		if (std::string lib = jdk_library(pid, exe.parent_path().parent_path()); !lib.empty())
 			return lib;
-	return names_libjvm(exe.string()) ? default_jdk_library() : "";
+	return names_libjvm(pid) ? default_jdk_library(pid) : "";
 }
 
 // python:function__entry/return(file, function, line): the code object's

@@ -36,9 +36,10 @@ struct Preset {
 	const char *script_extension = "";    // of the launch script's file: the runtime loads it by it
 	// Said when a command is launched without the launch script.
 	const char *without_script = nullptr;
-	// Files holding the probes that a launched executable loads later with
-	// dlopen (HotSpot's libjvm.so): "" when none. nullptr: never.
-	std::string (*late_library)(const std::string &executable) = nullptr;
+	// The file holding the probes that a launched process (pid, at its entry
+	// point or just exec'd) loads later with dlopen (HotSpot's libjvm.so), as
+	// a path in that process's root: "" when none. nullptr: never.
+	std::string (*late_library)(int pid) = nullptr;
 	// Loaded by every launched process of the runtime from repair_path:
 	// repairs what would make its probes crash it (Ruby 3.1), then says so
 	// (ruby_repaired).

@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "container.h"
+
 namespace usdtprof {
 
 namespace {
@@ -187,6 +189,11 @@ ProfileProcess describe_process(int pid)
 	p.comm = read_file(dir + "/comm");
 	if (!p.comm.empty() && p.comm.back() == '\n')
 		p.comm.pop_back();
+	p.ns_pid = ns_pid_from_status(read_file(dir + "/status"));
+	p.cgroup = cgroup_from_proc(read_file(dir + "/cgroup"));
+	ContainerId container = container_id_from_cgroup(p.cgroup);
+	p.container_runtime = container.runtime;
+	p.container_id = container.id;
 	std::string cmdline = read_file(dir + "/cmdline");
 	for (size_t start = 0; start < cmdline.size();) {
 		size_t end = cmdline.find('\0', start);

@@ -19,9 +19,14 @@ inline constexpr int kProfileVersion = kProfileVersionBinary;
 inline constexpr uint32_t kNoParent = UINT32_MAX;
 
 struct ProfileProcess {
-	int32_t pid = 0;
+	int32_t pid = 0; // as the host (usdtprof's pid namespace) numbers it
 	std::string comm;
 	std::vector<std::string> cmdline;
+	// Its container identity (container.h); 0 / "" when none.
+	int32_t ns_pid = 0;            // its pid in its own pid namespace, when that is another
+	std::string cgroup{};          // its cgroup path, bounded and escaped
+	std::string container_runtime{}; // the runtime its cgroup's name shows (docker, crio ...)
+	std::string container_id{};    // the container id in its cgroup's name: 64 hex digits
 };
 
 struct ProfileProbe {

@@ -271,8 +271,18 @@ Profile meta_from_json(const json &j, int version)
 	for (const json &e : typed(j, "processes", "", json::value_t::array)) {
 		std::string w = "processes[" + std::to_string(p.processes.size()) + "].";
 		require_object(e, w);
-		p.processes.push_back({static_cast<int32_t>(get_int(e, "pid", w, INT32_MIN, INT32_MAX)),
-			get_string(e, "comm", w), get_strings(e, "cmdline", w)});
+		ProfileProcess proc;
+		proc.pid = static_cast<int32_t>(get_int(e, "pid", w, INT32_MIN, INT32_MAX));
+		proc.comm = get_string(e, "comm", w);
+		proc.cmdline = get_strings(e, "cmdline", w);
+		// The container identity: absent from profiles of processes without one.
+		if (e.contains("ns_pid"))
+			proc.ns_pid = static_cast<int32_t>(get_int(e, "ns_pid", w, 0, INT32_MAX));
+		for (auto [key, field] : {std::pair{"cgroup", &proc.cgroup}, {"container_runtime", &proc.container_runtime},
+					  {"container_id", &proc.container_id}})
+			if (e.contains(key))
+				*field = get_string(e, key, w);
+		p.processes.push_back(std::move(proc));
 	}
 	for (const json &e : typed(j, "probes", "", json::value_t::array)) {
 		std::string w = "probes[" + std::to_string(p.probes.size()) + "].";
@@ -535,12 +545,25 @@ namespace {
 
 using ojson = nlohmann::ordered_json; // ordered, so that "format" and "version" lead
 
+// A process; its container identity only when it has one.
+ojson process_object(const ProfileProcess &p)
+{
+	ojson o = {{"pid", p.pid}, {"comm", p.comm}, {"cmdline", p.cmdline}};
+	if (p.ns_pid)
+		o["ns_pid"] = p.ns_pid;
+	for (auto [key, value] : {std::pair{"cgroup", &p.cgroup}, {"container_runtime", &p.container_runtime},
+				  {"container_id", &p.container_id}})
+		if (!value->empty())
+			o[key] = *value;
+	return o;
+}
+
 // The fields before "functions", as both versions write them.
 ojson meta_object(const Profile &profile, int version)
 {
 	ojson processes = ojson::array(), probes = ojson::array();
 	for (const ProfileProcess &p : profile.processes)
-		processes.push_back({{"pid", p.pid}, {"comm", p.comm}, {"cmdline", p.cmdline}});
+		processes.push_back(process_object(p));
 	for (const ProfileProbe &p : profile.probes)
 		probes.push_back({{"binary", p.binary}, {"provider", p.provider}, {"name", p.name},
 			{"role", p.role}, {"sites", p.sites}});

@@ -265,13 +265,13 @@ bool apply_launch_env(const std::vector<const Preset *> &chosen, bool use_script
 }
 
 // The files a launched command maps at its entry point, and those its presets load later.
-Result<FilesByPid> image_files(int pid, const std::vector<Mapping> &maps, const std::string &executable,
-			       TargetFiles &opened)
+Result<FilesByPid> image_files(int pid, const std::vector<Mapping> &maps, TargetFiles &opened)
 {
 	std::vector<TargetFilePtr> files = opened.of_process(pid, maps);
 	for (const Preset &p : presets())
-		if (std::string lib = p.late_library ? p.late_library(executable) : ""; !lib.empty()) {
-			auto file = open_named_file(lib);
+		if (std::string lib = p.late_library ? p.late_library(pid) : ""; !lib.empty()) {
+			// A path in the process's root, looked up there only.
+			auto file = open_file_in_root(pid, lib);
 			if (!file)
 				return file.error();
 			opened.add(*file);
@@ -280,12 +280,12 @@ Result<FilesByPid> image_files(int pid, const std::vector<Mapping> &maps, const 
 	return FilesByPid{{pid, files}};
 }
 
-FilesByPid launch_files(int pid, const std::string &executable, TargetFiles &opened)
+FilesByPid launch_files(int pid, TargetFiles &opened)
 {
 	auto maps = read_proc_maps(pid);
 	if (!maps)
 		throw UserError(maps.error().message);
-	auto files = image_files(pid, *maps, executable, opened);
+	auto files = image_files(pid, *maps, opened);
 	if (!files)
 		throw UserError(files.error().message);
 	return *files;
@@ -389,7 +389,7 @@ private:
 			return; // gone
 		if (std::find(searched_.begin(), searched_.end(), exe) == searched_.end())
 			searched_.push_back(exe);
-		auto files = image_files(pid, *maps, exe, opened_);
+		auto files = image_files(pid, *maps, opened_);
 		if (!files) {
 			log_line("%s: %s; not recorded", pid_text(pid).c_str(), files.error().message.c_str());
 			return;
@@ -635,7 +635,7 @@ int record(const RecordOptions &o)
 					throw UserError(launched.error().message);
 				child.reset();
 				child.emplace(std::move(*launched));
-				files = launch_files(child->pid(), executable, opened);
+				files = launch_files(child->pid(), opened);
 				chosen = choose_presets(o, files);
 				// The held command has run none of its code: when its runtime
 				// needs an environment variable, it starts again with it.

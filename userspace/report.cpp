@@ -88,6 +88,23 @@ std::string sampled_line(const Profile &profile)
 		    profile.sampled_fraction * 100);
 }
 
+std::string container_lines(const Profile &profile)
+{
+	std::string out;
+	for (const ProfileProcess &p : profile.processes) {
+		if (!p.ns_pid && p.container_id.empty())
+			continue;
+		std::string what;
+		if (p.ns_pid)
+			what = "pid " + std::to_string(p.ns_pid) + " in its pid namespace";
+		if (!p.container_id.empty())
+			what += (what.empty() ? "" : ", ") + p.container_runtime + " container " + p.container_id.substr(0, 12);
+		out += "process " + (p.comm.empty() ? "" : escape_text(p.comm) + " ") + "(pid " + std::to_string(p.pid) +
+		       "): " + what + "\n";
+	}
+	return out;
+}
+
 std::string lost_paths_line(const Profile &profile, const CallTree &tree)
 {
 	auto full = profile.anomalies.find("agg_full");

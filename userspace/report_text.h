@@ -20,6 +20,9 @@ uint64_t total_calls(const CallTree &tree);
 std::string line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 // "sampled: ..." for a monitor interval probed for only part of its time, else "".
 std::string sampled_line(const Profile &profile);
+// "process srv (pid 4242): pid 1 in its pid namespace, docker container
+// 0123456789ab" for each process in another pid namespace or a container.
+std::string container_lines(const Profile &profile);
 // "lost paths: ..." when the kernel's call-path table was full: the share of
 // the time charged to [other] frames, said first, since every line below is
 // coarser for it; else "".

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "proc_root.h"
 #include "text_escape.h"
 
 namespace usdtprof {
@@ -63,29 +64,61 @@ bool is_mapped_file(const struct stat &st, const Mapping &m)
 
 Result<TargetFilePtr> open_mapped_file(int pid, const Mapping &m)
 {
-	// map_files/ is a link to the mapped file itself (root only); the path
-	// is the target's to change: a symlink there is refused (O_NOFOLLOW),
-	// any other file fails the device and inode check.
+	// map_files/ is a link to the mapped file itself (root only). The path is
+	// the target's to change, and names a file in its own root (a container):
+	// looked up there only, not opened before it is checked, and any other
+	// file fails the device and inode check.
 	UniqueFd fd(open(map_files_path(pid, m).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-	if (fd.get() < 0)
-		fd = UniqueFd(open(m.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW));
+	if (fd.get() < 0) {
+		auto in_root = open_path_in_root(pid, m.path);
+		if (!in_root)
+			return in_root.error();
+		auto reopened = reopen_regular(*in_root, m.path);
+		if (!reopened)
+			return reopened.error();
+		fd = std::move(*reopened);
+	}
 	struct stat st;
-	if (fd.get() < 0 || fstat(fd.get(), &st) != 0)
+	if (fstat(fd.get(), &st) != 0)
 		return Error{m.path + ": " + strerror(errno)};
 	if (!is_mapped_file(st, m))
 		return Error{m.path + ": not the file the process maps"};
 	return load(std::move(fd), st, m.path);
 }
 
+namespace {
+
+// The regular file found (an O_PATH fd), opened for reading and its sites read.
+Result<TargetFilePtr> load_found(Result<UniqueFd> found, const std::string &name)
+{
+	if (!found)
+		return found.error();
+	auto fd = reopen_regular(*found, name);
+	if (!fd)
+		return fd.error();
+	struct stat st;
+	if (fstat(fd->get(), &st) != 0)
+		return Error{name + ": " + strerror(errno)};
+	return load(std::move(*fd), st, name);
+}
+
+} // namespace
+
 Result<TargetFilePtr> open_named_file(const std::string &path)
 {
-	UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-	struct stat st;
-	if (fd.get() < 0 || fstat(fd.get(), &st) != 0)
+	// /proc/PID/root/REST names REST in that process's root (a container):
+	// resolved there, so that a symlink planted in it cannot lead out of it.
+	if (auto rooted = split_proc_root(path))
+		return load_found(open_path_in_root(rooted->pid, rooted->path), path);
+	UniqueFd fd(open(path.c_str(), O_PATH | O_CLOEXEC));
+	if (fd.get() < 0)
 		return Error{path + ": " + strerror(errno)};
-	if (!S_ISREG(st.st_mode))
-		return Error{path + ": not a regular file"};
-	return load(std::move(fd), st, path);
+	return load_found(std::move(fd), path);
+}
+
+Result<TargetFilePtr> open_file_in_root(int pid, const std::string &path)
+{
+	return load_found(open_path_in_root(pid, path), path);
 }
 
 std::vector<TargetFilePtr> TargetFiles::of_process(int pid, const std::vector<Mapping> &maps)

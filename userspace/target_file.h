@@ -36,12 +36,18 @@ bool is_mapped_file(const struct stat &st, const Mapping &m);
 
 // The file of mapping m of process pid, opened through /proc/PID/map_files/
 // (the file mapped there, no path lookup) or, if that is refused, by its
-// path without following a symlink or blocking; either way it must be the
-// file the maps line shows. Its USDT sites are read.
+// path looked up inside the process's own root (proc_root.h: never leading
+// out of a container), checked before it is opened for reading; either way
+// it must be the file the maps line shows. Its USDT sites are read.
 Result<TargetFilePtr> open_mapped_file(int pid, const Mapping &m);
 // A file named on usdtprof's command line (a symlink there is root's
 // choice), opened without blocking: a regular ELF file. Its sites are read.
+// /proc/PID/root/REST is REST inside that process's root (a container's),
+// resolved there (proc_root.h): a symlink in it cannot lead to a host file.
 Result<TargetFilePtr> open_named_file(const std::string &path);
+// The file at path as process pid sees it, resolved inside its root only
+// (proc_root.h), named path: a regular ELF file. Its sites are read.
+Result<TargetFilePtr> open_file_in_root(int pid, const std::string &path);
 
 // The files of targets by device and inode, each opened (and its notes
 // read) once however many processes map it.

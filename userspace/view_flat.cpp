@@ -10,7 +10,7 @@ std::string flat_text(const Profile &profile, const CallTree &tree, const Report
 	auto [fs, cut] = ranked_functions(tree, options);
 	std::string out = "usdtprof report: " + human_ns(tree.total_self_ns) + " recorded in " +
 		std::to_string(total_calls(tree)) + " calls over " + human_ns(profile.duration_ns) + "\n" +
-		lost_paths_line(profile, tree) + sampled_line(profile) + "\n";
+		lost_paths_line(profile, tree) + sampled_line(profile) + container_lines(profile) + "\n";
 	out += line("%12s %10s %6s %10s %10s  %s\n", "calls", "self", "self%", "total", "avg", "name");
 	for (const FunctionSummary &f : fs)
 		out += line("%12llu %10s %5.1f%% %10s %10s  ", static_cast<unsigned long long>(f.calls),

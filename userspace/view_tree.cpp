@@ -58,7 +58,7 @@ std::string tree_text(const Profile &profile, const CallTree &tree, const Report
 		std::to_string(total_calls(tree)) + " calls over " + human_ns(profile.duration_ns) +
 		(options.min_percent > 0 ? "; subtrees below " + line("%g", options.min_percent) +
 			"% of the recorded time are folded into \"... N more\" lines" : std::string()) + "\n" +
-		lost_paths_line(profile, tree) + sampled_line(profile) + "\n";
+		lost_paths_line(profile, tree) + sampled_line(profile) + container_lines(profile) + "\n";
 	out += line("%10s %7s %10s %12s  %s\n", "total", "total%", "self", "calls", "name");
 	render_tree_lines(tree, options, out);
 	return out;
