@@ -69,6 +69,32 @@ struct {
 	__type(value, __u64);
 } pair_mismatches SEC(".maps");
 
+/* Spans (usdt_span): when each thread's open span started, and each
+ * process's ended spans. LRU: starts a thread never ends (it exited inside
+ * one) cannot fill the table; those left at the stop are counted as open. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct usdtprof_span_start_key);
+	__type(value, __u64);
+} span_starts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, struct usdtprof_span_key);
+	__type(value, struct usdtprof_span_stats);
+} span_stats SEC(".maps");
+
+/* All zeroes: a process's first span stats are created from it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct usdtprof_span_stats);
+} span_zero SEC(".maps");
+
 /* Names of runtime functions (IDENT_PTRS, IDENT_SQL), captured the first
  * time each process shows each function. */
 struct {
@@ -1353,6 +1379,95 @@ int BPF_PROG(flush_exiting_thread, struct task_struct *task)
 		if (bpf_probe_read_kernel_str(comm, sizeof(comm), task->group_leader->comm) > 0)
 			bpf_map_update_elem(&process_comms, &tgid, comm, BPF_EXIST);
 	}
+	return 0;
+}
+
+static __always_inline __u32 span_bucket(__u64 ns)
+{
+	__u64 v = ns;
+	__u32 m = 0;
+
+	if (ns < 4)
+		return (__u32)ns;
+	if (v >> 32) { m += 32; v >>= 32; }
+	if (v >> 16) { m += 16; v >>= 16; }
+	if (v >> 8) { m += 8; v >>= 8; }
+	if (v >> 4) { m += 4; v >>= 4; }
+	if (v >> 2) { m += 2; v >>= 2; }
+	if (v >> 1) { m += 1; }
+	return ((m << 2) | (__u32)((ns >> (m - 2)) & 3)) & (USDTPROF_SPAN_BUCKETS - 1);
+}
+
+static __always_inline struct usdtprof_span_stats *span_stats_of(struct usdtprof_span_key *key)
+{
+	struct usdtprof_span_stats *s = bpf_map_lookup_elem(&span_stats, key);
+	__u32 zero = 0;
+	void *blank;
+
+	if (s)
+		return s;
+	blank = bpf_map_lookup_elem(&span_zero, &zero);
+	if (!blank)
+		return 0;
+	bpf_map_update_elem(&span_stats, key, blank, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&span_stats, key);
+}
+
+/* Lowers (or raises) *at to v; a few tries against other threads' updates. */
+static __always_inline void span_extreme(__u64 *at, __u64 v, bool lower)
+{
+	for (int i = 0; i < 4; i++) {
+		__u64 old = READ_ONCE(*at);
+
+		if (lower ? old && old <= v : old >= v)
+			return;
+		if (__sync_val_compare_and_swap(at, old, v) == old)
+			return;
+	}
+}
+
+/* A span's start or end (record --span): timed per thread, apart from the
+ * shadow stack, so spans need not nest with calls. The end reads the clock
+ * first, the start last: the probe's own work is outside the span. */
+SEC("uprobe")
+int usdt_span(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid(), *start, ns;
+	struct usdtprof_span_start_key open = {};
+	struct usdtprof_span_key key = {};
+	const struct usdtprof_probe_spec *spec;
+	struct usdtprof_span_stats *s;
+	__u32 spec_index;
+
+	spec = probe_spec(ctx, &spec_index);
+	if (!spec || READ_ONCE(paused))
+		return 0;
+	key.tgid = open.tgid = id >> 32;
+	open.tid = (__u32)id;
+	key.span = open.span = spec->pair;
+	s = span_stats_of(&key);
+	if (!s)
+		return 0;
+	start = bpf_map_lookup_elem(&span_starts, &open);
+	if (spec->role == USDTPROF_ROLE_SPAN_START) {
+		if (start)
+			__sync_fetch_and_add(&s->restarted, 1);
+		now = bpf_ktime_get_ns();
+		if (!READ_ONCE(paused))
+			bpf_map_update_elem(&span_starts, &open, &now, BPF_ANY);
+		return 0;
+	}
+	if (!start) {
+		__sync_fetch_and_add(&s->unstarted, 1);
+		return 0;
+	}
+	ns = now > *start ? now - *start : 0;
+	bpf_map_delete_elem(&span_starts, &open);
+	__sync_fetch_and_add(&s->count, 1);
+	__sync_fetch_and_add(&s->total_ns, ns);
+	__sync_fetch_and_add(&s->buckets[span_bucket(ns)], 1);
+	span_extreme(&s->min_ns, ns ? ns : 1, true);
+	span_extreme(&s->max_ns, ns, false);
 	return 0;
 }
 

@@ -115,6 +115,7 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_
 	use_uprobe_multi(engine->skel_->progs.usdt_entry);
 	use_uprobe_multi(engine->skel_->progs.usdt_exit);
 	use_uprobe_multi(engine->skel_->progs.usdt_semaphore);
+	use_uprobe_multi(engine->skel_->progs.usdt_span);
 	if (trace_buffer_bytes) {
 		engine->skel_->rodata->trace_events = true;
 		bpf_map__set_max_entries(engine->skel_->maps.events, trace_buffer_bytes);
@@ -174,13 +175,22 @@ Result<uint32_t> Engine::add_spec(const usdtprof_probe_spec &spec)
 	return index;
 }
 
+const bpf_program *Engine::program_of(usdtprof_role role) const
+{
+	switch (role) {
+	case USDTPROF_ROLE_EXIT:
+	case USDTPROF_ROLE_TASK_END: return skel_->progs.usdt_exit;
+	case USDTPROF_ROLE_SPAN_START:
+	case USDTPROF_ROLE_SPAN_END: return skel_->progs.usdt_span;
+	default: return skel_->progs.usdt_entry;
+	}
+}
+
 Result<void> Engine::attach(int pid, const TargetFile &file, usdtprof_role role, const std::vector<UprobeSite> &sites)
 {
-	bool exit_side = role == USDTPROF_ROLE_EXIT || role == USDTPROF_ROLE_TASK_END;
-	const bpf_program *prog = exit_side ? skel_->progs.usdt_exit : skel_->progs.usdt_entry;
 	if (!skel_->bss->start_ns)
 		skel_->bss->start_ns = monotonic_now_ns();
-	auto link = attach_uprobe_multi(bpf_program__fd(prog), pid, file.fd_path(), file.path, sites);
+	auto link = attach_uprobe_multi(bpf_program__fd(program_of(role)), pid, file.fd_path(), file.path, sites);
 	if (!link)
 		return link.error();
 	probe_links_.push_back(std::move(*link));
@@ -204,9 +214,7 @@ Result<void> Engine::hold_semaphore(int pid, const TargetFile &file, uint64_t re
 
 Result<void> Engine::attach_own(usdtprof_role role, const std::string &binary, const std::vector<UprobeSite> &sites)
 {
-	bool exit_side = role == USDTPROF_ROLE_EXIT || role == USDTPROF_ROLE_TASK_END;
-	const bpf_program *prog = exit_side ? skel_->progs.usdt_exit : skel_->progs.usdt_entry;
-	auto link = attach_uprobe_multi(bpf_program__fd(prog), getpid(), "/proc/self/exe", binary, sites);
+	auto link = attach_uprobe_multi(bpf_program__fd(program_of(role)), getpid(), "/proc/self/exe", binary, sites);
 	if (!link)
 		return link.error();
 	own_links_.push_back(std::move(*link));
@@ -499,6 +507,25 @@ std::map<uint32_t, uint64_t> Engine::pair_mismatches() const
 	for (uint32_t tag : map_keys<uint32_t>(fd))
 		if (uint64_t n; bpf_map_lookup_elem(fd, &tag, &n) == 0)
 			out[tag] = n;
+	return out;
+}
+
+std::vector<SpanRecord> Engine::read_spans() const
+{
+	std::map<std::pair<uint32_t, uint32_t>, SpanRecord> spans;
+	int fd = bpf_map__fd(skel_->maps.span_stats);
+	for (const usdtprof_span_key &k : map_keys<usdtprof_span_key>(fd)) {
+		SpanRecord r{k.tgid, k.span, {}, 0};
+		if (bpf_map_lookup_elem(fd, &k, &r.stats) == 0)
+			spans[{k.tgid, k.span}] = r;
+	}
+	int starts = bpf_map__fd(skel_->maps.span_starts);
+	for (const usdtprof_span_start_key &k : map_keys<usdtprof_span_start_key>(starts))
+		if (auto s = spans.find({k.tgid, k.span}); s != spans.end())
+			s->second.open++;
+	std::vector<SpanRecord> out;
+	for (auto &[key, r] : spans)
+		out.push_back(r);
 	return out;
 }
 

@@ -34,6 +34,14 @@ struct UprobeSite {
 	uint64_t cookie = 0;     // bpf_get_attach_cookie() in the program
 };
 
+// One span's statistics in one process (usdt_span), and its starts left open.
+struct SpanRecord {
+	uint32_t tgid = 0;
+	uint32_t span = 0; // the span's id (usdtprof_probe_spec.pair)
+	usdtprof_span_stats stats{};
+	uint64_t open = 0;
+};
+
 // Attaches prog (loaded with expected attach type BPF_TRACE_UPROBE_MULTI) to
 // every site of the file at kernel_path (a /proc/self/fd/N or map_files
 // link: the file itself) in one link (kernel >= 6.6), for pid only (0: every
@@ -131,6 +139,9 @@ public:
 	// Custom pairs' frames that did not nest with the calls around them, by pair tag.
 	std::map<uint32_t, uint64_t> pair_mismatches() const;
 
+	// Spans' statistics per process, and how many were left open (record --span).
+	std::vector<SpanRecord> read_spans() const;
+
 	// Detaches every probe, the last attached first.
 	void detach_probes();
 
@@ -138,6 +149,8 @@ private:
 	Engine() = default;
 	// A map of command names (char[16]) by id.
 	static std::map<uint32_t, std::string> read_comms(int fd);
+	// The program a probe of this role runs.
+	const bpf_program *program_of(usdtprof_role role) const;
 	// Makes the probes do nothing from now on; returns the time taken after that.
 	uint64_t pause();
 

@@ -8,6 +8,7 @@
 #include "compensation.h"
 #include "report_text.h"
 #include "sink.h"
+#include "spans.h"
 #include "views.h"
 
 namespace usdtprof {
@@ -37,6 +38,22 @@ json calibration_json(const Profile &raw, const CompensationSummary &summary, bo
 			{"uncompensated_ns", k.uncompensated_ns < 0 ? json(nullptr) : json(k.uncompensated_ns)}});
 	return {{"compensated", compensated}, {"kinds", kinds}, {"cost_ns", raw.calibration->cost_ns},
 		{"removed_ns", summary.removed_ns}, {"clamped", summary.clamped}};
+}
+
+json spans_json(const Profile &profile, bool per_process)
+{
+	json out = json::array();
+	for (const ProfileSpan &s : per_process ? profile.spans : spans_by_name(profile.spans)) {
+		json histogram = json::array();
+		for (const auto &[i, n] : s.buckets)
+			histogram.push_back({{"low_ns", span_bucket_low(i)}, {"high_ns", span_bucket_high(i)}, {"count", n}});
+		out.push_back({{"name", s.name}, {"pid", s.pid ? json(s.pid) : json(nullptr)}, {"count", s.count},
+			{"total_ns", s.total_ns}, {"avg_ns", s.count ? s.total_ns / s.count : 0}, {"min_ns", s.min_ns},
+			{"p50_ns", span_quantile(s, 0.5)}, {"p90_ns", span_quantile(s, 0.9)},
+			{"p99_ns", span_quantile(s, 0.99)}, {"max_ns", s.max_ns}, {"open", s.open},
+			{"restarted", s.restarted}, {"unstarted", s.unstarted}, {"histogram", histogram}});
+	}
+	return out;
 }
 
 // Writes the report as nlohmann's dump(2) of the whole document would, but
@@ -184,6 +201,8 @@ void write_json(Sink &out, const Profile &profile, const CallTree &tree, const R
 	report.value(processes);
 	report.key("calibration");
 	report.value(calibration_json(profile, summary, !options.raw));
+	report.key("spans");
+	report.value(spans_json(profile, options.per_process));
 	if (const ReportView &view = find_view(options.view); view.json) {
 		report.key(view.json_key);
 		report.value(view.json(tree, options));

@@ -18,17 +18,22 @@ bool is_identifier(std::string_view s)
 	return !isdigit(static_cast<unsigned char>(s[0]));
 }
 
+// One line, whatever was typed.
+std::string printable(std::string_view text)
+{
+	std::string shown(text.substr(0, 200));
+	for (char &c : shown)
+		if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+			c = '?';
+	return shown;
+}
+
 // PROVIDER:NAME/NAME[/NAME...][:argN] with exactly `count` names.
 Result<std::vector<ProbeRole>> parse_spec(std::string_view spec, const std::vector<usdtprof_role> &roles,
 					  bool names_allowed, const char *form)
 {
 	auto bad = [&](std::string why) {
-		std::string shown(spec.substr(0, 200));
-		for (std::string *s : {&shown, &why})
-			for (char &c : *s)
-				if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-					c = '?'; // one line, whatever was typed
-		return Error{"invalid probe spec '" + shown + "': " + why + " (expected " + form + ")"};
+		return Error{"invalid probe spec '" + printable(spec) + "': " + printable(why) + " (expected " + form + ")"};
 	};
 	size_t colon = spec.find(':');
 	if (colon == std::string_view::npos)
@@ -136,6 +141,28 @@ Result<std::vector<ProbeRole>> parse_pair_spec(std::string_view spec)
 	return roles;
 }
 
+Result<std::vector<ProbeRole>> parse_span_spec(std::string_view spec, uint32_t id)
+{
+	// One START and up to 4 ENDs (a transaction's commit and abort).
+	size_t names = 1;
+	for (char c : spec.substr(0, spec.find(':') == std::string_view::npos ? 0 : spec.size()))
+		names += c == '/';
+	if (names < 2 || names > 5 || spec.find(':') != spec.rfind(':'))
+		return Error{"invalid probe spec '" + printable(spec) + "': expected PROVIDER:START/END[/END...], "
+			     "at most 4 ENDs"};
+	std::vector<usdtprof_role> roles(names, USDTPROF_ROLE_SPAN_END);
+	roles[0] = USDTPROF_ROLE_SPAN_START;
+	auto parsed = parse_spec(spec, roles, false, "PROVIDER:START/END[/END...]");
+	if (!parsed)
+		return parsed;
+	for (ProbeRole &r : *parsed) {
+		r.ident = USDTPROF_IDENT_PAIR; // no argument is read
+		r.pair = id;
+		r.spec = spec;
+	}
+	return parsed;
+}
+
 uint32_t pair_tag(std::string_view provider, std::string_view entry, std::string_view exit)
 {
 	uint64_t h = const_function_id(std::string(provider) + ":" + std::string(entry) + "/" + std::string(exit));
@@ -164,6 +191,8 @@ const char *role_name(usdtprof_role role)
 	case USDTPROF_ROLE_EXIT: return "exit";
 	case USDTPROF_ROLE_TASK_CREATE: return "task_create";
 	case USDTPROF_ROLE_TASK_BEGIN: return "task_begin";
+	case USDTPROF_ROLE_SPAN_START: return "span_start";
+	case USDTPROF_ROLE_SPAN_END: return "span_end";
 	default: return "task_end";
 	}
 }

@@ -37,8 +37,8 @@ struct ProbeRole {
 	std::string const_name;                   // IDENT_CONST
 	bool semaphore_only = false;              // only hold this probe's semaphore up (see usdt_semaphore)
 	usdtprof_nests nests = USDTPROF_NESTS_NONE; // how its calls nest on the native stack: see usdtprof_probe_spec.nests
-	uint32_t pair = 0;                        // a custom pair's tag (usdtprof_probe_spec.pair), 0 otherwise
-	std::string spec;                         // a custom pair: the spec it was given as
+	uint32_t pair = 0;                        // a custom pair's tag, a span's id (usdtprof_probe_spec.pair), 0 otherwise
+	std::string spec;                         // a custom pair or span: the spec it was given as
 };
 
 // A custom pair's tag: non-zero, from its provider and probe names.
@@ -61,6 +61,10 @@ std::vector<ProbeRole> native_probe_roles();
 // arguments unread, unless the spec ends with ":match": then the exit's
 // arguments name its frame as the entry's do.
 Result<std::vector<ProbeRole>> parse_pair_spec(std::string_view spec);
+// "PROVIDER:START/END[/END...]": a span (record --span), timed per thread
+// from START to the first END after it, apart from the call stack; `id`
+// (from 1) tells the span's probes from other spans'.
+Result<std::vector<ProbeRole>> parse_span_spec(std::string_view spec, uint32_t id);
 // "PROVIDER:CREATE/BEGIN/END[:argN]": task probes whose argument N is the task id.
 Result<std::vector<ProbeRole>> parse_task_spec(std::string_view spec);
 

@@ -98,8 +98,8 @@ AttachedProbes attach_sites(Engine &engine, const std::vector<FoundSite> &sites,
 		if (!r && !(skip_gone && pid && has_exited(pid)))
 			throw UserError(r.error().message);
 	};
-	for (usdtprof_role role : {USDTPROF_ROLE_EXIT, USDTPROF_ROLE_TASK_END, USDTPROF_ROLE_ENTRY,
-				   USDTPROF_ROLE_TASK_BEGIN, USDTPROF_ROLE_TASK_CREATE}) {
+	for (usdtprof_role role : {USDTPROF_ROLE_EXIT, USDTPROF_ROLE_TASK_END, USDTPROF_ROLE_SPAN_END, USDTPROF_ROLE_ENTRY,
+				   USDTPROF_ROLE_TASK_BEGIN, USDTPROF_ROLE_TASK_CREATE, USDTPROF_ROLE_SPAN_START}) {
 		std::map<std::pair<const TargetFile *, int>, std::vector<UprobeSite>> by_file;
 		for (const FoundSite &f : sites) {
 			if (f.probe.role != role || f.probe.semaphore_only)

@@ -260,6 +260,22 @@ std::string serialize_profile(const Profile &profile, int version)
 	return std::move(out.text);
 }
 
+uint64_t span_bucket_low(uint32_t bucket)
+{
+	if (bucket < 4)
+		return bucket;
+	unsigned m = bucket >> 2; // the highest set bit; the two below it are bucket & 3
+	return (uint64_t(4 + (bucket & 3))) << (m - 2);
+}
+
+uint64_t span_bucket_high(uint32_t bucket)
+{
+	if (bucket < 4)
+		return bucket + 1;
+	uint64_t low = span_bucket_low(bucket), width = uint64_t(1) << ((bucket >> 2) - 2);
+	return low + width < low ? UINT64_MAX : low + width;
+}
+
 Result<Profile> parse_profile(const std::string &bytes)
 {
 	ByteSource source{std::string_view(bytes)};

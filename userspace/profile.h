@@ -78,6 +78,26 @@ struct Calibration {
 	bool trace = false;        // trace mode (a ring-buffer event per hit)
 };
 
+// A span (record --span) of one process: intervals from its start probe to
+// an end probe on one thread, beside the call tree. Times are nanoseconds.
+struct ProfileSpan {
+	std::string name;      // its spec, "PROVIDER:START/END"
+	int32_t pid = 0;
+	uint64_t count = 0;    // spans ended
+	uint64_t total_ns = 0;
+	uint64_t min_ns = 0, max_ns = 0;
+	uint64_t open = 0;      // started, not ended at the stop (or their thread exited)
+	uint64_t restarted = 0; // started again on a thread with one open: the open one dropped
+	uint64_t unstarted = 0; // ended on a thread with none open (started before the attach)
+	// Non-zero buckets of the durations' histogram (usdtprof_span_stats):
+	// bucket index, count; ascending.
+	std::vector<std::pair<uint32_t, uint64_t>> buckets;
+};
+
+// Bucket i of a span histogram holds durations in [lo, hi) ns.
+uint64_t span_bucket_low(uint32_t bucket);
+uint64_t span_bucket_high(uint32_t bucket);
+
 struct Profile {
 	std::vector<std::string> command;        // the launched command, empty when attached with -p
 	std::vector<ProfileProcess> processes;
@@ -97,6 +117,7 @@ struct Profile {
 	// Absent in profiles of older versions and when calibration failed:
 	// then times are shown as measured.
 	std::optional<Calibration> calibration;
+	std::vector<ProfileSpan> spans;         // record --span, by name then pid
 };
 
 // Writes to a path the user gave, as write_output does (output_file.h).

@@ -4,6 +4,7 @@
 // of a large file, go straight into Profile::nodes (NodeStream), so loading a
 // million paths never builds a document of them.
 #include "profile_body.h"
+#include "usdtprof/bpf_shared.h"
 
 #include <array>
 #include <cmath>
@@ -311,6 +312,39 @@ void sampled_fraction_from_json(const json &j, Profile &p)
 	}
 }
 
+void spans_from_json(const json &j, Profile &p)
+{
+	if (!j.contains("spans"))
+		return;
+	const json &spans = typed(j, "spans", "", json::value_t::array);
+	for (size_t k = 0; k < spans.size(); k++) {
+		std::string w = "spans[" + std::to_string(k) + "].";
+		const json &e = spans[k];
+		if (!e.is_object())
+			corrupt("spans[" + std::to_string(k) + "]: expected object");
+		ProfileSpan sp;
+		sp.name = get_string(e, "name", w);
+		sp.pid = int32_t(get_int(e, "pid", w, INT32_MIN, INT32_MAX));
+		sp.count = get_uint(e, "count", w);
+		sp.total_ns = get_uint(e, "total_ns", w);
+		sp.min_ns = get_uint(e, "min_ns", w);
+		sp.max_ns = get_uint(e, "max_ns", w);
+		sp.open = get_uint(e, "open", w);
+		sp.restarted = get_uint(e, "restarted", w);
+		sp.unstarted = get_uint(e, "unstarted", w);
+		const json &buckets = typed(e, "buckets", w, json::value_t::array);
+		for (const json &b : buckets) {
+			if (!b.is_array() || b.size() != 2 || !b[0].is_number_unsigned() || !b[1].is_number_unsigned() ||
+			    b[0].get<uint64_t>() >= USDTPROF_SPAN_BUCKETS ||
+			    (!sp.buckets.empty() && b[0].get<uint64_t>() <= sp.buckets.back().first))
+				corrupt(w + "buckets: expected ascending [bucket, count] pairs, bucket below " +
+					std::to_string(USDTPROF_SPAN_BUCKETS));
+			sp.buckets.emplace_back(b[0].get<uint32_t>(), b[1].get<uint64_t>());
+		}
+		p.spans.push_back(std::move(sp));
+	}
+}
+
 Profile profile_from_json(const json &j, NodeStream &nodes)
 {
 	Profile p = meta_from_json(j, kProfileVersionJson);
@@ -328,6 +362,7 @@ Profile profile_from_json(const json &j, NodeStream &nodes)
 	p.nodes = nodes.take(p.functions.size());
 	if (j.contains("calibration"))
 		p.calibration = calibration_from_json(j["calibration"], int64_t(p.functions.size()));
+	spans_from_json(j, p);
 	return p;
 }
 
@@ -570,6 +605,19 @@ void add_tail(ojson &body, const Profile &profile, bool with_function_kinds)
 		c["trace"] = cal->trace;
 		body["calibration"] = c;
 	}
+	if (!profile.spans.empty()) {
+		ojson spans = ojson::array();
+		for (const ProfileSpan &sp : profile.spans) {
+			ojson buckets = ojson::array();
+			for (const auto &[i, n] : sp.buckets)
+				buckets.push_back({i, n});
+			spans.push_back({{"name", sp.name}, {"pid", sp.pid}, {"count", sp.count},
+				{"total_ns", sp.total_ns}, {"min_ns", sp.min_ns}, {"max_ns", sp.max_ns},
+				{"open", sp.open}, {"restarted", sp.restarted}, {"unstarted", sp.unstarted},
+				{"buckets", buckets}});
+		}
+		body["spans"] = spans;
+	}
 }
 
 // Names come from target binaries and may not be UTF-8: replaced rather than thrown.
@@ -599,6 +647,7 @@ std::string meta_json(const Profile &profile)
 	Profile rest;
 	rest.sampled_fraction = profile.sampled_fraction;
 	rest.calibration = profile.calibration;
+	rest.spans = profile.spans;
 	add_tail(meta, rest, false);
 	return dump(meta);
 }
@@ -619,6 +668,7 @@ Profile profile_from_meta(const std::string &text)
 	sampled_fraction_from_json(j, p);
 	if (j.contains("calibration"))
 		p.calibration = calibration_from_json(j["calibration"], -1);
+	spans_from_json(j, p);
 	return p;
 }
 

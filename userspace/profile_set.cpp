@@ -1,5 +1,6 @@
 // Several profiles as one: exact merge, monitor directories, time windows.
 #include "profile_set.h"
+#include "spans.h"
 
 #include <algorithm>
 #include <ctime>
@@ -59,6 +60,8 @@ public:
 			add_probe(probe);
 		for (const auto &[name, count] : p.anomalies)
 			out_.anomalies[name] += count;
+		for (const ProfileSpan &span : p.spans)
+			add_span(out_.spans, span);
 		if (out_.command.empty())
 			out_.command = p.command;
 		with_locations_ = with_locations_ || !p.locations.empty();

@@ -539,6 +539,30 @@ void warn_unnested_pairs(const std::vector<ProbeRole> &custom, const std::map<ui
 					 escape_text(r.spec).c_str(), (unsigned long long)m->second);
 }
 
+// The spans' statistics as the profile keeps them, named by their specs.
+std::vector<ProfileSpan> profile_spans(const std::vector<ProbeRole> &custom, const std::vector<SpanRecord> &records)
+{
+	std::map<uint32_t, std::string> names;
+	for (const ProbeRole &r : custom)
+		if (r.role == USDTPROF_ROLE_SPAN_START)
+			names[r.pair] = r.spec;
+	std::vector<ProfileSpan> out;
+	for (const SpanRecord &r : records) {
+		auto name = names.find(r.span);
+		if (name == names.end())
+			continue;
+		ProfileSpan sp{name->second, int32_t(r.tgid), r.stats.count, r.stats.total_ns, r.stats.min_ns,
+			       r.stats.max_ns, r.open, r.stats.restarted, r.stats.unstarted, {}};
+		for (uint32_t i = 0; i < USDTPROF_SPAN_BUCKETS; i++)
+			if (r.stats.buckets[i])
+				sp.buckets.emplace_back(i, r.stats.buckets[i]);
+		out.push_back(std::move(sp));
+	}
+	std::stable_sort(out.begin(), out.end(),
+			 [](const ProfileSpan &a, const ProfileSpan &b) { return a.name < b.name; });
+	return out;
+}
+
 } // namespace
 
 std::optional<CalibrationResult> calibrate_or_warn(Engine &engine, bool offcpu_hook, bool trace)
@@ -690,6 +714,7 @@ int record(const RecordOptions &o)
 	for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
 		profile.anomalies[anomaly_name(a)] = anomalies[a];
 	warn_unnested_pairs(custom, (*engine)->pair_mismatches());
+	profile.spans = profile_spans(custom, (*engine)->read_spans());
 	// A process that has exited maps nothing any more: then native names are
 	// read from the files it mapped at attach time.
 	for (auto &[p, maps] : attach_maps)
@@ -703,6 +728,8 @@ int record(const RecordOptions &o)
 		std::set<uint32_t> tgids;
 		for (const PathRecord &r : records)
 			tgids.insert(r.stats.tgid);
+		for (const ProfileSpan &sp : profile.spans)
+			tgids.insert(uint32_t(sp.pid));
 		auto comms = (*engine)->read_process_comms();
 		for (uint32_t tgid : tgids) {
 			auto seen = binary_processes->seen().find(int(tgid));

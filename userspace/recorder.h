@@ -29,6 +29,7 @@ struct RecordOptions {
 	uint32_t max_paths = 1u << 20;    // aggregation map size (javac makes ~780,000 paths)
 	std::vector<std::string> pairs;   // custom probe pairs (parse_pair_spec)
 	std::vector<std::string> tasks;   // custom task probes, PROVIDER:CREATE/BEGIN/END[:argN]
+	std::vector<std::string> spans;   // spans, PROVIDER:START/END[/END...] (parse_span_spec)
 	std::optional<TraceOptions> trace;
 };
 

@@ -197,6 +197,7 @@ Profile only_process(const Profile &profile, int32_t pid)
 	Profile out = profile;
 	out.nodes.clear();
 	std::erase_if(out.processes, [&](const ProfileProcess &p) { return p.pid != pid; });
+	std::erase_if(out.spans, [&](const ProfileSpan &s) { return s.pid != pid; });
 	std::vector<uint32_t> moved(profile.nodes.size(), kNoParent);
 	for (size_t i = 0; i < profile.nodes.size(); i++) {
 		PathNode n = profile.nodes[i];

@@ -131,6 +131,12 @@ std::vector<ProbeRole> custom_roles(const RecordOptions &o)
 				throw UserError(parsed.error().message, 2);
 			roles.insert(roles.end(), parsed->begin(), parsed->end());
 		}
+	for (size_t i = 0; i < o.spans.size(); i++) {
+		auto parsed = parse_span_spec(o.spans[i], uint32_t(i + 1));
+		if (!parsed)
+			throw UserError(parsed.error().message, 2);
+		roles.insert(roles.end(), parsed->begin(), parsed->end());
+	}
 	return roles;
 }
 
@@ -313,7 +319,7 @@ std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched
 		throw UserError(pid && has_exited(pid) ? target + " exited before its probes could be attached"
 				: !o.runtime.empty() ? target + ": no probes of the " + o.runtime + " preset" + searched +
 							       probeless_runtime_hint(exe)
-				: o.pairs.empty() && o.tasks.empty() ? target + ": no probes of any preset (" + preset_names() + ")" +
+				: o.pairs.empty() && o.tasks.empty() && o.spans.empty() ? target + ": no probes of any preset (" + preset_names() + ")" +
 									       searched + probeless_runtime_hint(exe)
 								     : target + ": none of the given probes in its binaries");
 	return sites;

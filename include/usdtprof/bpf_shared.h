@@ -59,6 +59,10 @@ enum usdtprof_role {
 	USDTPROF_ROLE_TASK_CREATE, /* argument: task id */
 	USDTPROF_ROLE_TASK_BEGIN,  /* argument: task id */
 	USDTPROF_ROLE_TASK_END,    /* argument: task id */
+	/* record --span: the start and an end of an interval timed per thread
+	 * beside the call tree (usdt_span); spec->pair is the span's id. */
+	USDTPROF_ROLE_SPAN_START,
+	USDTPROF_ROLE_SPAN_END,
 };
 
 /* How a probe's arguments identify its function. */
@@ -156,7 +160,8 @@ struct usdtprof_probe_spec {
 	__u32 nests;        /* enum usdtprof_nests: frames keep their entry's
 			       stack pointer and site, which can prove them gone */
 	__u32 pair;         /* a custom pair's entry and exit: its tag (non-zero),
-			       kept in the frames it opens; 0 otherwise */
+			       kept in the frames it opens; a span's start and
+			       ends: the span's id; 0 otherwise */
 	struct usdtprof_derived derived; /* IDENT_PTRS */
 };
 
@@ -266,6 +271,36 @@ struct usdtprof_event {
 	__u32 tid;
 	__u32 type; /* enum usdtprof_event_type */
 	__u32 pad;
+};
+
+/* Spans (record --span): intervals from a START probe to an END probe on one
+ * thread, which need not nest with calls (a GC cycle, a transaction). Their
+ * durations go into a histogram of USDTPROF_SPAN_BUCKETS buckets, four per
+ * power of two: below 4 ns bucket i holds i ns; above, with m the highest
+ * set bit of the duration, bucket 4m + (the two bits below it). */
+#define USDTPROF_SPAN_BUCKETS 256
+
+struct usdtprof_span_key {
+	__u32 tgid;
+	__u32 span; /* the span's id, from 1 */
+};
+
+/* A span started and not yet ended, per thread. */
+struct usdtprof_span_start_key {
+	__u32 tgid;
+	__u32 tid;
+	__u32 span;
+	__u32 pad;
+};
+
+struct usdtprof_span_stats {
+	__u64 count;     /* spans ended */
+	__u64 total_ns;
+	__u64 min_ns;    /* 0 until the first end */
+	__u64 max_ns;
+	__u64 restarted; /* starts on a thread with one open: that one is dropped */
+	__u64 unstarted; /* ends on a thread with none open (started before the attach) */
+	__u64 buckets[USDTPROF_SPAN_BUCKETS];
 };
 
 enum usdtprof_anomaly {

@@ -740,6 +740,91 @@ TEST_CASE("python3.11: --pair gc__start/gc__done:arg0:int: each exit closes its 
 	REQUIRE_THAT(bad.err, Contains("it is not a function"));
 }
 
+// --span: collections timed beside the call tree, against what the script measures itself:
+// gc.callbacks run just before gc__start and just after gc__done, so each span lies within its
+// callbacks' interval, and the callbacks add microseconds to collections of milliseconds.
+// Attached after start-up (-p) and stopped before the exit, so that the interpreter's own
+// collections then are not counted.
+TEST_CASE("python3.11: --span gc__start/gc__done: every collection counted and timed, off the call stack",
+	  "[runtimes][spans]")
+{
+	std::string dir = temp_dir();
+	std::ofstream(dir + "/gcspan.py") << "import gc, signal, time\n"
+					     "spans = []\n"
+					     "def timed(phase, info):\n"
+					     "    if phase == 'start':\n"
+					     "        spans.append(time.perf_counter_ns())\n"
+					     "    else:\n"
+					     "        spans[-1] = time.perf_counter_ns() - spans[-1]\n"
+					     "class Node:\n"
+					     "    def __init__(self):\n"
+					     "        self.me = self\n"
+					     "def collect():\n"
+					     "    return gc.collect()\n"
+					     "def after():\n"
+					     "    return 1\n"
+					     "def main():\n"
+					     "    gc.disable()\n"
+					     "    keep = [Node() for _ in range(100000)]\n"
+					     "    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
+					     "    print('ready', flush=True)\n"
+					     "    signal.sigwait({signal.SIGUSR1})\n"
+					     "    gc.callbacks.append(timed)\n"
+					     "    for _ in range(8):\n"
+					     "        collect()\n"
+					     "    gc.callbacks.remove(timed)\n"
+					     "    after()\n"
+					     "    print(len(spans), sum(spans), flush=True)\n"
+					     "    signal.sigwait({signal.SIGUSR1})\n"
+					     "main()\n";
+	Background py({kPython311, dir + "/gcspan.py"});
+	py.wait_for_line("ready");
+	std::string data = dir + "/gc.data";
+	Background rec({e2e::usdtprof(), "record", "-p", std::to_string(py.pid()), "-o", data, "--span",
+			"python:gc__start/gc__done"});
+	rec.wait_for_line("recording", true);
+	REQUIRE(kill(py.pid(), SIGUSR1) == 0);
+	std::istringstream said(py.wait_for_line(" "));
+	// Stopped before the interpreter's collections at its exit.
+	REQUIRE(kill(rec.pid(), SIGINT) == 0);
+	REQUIRE(rec.wait() == 0);
+	REQUIRE(kill(py.pid(), SIGUSR1) == 0);
+	REQUIRE(py.wait() == 0);
+	uint64_t count = 0, total_ns = 0;
+	REQUIRE(said >> count >> total_ns);
+	REQUIRE(count == 8);
+	auto report = report_json(data);
+	INFO(report["spans"].dump());
+	REQUIRE(report["spans"].size() == 1);
+	const auto &gc = report["spans"][0];
+	REQUIRE(gc["name"] == "python:gc__start/gc__done");
+	REQUIRE(gc["count"] == count);
+	REQUIRE(gc["open"] == 0);
+	REQUIRE(gc["restarted"] == 0);
+	REQUIRE(gc["unstarted"] == 0);
+	REQUIRE(gc["total_ns"].get<uint64_t>() <= total_ns);
+	REQUIRE(gc["total_ns"].get<uint64_t>() >= total_ns * 7 / 10);
+	REQUIRE(gc["min_ns"].get<uint64_t>() <= gc["p50_ns"].get<uint64_t>());
+	REQUIRE(gc["p50_ns"].get<uint64_t>() <= gc["max_ns"].get<uint64_t>());
+	uint64_t in_histogram = 0;
+	for (const auto &b : gc["histogram"])
+		in_histogram += b["count"].get<uint64_t>();
+	REQUIRE(in_histogram == count);
+	// Nothing of it on the call stack: the calls around the collections are where they are (roots:
+	// main, entered before the attach, has not returned when the recording stops).
+	REQUIRE(path(report, "gcspan.py:collect")["calls"] == 8);
+	REQUIRE(path(report, "gcspan.py:collect;gcspan.py:timed")["calls"] == 16);
+	REQUIRE(path(report, "gcspan.py:after")["calls"] == 1);
+	for (const auto &f : report["functions"])
+		REQUIRE_THAT(f["name"].get<std::string>(), !Contains("gc__"));
+	REQUIRE(report["anomalies"]["exit_mismatch"] == 0);
+
+	// The text report has the span's row.
+	auto text = run({e2e::usdtprof(), "report", data});
+	INFO(text.out);
+	REQUIRE(std::regex_search(text.out, std::regex("\\n  python:gc__start/gc__done +8 ")));
+}
+
 TEST_CASE("python3.11: record -p mid-call: the frames running at attach nest as their exits show, within the recording",
 	  "[runtimes]")
 {

@@ -58,3 +58,26 @@ TEST_CASE("probe specs: malformed specs are one-line errors")
 	CHECK_FALSE(parse_task_spec("p:a/b").ok());
 	CHECK_FALSE(parse_task_spec("p:a/b/c/d").ok());
 }
+
+TEST_CASE("probe specs: a span is a start and up to four ends, no argument read")
+{
+	auto span = parse_span_spec("postgresql:transaction__start/transaction__commit/transaction__abort", 3);
+	REQUIRE(span.ok());
+	REQUIRE(span->size() == 3);
+	CHECK((*span)[0].role == USDTPROF_ROLE_SPAN_START);
+	CHECK((*span)[1].role == USDTPROF_ROLE_SPAN_END);
+	CHECK((*span)[2].name == "transaction__abort");
+	CHECK((*span)[2].role == USDTPROF_ROLE_SPAN_END);
+	for (const ProbeRole &r : *span) {
+		CHECK(r.pair == 3);
+		CHECK(r.ident == USDTPROF_IDENT_PAIR);
+		CHECK(r.spec == "postgresql:transaction__start/transaction__commit/transaction__abort");
+	}
+	for (const char *bad : {"", "p:a", "p:a/", "p:/b", "p:a/b:arg0", "p:a/b/c/d/e/f", "1p:a/b", "nocolon", "p:a/b\n"}) {
+		INFO(bad);
+		auto r = parse_span_spec(bad, 1);
+		REQUIRE_FALSE(r.ok());
+		CHECK(r.error().message.find('\n') == std::string::npos);
+		CHECK(r.error().message.find("PROVIDER:START/END") != std::string::npos);
+	}
+}

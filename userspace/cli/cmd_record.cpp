@@ -37,6 +37,10 @@ void add_target_options(CLI::App *app, RecordOptions &o)
 
 void add_launch_options(CLI::App *app, RecordOptions &o)
 {
+	app->add_option("--span", o.spans,
+			"Time intervals from one probe to another on a thread beside the call tree, not on its stack: "
+			"PROVIDER:START/END[/END...] (count, total, distribution in the report)")
+		->allow_extra_args(false);
 	app->add_option("command", o.command, "Command to launch, after --");
 	app->add_flag("--ruby-call-hook", o.ruby_call_hook,
 		      "A launched Ruby gets a call/return hook so its Ruby methods fire probes (see README)");

@@ -19,8 +19,8 @@ struct Command {
 // The target and probe options record, trace and monitor share: -p, --binary,
 // --runtime, --pair and --task.
 void add_target_options(CLI::App *app, usdtprof::RecordOptions &o);
-// What only record and trace take, to launch a command: the command after --
-// and --ruby-call-hook.
+// What only record and trace take: the command after -- and how it is
+// launched (--ruby-call-hook, --no-follow, --kill-on-stop), and --span.
 void add_launch_options(CLI::App *app, usdtprof::RecordOptions &o);
 // Throws the usage error unless exactly one target was given.
 void require_one_target(const usdtprof::RecordOptions &o, const char *command);
