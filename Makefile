@@ -76,6 +76,19 @@ USDTPROF := $(OUTPUT)/usdtprof
 # Synthetic profiles (tools/gen_profile.cpp): the scale bench and the HTML report's scale test.
 GEN_PROFILE := $(OUTPUT)/tools/gen_profile
 
+# Installing as a system tool (docs/install.md): make install [PREFIX=/usr/local] [DESTDIR=]
+VERSION := $(shell sed -n 's/.*kVersion = "\(.*\)";.*/\1/p' userspace/cli/main.cpp)
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+INCLUDEDIR ?= $(PREFIX)/include
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+MAN_STAMP := $(OUTPUT)/man/.generated
+DEB := $(OUTPUT)/usdtprof_$(VERSION)_$(shell dpkg --print-architecture 2>/dev/null || echo amd64).deb
+# (Defined before the rules: a rule's prerequisites are expanded when it is read, and
+# `test` needs $(DEB).)
+
 # A recipe that fails leaves no half-written target behind to pass for a built one.
 .DELETE_ON_ERROR:
 
@@ -225,17 +238,6 @@ fuzz: $(FUZZERS)
 			$(OUTPUT)/fuzz/corpus/$$name tests/fuzz/corpus/$$name >$$log 2>&1 || { tail -n 40 $$log; exit 1; }; \
 		grep '^Done' $$log; \
 	done
-
-# Installing as a system tool (docs/install.md): make install [PREFIX=/usr/local] [DESTDIR=]
-VERSION := $(shell sed -n 's/.*kVersion = "\(.*\)";.*/\1/p' userspace/cli/main.cpp)
-PREFIX ?= /usr/local
-BINDIR ?= $(PREFIX)/bin
-INCLUDEDIR ?= $(PREFIX)/include
-DATADIR ?= $(PREFIX)/share
-MANDIR ?= $(DATADIR)/man
-SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
-MAN_STAMP := $(OUTPUT)/man/.generated
-DEB := $(OUTPUT)/usdtprof_$(VERSION)_$(shell dpkg --print-architecture 2>/dev/null || echo amd64).deb
 
 # Generated from the CLI's --help (tools/package/man.sh): one page per subcommand.
 $(MAN_STAMP): $(USDTPROF) tools/package/man.sh tools/package/man-common.h2m | deps
