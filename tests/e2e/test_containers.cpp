@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "profile_calls.h"
 #include "profile.h"
 
 using namespace e2e;
@@ -97,15 +98,6 @@ struct Container {
 		return argv;
 	}
 };
-
-uint64_t calls_of(const usdtprof::Profile &p, const std::string &name)
-{
-	uint64_t calls = 0;
-	for (const usdtprof::PathNode &n : p.nodes)
-		if (p.functions[n.function] == name)
-			calls += n.calls;
-	return calls;
-}
 
 usdtprof::Profile load(const std::string &path)
 {

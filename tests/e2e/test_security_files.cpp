@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "profile_calls.h"
 #include "profile.h"
 
 using namespace e2e;
@@ -100,15 +101,6 @@ uint64_t all_calls(const usdtprof::Profile &p)
 	uint64_t calls = 0;
 	for (const usdtprof::PathNode &n : p.nodes)
 		calls += n.calls;
-	return calls;
-}
-
-uint64_t calls_of(const usdtprof::Profile &p, const std::string &name)
-{
-	uint64_t calls = 0;
-	for (const usdtprof::PathNode &n : p.nodes)
-		if (p.functions[n.function] == name)
-			calls += n.calls;
 	return calls;
 }
 
