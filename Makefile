@@ -185,6 +185,8 @@ $(OUTPUT)/bench/loop_plain: tools/bench/loop.c | deps
 	$(Q)mkdir -p $(@D) && $(CC) -O2 -g $< -o $@
 $(OUTPUT)/bench/loop_probed: tools/bench/loop.c include/usdtprof/usdtprof.h | deps
 	$(Q)mkdir -p $(@D) && $(CC) -O2 -g -DPROBED -Iinclude $< -o $@
+$(OUTPUT)/bench/loop_probed_nop1: tools/bench/loop.c include/usdtprof/usdtprof.h | deps
+	$(Q)mkdir -p $(@D) && $(CC) -O2 -g -DPROBED -DUSDTPROF_SINGLE_NOP -Iinclude $< -o $@
 $(OUTPUT)/bench/pingpong: tools/bench/pingpong.c include/usdtprof/usdtprof.h | deps
 	$(Q)mkdir -p $(@D) && $(CC) -O2 -g -pthread -Iinclude $< -o $@
 $(OUTPUT)/bench/probe_bench: $(OUTPUT)/tools/bench/probe_bench.o $(OUTPUT)/libusdtprof.a
@@ -201,10 +203,12 @@ $(OUTPUT)/bench/churn: tools/bench/churn.c include/usdtprof/usdtprof.h | deps
 
 # Not part of `make test`: figures go to docs/benchmarks.md. The monitor's benches scale
 # down with PGB_ROUNDS, PGB_SECONDS, SOAK_SECONDS (see their headers).
-bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed $(OUTPUT)/bench/pingpong \
+bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed \
+	$(OUTPUT)/bench/loop_probed_nop1 $(OUTPUT)/bench/pingpong \
 	$(USDTPROF) $(OUTPUT)/bench/churn $(GEN_PROFILE)
 	tools/bench/profile_scale.sh $(USDTPROF) $(GEN_PROFILE)
-	$(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed $(OUTPUT)/bench/pingpong
+	$(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed \
+		$(OUTPUT)/bench/loop_probed_nop1 $(OUTPUT)/bench/pingpong
 	tools/bench/pgbench_monitor.sh $(USDTPROF)
 	tools/bench/monitor_soak.sh $(USDTPROF) $(OUTPUT)/bench/churn
 

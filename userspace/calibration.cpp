@@ -10,12 +10,14 @@
 
 #include "proc_maps.h"
 
-// Probe sites in usdtprof's own code, like USDT sites: a nop (which the
-// kernel emulates instead of single-stepping), then a return. Arguments
-// arrive in rdi, rsi and rdx. One entry and one exit site per kind, and a
-// pair for the batches' roots.
-#define USDTPROF_CAL_SITE(name)                                                  \
-	".globl " #name "\n.type " #name ", @function\n" #name ":\n\tnop\n\tret\n" \
+// Probe sites in usdtprof's own code, like USDT sites of our header: a nop
+// (which the kernel emulates instead of single-stepping) and a 5-byte nop,
+// then a return. A kind whose target sites are plain nops is attached at the
+// first, one whose sites have the 5-byte nop at the second (kSiteNop5Offset),
+// which the kernel may optimize into a call. Arguments arrive in rdi, rsi and
+// rdx. One entry and one exit site per kind, and a pair for the batches' roots.
+#define USDTPROF_CAL_SITE(name)                                                                   \
+	".globl " #name "\n.type " #name ", @function\n" #name ":\n\tnop\n\t.nops 5\n\tret\n" \
 	".size " #name ", .-" #name "\n"
 #define USDTPROF_CAL_PAIR(k) USDTPROF_CAL_SITE(usdtprof_cal_enter_##k) USDTPROF_CAL_SITE(usdtprof_cal_exit_##k)
 asm(".pushsection .text\n" USDTPROF_CAL_PAIR(root) USDTPROF_CAL_PAIR(0) USDTPROF_CAL_PAIR(1) USDTPROF_CAL_PAIR(2)
@@ -50,6 +52,9 @@ const std::array<Site, kMaxKinds> kExitSites = {usdtprof_cal_exit_0, usdtprof_ca
 						usdtprof_cal_exit_3, usdtprof_cal_exit_4, usdtprof_cal_exit_5,
 						usdtprof_cal_exit_6, usdtprof_cal_exit_7};
 
+// Where a site's 5-byte nop starts (after its 1-byte nop).
+constexpr uint64_t kSiteNop5Offset = 1;
+
 // Batches per kind, parents per batch, leaves per parent.
 constexpr int kBatches = 24;
 constexpr int kParents = 16;
@@ -61,7 +66,7 @@ constexpr uint64_t kFlushId = 0x200000;
 // function, and where its identity arguments live (a register, or memory
 // read with a helper call).
 struct Signature {
-	uint32_t ident, nargs, content_mask;
+	uint32_t ident, nargs, content_mask, nop5_site;
 	std::array<uint32_t, USDTPROF_MAX_IDENT_ARGS> arg_kinds;
 	bool operator==(const Signature &) const = default;
 };
@@ -76,13 +81,13 @@ uint32_t identity_args(const usdtprof_probe_spec &s)
 
 Signature signature_of(const usdtprof_probe_spec &s)
 {
-	Signature sig{s.ident, s.nargs, s.content_mask, {}};
+	Signature sig{s.ident, s.nargs, s.content_mask, s.nop5_site, {}};
 	for (uint32_t i = 0; i < identity_args(s); i++)
 		sig.arg_kinds[i] = s.args[i].kind;
 	return sig;
 }
 
-std::string kind_name(const Signature &sig)
+std::string ident_name(const Signature &sig)
 {
 	switch (sig.ident) {
 	case USDTPROF_IDENT_NATIVE: return "native";
@@ -90,6 +95,11 @@ std::string kind_name(const Signature &sig)
 	case USDTPROF_IDENT_SQL: return "sql";
 	default: return sig.content_mask ? "content" : "value";
 	}
+}
+
+std::string kind_name(const Signature &sig)
+{
+	return ident_name(sig) + (sig.nop5_site ? " nop5" : "");
 }
 
 // Strings a content or SQL identity reads: as long as typical names and statements.
@@ -171,7 +181,7 @@ std::vector<KindPlan> plan_kinds(const std::vector<usdtprof_probe_spec> &specs, 
 	for (uint32_t i = 0; i < specs.size(); i++)
 		if (specs[i].role == USDTPROF_ROLE_EXIT && !out.spec_kinds.count(i))
 			for (size_t k = 0; k < plans.size(); k++)
-				if (plans[k].sig.ident == specs[i].ident) {
+				if (plans[k].sig.ident == specs[i].ident && plans[k].sig.nop5_site == specs[i].nop5_site) {
 					out.spec_kinds[i] = int32_t(k);
 					break;
 				}
@@ -216,7 +226,8 @@ Result<void> attach_plans(Engine &engine, const std::vector<KindPlan> &plans)
 			auto index = engine.add_spec(exit ? plans[k].exit : plans[k].entry);
 			if (!index)
 				return index.error();
-			sites.push_back({file_offset(*maps, exit ? kExitSites[k] : kEnterSites[k], binary), 0, *index});
+			uint64_t offset = file_offset(*maps, exit ? kExitSites[k] : kEnterSites[k], binary);
+			sites.push_back({offset ? offset + (plans[k].sig.nop5_site ? kSiteNop5Offset : 0) : 0, 0, *index});
 		}
 		for (const UprobeSite &s : sites)
 			if (!s.offset)

@@ -51,6 +51,7 @@ usdtprof_probe_spec probe_spec(const FoundSite &f)
 	spec.ident = p.ident;
 	spec.nests = p.nests;
 	spec.pair = p.pair;
+	spec.nop5_site = f.site.nop5_follows;
 	switch (p.ident) {
 	case USDTPROF_IDENT_PAIR:
 		break;

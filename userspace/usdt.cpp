@@ -194,6 +194,21 @@ Elf_Data *note_data(Elf *elf, Elf_Scn *notes, bool &cut)
 	return elf_getdata_rawchunk(elf, int64_t(shdr.sh_offset), kMaxNoteBytes, ELF_T_NHDR);
 }
 
+// x86-64's `nop` and `nopl 0x0(%rax,%rax,1)`: the sequence a USDT site
+// emits (our header, libbpf's usdt.h) so that a uprobe on its second
+// instruction can be optimized into a call by the kernel, where the first
+// keeps a breakpoint (an exception, ~4x the cost on the machines measured
+// in docs/benchmarks.md) for tools that attach at the note's address.
+constexpr unsigned char kNopNop5[] = {0x90, 0x0f, 0x1f, 0x44, 0x00, 0x00};
+
+bool nop5_follows(int fd, const GElf_Ehdr &ehdr, uint64_t pc_offset)
+{
+	unsigned char code[sizeof kNopNop5];
+	return ehdr.e_machine == EM_X86_64 &&
+	       pread(fd, code, sizeof code, off_t(pc_offset)) == ssize_t(sizeof code) &&
+	       std::memcmp(code, kNopNop5, sizeof code) == 0;
+}
+
 } // namespace
 
 Result<uint64_t> entry_point_offset(int fd, const std::string &name)
@@ -298,6 +313,9 @@ Result<std::vector<UsdtSite>> read_usdt_sites(int fd, const std::string &path, b
 			return Error{path + ": probe " + site.provider + ":" + site.name +
 				     " is outside any executable segment"};
 		site.pc_offset = *pc_offset;
+		site.nop5_follows = nop5_follows(fd, ehdr, site.pc_offset);
+		if (site.nop5_follows)
+			site.pc_offset += 1;
 		if (site.semaphore) {
 			std::optional<uint64_t> sem_offset = file_offset(loads, site.semaphore, PF_W);
 			if (!sem_offset)

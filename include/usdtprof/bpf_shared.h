@@ -163,6 +163,10 @@ struct usdtprof_probe_spec {
 			       kept in the frames it opens; a span's start and
 			       ends: the span's id; 0 otherwise */
 	struct usdtprof_derived derived; /* IDENT_PTRS */
+	__u32 nop5_site;    /* userspace only: its sites are attached at a 5-byte nop,
+			       which the kernel may turn into a call: a cheaper hit,
+			       calibrated apart (a spec never mixes the two) */
+	__u32 pad;
 };
 
 #define USDTPROF_CONTENT_PREFIXED(i) (1u << (16 + (i)))

@@ -21,6 +21,17 @@
  * kernel side to read. */
 #define STAP_SDT_ARG_CONSTRAINT r
 #include <sys/sdt.h>
+/* On x86-64 each site is `nop` then a 5-byte nop (the sequence libbpf's usdt.h
+ * also emits). usdtprof attaches at the 5-byte nop, which kernels that optimize
+ * uprobes (Linux 6.18 has it) turn into a call after its first hit: a hit then
+ * costs about a quarter of a breakpoint's (docs/benchmarks.md). Tools that
+ * attach at the note's address hit the 1-byte nop as before. This applies to
+ * every sys/sdt.h probe that follows in the translation unit; define
+ * USDTPROF_SINGLE_NOP before including this header to keep sys/sdt.h's nop. */
+#if defined(__x86_64__) && !defined(USDTPROF_SINGLE_NOP)
+#undef _SDT_NOP
+#define _SDT_NOP nop; .nops 5
+#endif
 
 /* One semaphore per probe and per binary (hidden), raised by the kernel while
  * a profiler is attached. Weak, so every translation unit may include this. */

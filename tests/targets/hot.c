@@ -1,6 +1,7 @@
 /* A hot loop of probed calls: `hot [--wait] SECONDS` calls work() for
- * SECONDS, then prints how many calls it made. Far beyond any overhead
- * budget when every call is probed. */
+ * SECONDS (or until SIGTERM), then prints how many calls it made. Far beyond
+ * any overhead budget when every call is probed. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -16,6 +17,14 @@ __attribute__((noinline)) static void work(unsigned long i)
 	USDTPROF_EXIT("work");
 }
 
+static volatile sig_atomic_t stop;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
 static double now_s(void)
 {
 	struct timespec t;
@@ -29,7 +38,8 @@ int main(int argc, char **argv)
 	double seconds = argc > arg ? atof(argv[arg]) : 1, end = now_s() + seconds;
 	unsigned long calls = 0;
 
-	while (now_s() < end)
+	signal(SIGTERM, on_term);
+	while (!stop && now_s() < end)
 		for (int i = 0; i < 1000; i++)
 			work(calls++);
 	printf("calls %lu\n", calls);

@@ -169,9 +169,11 @@ TEST_CASE("read_usdt_sites finds this binary's usdtprof enter and exit probes at
 			continue;
 		REQUIRE((site.name == "enter" || site.name == "exit"));
 		(site.name == "enter" ? enters : exits)++;
-		// sys/sdt.h puts a one-byte nop at each probe site.
+		// sys/sdt.h puts a one-byte nop at each probe site; our header adds a
+		// 5-byte nop after it, where the probe is attached.
 		CHECK(site.pc_offset != 0);
-		CHECK(read_bytes(exe, site.pc_offset, 1)[0] == 0x90);
+		CHECK(site.nop5_follows);
+		CHECK(read_bytes(exe, site.pc_offset - 1, 6) == std::vector<unsigned char>{0x90, 0x0f, 0x1f, 0x44, 0x00, 0x00});
 		REQUIRE(site.args.size() == 1);
 		usdtprof_arg_spec arg = parse_ok(site.args[0]);
 		CHECK(arg.kind == USDTPROF_ARG_REG);
@@ -204,10 +206,25 @@ TEST_CASE("read_usdt_sites reads every library mapped here: probe sites are nops
 			FAIL(sites.error().message);
 		for (const UsdtSite &site : *sites) {
 			INFO(site.provider << ":" << site.name << " args \"" << site.args_text << "\"");
-			CHECK(read_bytes(file, site.pc_offset, 1)[0] == 0x90);
+			if (site.nop5_follows)
+				CHECK(read_bytes(file, site.pc_offset - 1, 6) ==
+				      std::vector<unsigned char>{0x90, 0x0f, 0x1f, 0x44, 0x00, 0x00});
+			else
+				CHECK(read_bytes(file, site.pc_offset, 1)[0] == 0x90);
 			for (const std::string &spec : site.args)
 				CHECK(parse_usdt_arg(spec).ok());
 		}
+	}
+}
+
+TEST_CASE("read_usdt_sites attaches sys/sdt.h's plain sites (libstdc++'s) at their one-byte nop") {
+	Result<std::vector<UsdtSite>> sites = read_usdt_sites("/lib/x86_64-linux-gnu/libstdc++.so.6");
+	REQUIRE(sites);
+	REQUIRE(!sites->empty()); // Debian's libstdc++ has probes (throw, rethrow, catch)
+	for (const UsdtSite &site : *sites) {
+		INFO(site.provider << ":" << site.name);
+		CHECK_FALSE(site.nop5_follows);
+		CHECK(read_bytes("/lib/x86_64-linux-gnu/libstdc++.so.6", site.pc_offset, 1)[0] == 0x90);
 	}
 }
 

@@ -9,7 +9,11 @@
 //             captured in the kernel (runtime presets: interned names)
 //   content   usdtprof keying it by the content of the string an argument
 //             points to (Ruby class names, PHP names, --pair ...:argN:str)
-// Each round runs all five; the medians are reported. Then the context-switch
+// The probed loop is built twice: with the header's sites (a nop and a
+// 5-byte nop, attached at the second, which the kernel optimizes into a call)
+// and with USDTPROF_SINGLE_NOP (sys/sdt.h's one-byte nop, a breakpoint per
+// hit, as the runtimes' probes are): the floor and usdtprof on both.
+// Each round runs them all; the medians are reported. Then the context-switch
 // program's own cost per switch, from the kernel's run-time statistics.
 #include <algorithm>
 #include <cstdio>
@@ -162,11 +166,11 @@ double median(std::vector<double> v)
 
 int main(int argc, char **argv)
 {
-	if (argc != 4)
-		die("usage: probe_bench LOOP_PLAIN LOOP_PROBED PINGPONG");
+	if (argc != 5)
+		die("usage: probe_bench LOOP_PLAIN LOOP_PROBED LOOP_PROBED_NOP1 PINGPONG");
 	const unsigned long calls = 1000000, traced_calls = 500000;
 	const int rounds = 7;
-	std::vector<double> plain, untraced, empty, ours, trace, pointer, content;
+	std::vector<double> plain, untraced, empty, ours, trace, pointer, content, empty1, ours1;
 	for (int r = 0; r < rounds; r++) {
 		plain.push_back(run_loop(argv[1], calls, Mode::Plain));
 		untraced.push_back(run_loop(argv[2], calls, Mode::Untraced));
@@ -175,11 +179,13 @@ int main(int argc, char **argv)
 		trace.push_back(run_loop(argv[2], traced_calls, Mode::Trace));
 		pointer.push_back(run_loop(argv[2], traced_calls, Mode::Pointer));
 		content.push_back(run_loop(argv[2], traced_calls, Mode::Content));
+		empty1.push_back(run_loop(argv[3], traced_calls, Mode::Empty));
+		ours1.push_back(run_loop(argv[3], traced_calls, Mode::Usdtprof));
 		fprintf(stderr,
 			"round %d: plain %.2f untraced %.2f empty %.1f usdtprof %.1f trace %.1f pointer %.1f content %.1f "
-			"ns/call\n",
+			"one-byte nop sites: empty %.1f usdtprof %.1f ns/call\n",
 			r + 1, plain.back(), untraced.back(), empty.back(), ours.back(), trace.back(), pointer.back(),
-			content.back());
+			content.back(), empty1.back(), ours1.back());
 	}
 	// Two probe hits per call (entry and exit).
 	double p = median(plain), u = median(untraced), e = median(empty), o = median(ours), t = median(trace);
@@ -193,13 +199,20 @@ int main(int argc, char **argv)
 	double pt = median(pointer), ct = median(content);
 	printf("| usdtprof, keyed by value + captured name | %.1f | %.1f added |\n", pt, (pt - u) / 2);
 	printf("| usdtprof, keyed by string content (4 bytes) + captured name | %.1f | %.1f added |\n", ct, (ct - u) / 2);
+	double e1 = median(empty1), o1 = median(ours1);
+	printf("| empty BPF program, one-byte nop sites (breakpoint) | %.1f | %.1f added |\n", e1, (e1 - u) / 2);
+	printf("| usdtprof, one-byte nop sites (breakpoint) | %.1f | %.1f added |\n", o1, (o1 - u) / 2);
+	printf("\nsites with the 5-byte nop / one-byte nop sites, usdtprof's added cost per hit: %.3fx; the floor's: "
+	       "%.3fx\n",
+	       ours_hit / ((o1 - u) / 2), empty_hit / ((e1 - u) / 2));
+	printf("one-byte nop sites: usdtprof / floor, added cost per hit: %.3fx\n", (o1 - u) / (e1 - u));
 	printf("\nusdtprof / floor, added cost per hit: %.3fx (goal <= 1.15x); usdtprof's own BPF work: %.1f ns per hit\n",
 	       ours_hit / empty_hit, ours_hit - empty_hit);
 	printf("trace mode: %.1f ns more per event than aggregation alone\n", (t - o) / 2);
 	printf("identity: keyed by value + captured name %.1f ns more per hit than by a static name's address; by "
 	       "content %.1f ns more\n",
 	       (pt - o) / 2, (ct - o) / 2);
-	auto [idle, profiled] = switch_cost(argv[3]);
+	auto [idle, profiled] = switch_cost(argv[4]);
 	printf("sched_switch program: %.1f ns per switch between unprofiled threads, %.1f ns per switch of a "
 	       "profiled thread (kernel run-time statistics, which add their own ~30 ns)\n",
 	       idle, profiled);
