@@ -6,7 +6,6 @@
 
 #include "target/process.h"
 #include "target/naming.h"
-#include "session/targets.h"
 #include "base/text_escape.h"
 
 namespace usdtprof {

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
-#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,17 +19,6 @@ std::string pid_text(int pid)
 {
 	ProfileProcess p = describe_process(pid);
 	return "pid " + std::to_string(pid) + (p.comm.empty() ? "" : " (" + p.comm + ")");
-}
-
-bool has_exited(int pid)
-{
-	int fd = open_pidfd(pid);
-	if (fd < 0)
-		return true;
-	pollfd p = {fd, POLLIN, 0};
-	bool exited = poll(&p, 1, 0) == 1;
-	close(fd);
-	return exited;
 }
 
 int64_t unix_now_ns()

@@ -20,8 +20,6 @@ namespace usdtprof {
 
 // "pid N (comm)".
 std::string pid_text(int pid);
-// A process that exited (a zombie too) maps nothing: that is not a lack of probes.
-bool has_exited(int pid);
 int64_t unix_now_ns();
 // describe_process(), with the command name the kernel kept (comms) for a
 // process that is gone.

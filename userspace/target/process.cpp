@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <poll.h>
 #include <sstream>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -208,6 +209,17 @@ ProfileProcess describe_process(int pid)
 int open_pidfd(int pid)
 {
 	return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+}
+
+bool has_exited(int pid)
+{
+	int fd = open_pidfd(pid);
+	if (fd < 0)
+		return true;
+	pollfd p = {fd, POLLIN, 0};
+	bool exited = poll(&p, 1, 0) == 1;
+	close(fd);
+	return exited;
 }
 
 } // namespace usdtprof

@@ -47,5 +47,7 @@ bool process_exists(int pid);
 ProfileProcess describe_process(int pid);
 // A pidfd that becomes readable when the process exits, or -1.
 int open_pidfd(int pid);
+// A process that exited (a zombie too) maps nothing: that is not a lack of probes.
+bool has_exited(int pid);
 
 } // namespace usdtprof
