@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "harness.h"
-#include "proc_maps.h"
-#include "usdt.h"
+#include "target/proc_maps.h"
+#include "target/usdt.h"
 
 using namespace e2e;
 using nlohmann::json;
