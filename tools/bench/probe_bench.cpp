@@ -68,13 +68,14 @@ double run_loop(const std::string &binary, unsigned long calls, Mode mode)
 		auto maps = read_proc_maps(child->pid());
 		if (!maps)
 			die(maps.error().message);
-		auto sites = find_sites(*maps, roles_for(mode));
+		TargetFiles opened;
+		auto sites = find_sites(opened.of_process(child->pid(), *maps), child->pid(), roles_for(mode));
 		if (mode != Mode::Empty) {
 			auto loaded = Engine::load(1024, mode == Mode::Trace ? 64 << 20 : 0);
 			if (!loaded)
 				die(loaded.error().message);
 			engine = std::move(*loaded);
-			attach_sites(*engine, child->pid(), sites);
+			attach_sites(*engine, sites);
 		} else {
 			// The engine object's empty program (usdt_semaphore), loaded
 			// alone: no other program is loaded, so nothing else runs (and
@@ -94,7 +95,7 @@ double run_loop(const std::string &binary, unsigned long calls, Mode mode)
 			for (const FoundSite &f : sites)
 				uprobes.push_back({f.site.pc_offset, f.site.semaphore_offset, 0});
 			auto link = attach_uprobe_multi(bpf_program__fd(empty->progs.usdt_semaphore), child->pid(),
-							sites.at(0).binary, uprobes);
+							sites.at(0).file->fd_path(), sites.at(0).file->path, uprobes);
 			if (!link)
 				die(link.error().message);
 			empty_links.push_back(std::move(*link));
@@ -143,8 +144,10 @@ std::pair<double, double> switch_cost(const std::string &pingpong)
 		auto engine = Engine::load(1024);
 		if (!engine)
 			die(engine.error().message);
+		TargetFiles opened;
 		if (attach)
-			attach_sites(**engine, child->pid(), find_sites(*read_proc_maps(child->pid()), native_probe_roles()));
+			attach_sites(**engine, find_sites(opened.of_process(child->pid(), *read_proc_maps(child->pid())),
+							 child->pid(), native_probe_roles()));
 		if (auto r = child->release(); !r || child->wait() != 0)
 			die("pingpong failed");
 		unlink(out.c_str());
