@@ -48,9 +48,9 @@ override LDFLAGS += -fsanitize=$(SANITIZE)
 OUTPUT := .output/san
 endif
 
-LIB_SRCS := $(wildcard userspace/*.cpp)
+LIB_SRCS := $(filter-out userspace/cli/%,$(wildcard userspace/*/*.cpp))
 CLI_SRCS := $(wildcard userspace/cli/*.cpp)
-UNIT_SRCS := $(wildcard tests/unit/*.cpp)
+UNIT_SRCS := $(wildcard tests/unit/*.cpp tests/unit/*/*.cpp)
 E2E_SRCS := $(wildcard tests/e2e/*.cpp)
 # lib*.c are shared libraries (lib*.so), the rest programs.
 TARGET_LIB_C := $(wildcard tests/targets/lib*.c)
@@ -65,10 +65,10 @@ TARGETS := $(TARGET_C:tests/targets/%.c=$(OUTPUT)/targets/%) \
 	$(TARGET_CXX:tests/targets/%.cpp=$(OUTPUT)/targets/%) \
 	$(TARGET_LIB_C:tests/targets/%.c=$(OUTPUT)/targets/%.so)
 SKELS := $(OUTPUT)/usdtprof.skel.h
-# pprof's schema (userspace/proto/profile.proto), compiled by protoc into the library.
+# pprof's schema (userspace/report/proto/profile.proto), compiled by protoc into the library.
 PROTO_HDR := $(OUTPUT)/proto/profile.pb.h
 PROTO_OBJ := $(OUTPUT)/proto/profile.pb.o
-# The HTML viewer's page, style and script (userspace/html/), as C++ string
+# The HTML viewer's page, style and script (userspace/report/html/), as C++ string
 # literals for html_page.cpp.
 HTML_ASSETS := $(OUTPUT)/html_assets.h
 
@@ -117,10 +117,10 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
 # One protoc run writes both files (grouped pattern targets).
-$(OUTPUT)/proto/%.pb.cc $(OUTPUT)/proto/%.pb.h: userspace/proto/%.proto | deps
+$(OUTPUT)/proto/%.pb.cc $(OUTPUT)/proto/%.pb.h: userspace/report/proto/%.proto | deps
 	$(call msg,PROTOC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)protoc --proto_path=userspace/proto --cpp_out=$(@D) $<
+	$(Q)protoc --proto_path=userspace/report/proto --cpp_out=$(@D) $<
 
 $(PROTO_OBJ): $(OUTPUT)/proto/%.pb.o: $(OUTPUT)/proto/%.pb.cc $(PROTO_HDR)
 	$(call msg,CXX,$@)
@@ -129,10 +129,10 @@ $(PROTO_OBJ): $(OUTPUT)/proto/%.pb.o: $(OUTPUT)/proto/%.pb.cc $(PROTO_HDR)
 # The skeleton and protobuf headers must exist first (order-only); which
 # objects include them, and must be rebuilt when they change, the compiler's
 # -MMD dependency files say: a BPF change rebuilds engine.o, not everything.
-$(HTML_ASSETS): userspace/html/page.html userspace/html/viewer.css userspace/html/viewer.js | $(OUTPUT)
+$(HTML_ASSETS): userspace/report/html/page.html userspace/report/html/viewer.css userspace/report/html/viewer.js | $(OUTPUT)
 	$(call msg,GEN,$@)
-	$(Q)for asset in kHtmlPage:userspace/html/page.html kHtmlCss:userspace/html/viewer.css \
-		kHtmlJs:userspace/html/viewer.js; do \
+	$(Q)for asset in kHtmlPage:userspace/report/html/page.html kHtmlCss:userspace/report/html/viewer.css \
+		kHtmlJs:userspace/report/html/viewer.js; do \
 		if grep -q ')usdtprof_asset"' "$${asset#*:}"; then echo "$${asset#*:}: holds the delimiter" >&2; exit 1; fi; \
 		printf 'inline constexpr char %s[] = R"usdtprof_asset(' "$${asset%%:*}"; \
 		cat "$${asset#*:}"; printf ')usdtprof_asset";\n'; \
@@ -221,12 +221,12 @@ FUZZ_SECONDS ?= 60
 FUZZ_CXXFLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -std=gnu++20 -g -O1 \
 	-Iinclude -Iuserspace
 FUZZERS := $(OUTPUT)/fuzz/fuzz_profile $(OUTPUT)/fuzz/fuzz_usdt_arg $(OUTPUT)/fuzz/fuzz_probe_spec
-$(OUTPUT)/fuzz/fuzz_profile: userspace/profile.cpp userspace/output_file.cpp
+$(OUTPUT)/fuzz/fuzz_profile: userspace/profile/profile.cpp userspace/base/output_file.cpp
 $(OUTPUT)/fuzz/fuzz_profile: FUZZ_LIBS := -lz
-$(OUTPUT)/fuzz/fuzz_usdt_arg: userspace/usdt.cpp
+$(OUTPUT)/fuzz/fuzz_usdt_arg: userspace/target/usdt.cpp
 $(OUTPUT)/fuzz/fuzz_usdt_arg: FUZZ_LIBS := -lelf
-$(OUTPUT)/fuzz/fuzz_probe_spec: userspace/probe_roles.cpp
-$(FUZZERS): $(OUTPUT)/fuzz/%: tests/fuzz/%.cpp $(wildcard userspace/*.h include/usdtprof/*.h) | deps
+$(OUTPUT)/fuzz/fuzz_probe_spec: userspace/target/probe_roles.cpp
+$(FUZZERS): $(OUTPUT)/fuzz/%: tests/fuzz/%.cpp $(wildcard userspace/*/*.h include/usdtprof/*.h) | deps
 	$(call msg,FUZZ-CXX,$@)
 	$(Q)mkdir -p $(@D) && $(CLANGXX) $(FUZZ_CXXFLAGS) $(filter %.cpp,$^) $(FUZZ_LIBS) -o $@
 
@@ -283,4 +283,4 @@ demo: $(USDTPROF) $(OUTPUT)/targets/demo
 clean:
 	rm -rf .output
 
--include $(wildcard $(OUTPUT)/userspace/*.d $(OUTPUT)/userspace/cli/*.d $(OUTPUT)/tests/*/*.d $(OUTPUT)/tools/*.d)
+-include $(wildcard $(OUTPUT)/userspace/*/*.d $(OUTPUT)/tests/*/*.d $(OUTPUT)/tests/unit/*/*.d $(OUTPUT)/tools/*.d)

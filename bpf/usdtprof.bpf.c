@@ -281,7 +281,7 @@ static __noinline __u64 read_arg_slow(struct pt_regs *ctx, const struct usdtprof
 
 /* SQL normalisation, as pg_stat_statements shows statements: numeric and
  * quoted literals (a leading unary minus included) become one placeholder
- * byte, runs of white space one space. userspace/sql.cpp renders the same
+ * byte, runs of white space one space. userspace/target/sql.cpp renders the same
  * rules as text; both must agree. */
 struct sql_ctx {
 	const char *text;

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "output_file.h"
-#include "profile.h"
+#include "base/output_file.h"
+#include "profile/profile.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "profile.h"
+#include "profile/profile.h"
 
 namespace e2e {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "profile.h"
+#include "profile/profile.h"
 
 namespace e2e {
 

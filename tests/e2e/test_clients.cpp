@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "harness.h"
-#include "http.h"
+#include "serve/http.h"
 
 using namespace e2e;
 using nlohmann::json;

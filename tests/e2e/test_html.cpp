@@ -11,7 +11,7 @@
 #include <set>
 
 #include "harness.h"
-#include "text_escape.h"
+#include "base/text_escape.h"
 
 using namespace e2e;
 using nlohmann::json;

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "proc_maps.h"
-#include "usdt.h"
+#include "target/proc_maps.h"
+#include "target/usdt.h"
 
 using namespace e2e;
 

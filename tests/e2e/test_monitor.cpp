@@ -6,13 +6,13 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include "http.h"
+#include "serve/http.h"
 #include <sstream>
 #include <thread>
 
 #include "harness.h"
 #include "intervals.h"
-#include "profile.h"
+#include "profile/profile.h"
 
 using namespace e2e;
 using nlohmann::json;

@@ -9,7 +9,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
-#include "http.h"
+#include "serve/http.h"
 #include <map>
 #include <mutex>
 #include <netinet/in.h>

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "harness.h"
-#include "http.h"
+#include "serve/http.h"
 #include "tls.h"
 
 using namespace e2e;

@@ -22,9 +22,9 @@
 #include <zlib.h>
 
 #include "harness.h"
-#include "proc_maps.h"
-#include "profile.h"
-#include "usdt.h"
+#include "target/proc_maps.h"
+#include "profile/profile.h"
+#include "target/usdt.h"
 
 extern char **environ;
 

@@ -15,7 +15,7 @@
 
 #include "harness.h"
 #include "java_calls.h"
-#include "profile.h"
+#include "profile/profile.h"
 
 using namespace e2e;
 using Catch::Matchers::Contains;

@@ -16,7 +16,7 @@
 
 #include "harness.h"
 #include "profile_calls.h"
-#include "profile.h"
+#include "profile/profile.h"
 
 using namespace e2e;
 

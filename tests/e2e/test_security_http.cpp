@@ -14,8 +14,8 @@
 
 #include "harness.h"
 #include "intervals.h"
-#include "http.h"
-#include "profile.h"
+#include "serve/http.h"
+#include "profile/profile.h"
 
 using namespace e2e;
 

@@ -9,10 +9,10 @@
 #include <sstream>
 
 #include "gzip.h"
-#include "compensation.h"
+#include "profile/compensation.h"
 #include "harness.h"
-#include "metrics.h"
-#include "profile.h"
+#include "serve/metrics.h"
+#include "profile/profile.h"
 #include "proto/profile.pb.h"
 
 using namespace e2e;

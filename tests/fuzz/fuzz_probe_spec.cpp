@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "probe_roles.h"
+#include "target/probe_roles.h"
 
 using namespace usdtprof;
 

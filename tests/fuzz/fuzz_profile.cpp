@@ -6,7 +6,7 @@
 #include <string>
 #include <zlib.h>
 
-#include "profile.h"
+#include "profile/profile.h"
 
 using namespace usdtprof;
 

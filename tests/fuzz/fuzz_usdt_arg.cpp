@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "usdt.h"
+#include "target/usdt.h"
 
 using namespace usdtprof;
 

@@ -1,6 +1,6 @@
 # Known call counts for the Ruby preset. ruby:method__entry/return (Ruby-defined methods)
 # fire only while a global :call/:return event hook is enabled; `usdtprof record -- ruby
-# calls.rb` adds one through RUBYOPT=-r<script> (kRubyHooks in userspace/presets.cpp).
+# calls.rb` adds one through RUBYOPT=-r<script> (kRubyHooks in userspace/target/presets.cpp).
 # Expected ruby:method__entry counts (= method__return counts), arg0 class, arg1 method:
 #   Object  fib        1973  (fib(15) recursive: 2*fib(16)-1; top-level defs belong to Object)
 #   Counter inc        1000  (instance method)

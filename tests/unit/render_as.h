@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "formats.h"
+#include "report/formats.h"
 
 inline std::string render_as(const char *format, const usdtprof::Profile &measured,
 			     const usdtprof::ReportOptions &options)

@@ -5,7 +5,7 @@
 // us) spans the task it ran for spawn. Some of the self times were off-CPU.
 #pragma once
 
-#include "profile.h"
+#include "profile/profile.h"
 
 inline usdtprof::Profile task_profile()
 {

@@ -23,9 +23,9 @@
 #include <functional>
 #include <poll.h>
 
-#include "engine.h"
-#include "probes.h"
-#include "process.h"
+#include "engine/engine.h"
+#include "engine/probes.h"
+#include "target/process.h"
 #include "usdtprof.skel.h"
 
 using namespace usdtprof;

@@ -1,11 +1,11 @@
 #include <cstdio>
 #include <memory>
 
-#include "commands.h"
-#include "diff.h"
-#include "output_file.h"
-#include "profile_set.h"
-#include "result.h"
+#include "cli/commands.h"
+#include "report/diff.h"
+#include "base/output_file.h"
+#include "profile/profile_set.h"
+#include "base/result.h"
 
 namespace usdtprof::cli {
 

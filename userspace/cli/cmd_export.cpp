@@ -4,12 +4,12 @@
 #include <memory>
 #include <unistd.h>
 
-#include "commands.h"
-#include "formats.h"
-#include "output_file.h"
-#include "profile.h"
-#include "report.h"
-#include "result.h"
+#include "cli/commands.h"
+#include "report/formats.h"
+#include "base/output_file.h"
+#include "profile/profile.h"
+#include "report/report.h"
+#include "base/result.h"
 
 namespace usdtprof::cli {
 

@@ -2,13 +2,13 @@
 #include <limits>
 #include <memory>
 
-#include "commands.h"
-#include "probe_list.h"
-#include "proc_maps.h"
-#include "process.h"
-#include "target_file.h"
-#include "result.h"
-#include "text_escape.h"
+#include "cli/commands.h"
+#include "target/probe_list.h"
+#include "target/proc_maps.h"
+#include "target/process.h"
+#include "target/target_file.h"
+#include "base/result.h"
+#include "base/text_escape.h"
 
 namespace usdtprof::cli {
 

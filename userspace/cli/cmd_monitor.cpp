@@ -1,8 +1,8 @@
 #include <memory>
 
-#include "commands.h"
-#include "monitor.h"
-#include "result.h"
+#include "cli/commands.h"
+#include "session/monitor.h"
+#include "base/result.h"
 
 namespace usdtprof::cli {
 

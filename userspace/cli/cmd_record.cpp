@@ -1,9 +1,9 @@
 #include <memory>
 
-#include "commands.h"
-#include "recorder.h"
-#include "targets.h"
-#include "result.h"
+#include "cli/commands.h"
+#include "session/recorder.h"
+#include "session/targets.h"
+#include "base/result.h"
 
 namespace usdtprof::cli {
 

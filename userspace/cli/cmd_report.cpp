@@ -1,14 +1,14 @@
 #include <cstdio>
 #include <memory>
 
-#include "callers.h"
-#include "commands.h"
-#include "formats.h"
-#include "output_file.h"
-#include "profile.h"
-#include "report.h"
-#include "result.h"
-#include "views.h"
+#include "report/callers.h"
+#include "cli/commands.h"
+#include "report/formats.h"
+#include "base/output_file.h"
+#include "profile/profile.h"
+#include "report/report.h"
+#include "base/result.h"
+#include "report/views.h"
 
 namespace usdtprof::cli {
 

@@ -1,9 +1,9 @@
 #include <memory>
 
-#include "commands.h"
-#include "formats.h"
-#include "recorder.h"
-#include "result.h"
+#include "cli/commands.h"
+#include "report/formats.h"
+#include "session/recorder.h"
+#include "base/result.h"
 
 namespace usdtprof::cli {
 

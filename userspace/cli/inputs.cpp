@@ -3,11 +3,11 @@
 #include <cstdio>
 #include <regex>
 
-#include "commands.h"
-#include "compensation.h"
-#include "path_filter.h"
-#include "profile_set.h"
-#include "result.h"
+#include "cli/commands.h"
+#include "profile/compensation.h"
+#include "profile/path_filter.h"
+#include "profile/profile_set.h"
+#include "base/result.h"
 
 namespace usdtprof::cli {
 

@@ -5,10 +5,10 @@
 #include <exception>
 #include <vector>
 
-#include "commands.h"
-#include "profile.h"
-#include "result.h"
-#include "text_escape.h"
+#include "cli/commands.h"
+#include "profile/profile.h"
+#include "base/result.h"
+#include "base/text_escape.h"
 
 namespace {
 

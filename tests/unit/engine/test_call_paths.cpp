@@ -1,0 +1,178 @@
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "engine/call_paths.h"
+
+using namespace usdtprof;
+
+namespace {
+
+PathRecord record(uint64_t path, uint64_t parent, uint64_t func, uint32_t tgid = 100, uint64_t calls = 1)
+{
+	PathRecord r;
+	r.path = path;
+	r.stats.parent = parent;
+	r.stats.func = func;
+	r.stats.tgid = tgid;
+	r.stats.calls = calls;
+	r.stats.self_ns = 10 * calls;
+	r.stats.total_ns = 20 * calls;
+	return r;
+}
+
+std::string name_of(const Profile &p, uint32_t node)
+{
+	return p.functions.at(p.nodes.at(node).function);
+}
+
+} // namespace
+
+TEST_CASE("call paths: the tree is rebuilt from parent ids, parents first, whatever the record order")
+{
+	// main(0x10) -> parse(0x20) -> lex(0x30), main -> eval(0x40); children listed first.
+	std::vector<PathRecord> records = {record(3, 2, 0x30), record(4, 1, 0x40), record(2, 1, 0x20),
+					   record(1, 0, 0x10)};
+	std::map<uint64_t, std::string> names = {{0x10, "main"}, {0x20, "parse"}, {0x30, "lex"}, {0x40, "eval"}};
+	std::map<uint64_t, int> lookups;
+	Profile p;
+	add_call_paths(p, records, [&](uint32_t, uint64_t func) -> Result<FunctionName> {
+		lookups[func]++;
+		return FunctionName{names.at(func), ""};
+	});
+	REQUIRE(p.nodes.size() == 4);
+	for (uint32_t i = 0; i < p.nodes.size(); i++) {
+		INFO(i);
+		REQUIRE((p.nodes[i].parent == kNoParent || p.nodes[i].parent < i));
+	}
+	std::map<std::string, std::string> parent_of;
+	for (uint32_t i = 0; i < p.nodes.size(); i++)
+		parent_of[name_of(p, i)] = p.nodes[i].parent == kNoParent ? "" : name_of(p, p.nodes[i].parent);
+	REQUIRE(parent_of == std::map<std::string, std::string>{
+				     {"main", ""}, {"parse", "main"}, {"lex", "parse"}, {"eval", "main"}});
+	for (auto &[func, count] : lookups)
+		REQUIRE(count == 1);
+	REQUIRE(p.nodes[0].calls == 1);
+	REQUIRE(p.nodes[0].total_ns == 20);
+}
+
+TEST_CASE("call paths: each function id is resolved once per process, equal names share one entry")
+{
+	// The same id in two processes (ASLR makes ids per process) and the same
+	// name under two ids.
+	std::vector<PathRecord> records = {record(1, 0, 0x10, 100), record(2, 0, 0x10, 200), record(3, 1, 0x10, 100),
+					   record(4, 0, 0x99, 100)};
+	int lookups = 0;
+	Profile p;
+	add_call_paths(p, records, [&](uint32_t, uint64_t) -> Result<FunctionName> {
+		lookups++;
+		return FunctionName{"f", ""};
+	});
+	REQUIRE(lookups == 3); // (100,0x10), (200,0x10), (100,0x99)
+	REQUIRE(p.functions == std::vector<std::string>{"f"});
+	REQUIRE(p.locations.empty());
+	REQUIRE(p.nodes.size() == 4);
+}
+
+TEST_CASE("call paths: functions with one name and different locations stay apart, locations kept")
+{
+	std::vector<PathRecord> records = {record(1, 0, 0x10), record(2, 0, 0x20), record(3, 0, 0x30)};
+	std::map<uint64_t, FunctionName> names = {
+		{0x10, {"run", "a.py:3"}}, {0x20, {"run", "b.py:9"}}, {0x30, {"main", ""}}};
+	Profile p;
+	add_call_paths(p, records, [&](uint32_t, uint64_t func) -> Result<FunctionName> { return names.at(func); });
+	REQUIRE(p.functions == std::vector<std::string>{"run", "run", "main"});
+	REQUIRE(p.locations == std::vector<std::string>{"a.py:3", "b.py:9", ""});
+}
+
+TEST_CASE("call paths: an unresolvable id is named, a missing parent goes under [parent dropped]")
+{
+	std::vector<PathRecord> records = {record(5, 77, 0xabc), record(6, 78, 0xabc), record(7, 0, 0xabc)};
+	Profile p;
+	add_call_paths(p, records, [](uint32_t, uint64_t) -> Result<FunctionName> { return Error{"gone"}; });
+	REQUIRE(p.nodes.size() == 4);
+	REQUIRE(p.functions.size() == 2);
+	uint32_t dropped = 0;
+	while (name_of(p, dropped) != "[parent dropped]")
+		dropped++;
+	REQUIRE(name_of(p, dropped == 0 ? 1 : 0) == "[unknown 0xabc]");
+	REQUIRE(p.nodes[dropped].parent == kNoParent);
+	REQUIRE(p.nodes[dropped].calls == 0);
+	int orphans = 0;
+	for (const PathNode &n : p.nodes)
+		orphans += n.parent == dropped;
+	REQUIRE(orphans == 2);
+}
+
+TEST_CASE("cap_name: long names end in ... at a character boundary", "[call_paths]")
+{
+	std::string s = std::string(10, 'a');
+	CHECK(!cap_name(s, 10));
+	CHECK(s == std::string(10, 'a'));
+	s = std::string(4000, 'a');
+	CHECK(cap_name(s, 1024));
+	CHECK(s.size() == 1024);
+	CHECK(s.substr(1021) == "...");
+	// U+00E9 is two bytes: the cut never splits one.
+	s = "";
+	for (int i = 0; i < 1000; i++)
+		s += "\xc3\xa9";
+	CHECK(cap_name(s, 1024));
+	CHECK(s.size() == 1023);
+	CHECK(s.substr(1018, 2) == "\xc3\xa9");
+	CHECK(s.substr(1020) == "...");
+}
+
+TEST_CASE("add_call_paths caps what a target names and counts the cuts", "[call_paths]")
+{
+	Profile p;
+	usdtprof_path_stats a{};
+	a.tgid = 1;
+	a.func = 0x100;
+	a.calls = 1;
+	usdtprof_path_stats b = a;
+	b.func = 0x200;
+	std::vector<PathRecord> records = {{10, a}, {20, b}};
+	size_t cut = add_call_paths(p, records, [&](uint32_t, uint64_t func) -> Result<FunctionName> {
+		if (func == 0x100)
+			return FunctionName{std::string(100000, 'x'), "short.c:1"};
+		return FunctionName{"short", std::string(5000, 'l')};
+	});
+	CHECK(cut == 2);
+	REQUIRE(p.functions.size() == 2);
+	for (const std::string &f : p.functions)
+		CHECK(f.size() <= kMaxNameBytes);
+	for (const std::string &l : p.locations)
+		CHECK(l.size() <= kMaxNameBytes);
+}
+
+TEST_CASE("call paths: the roots of a process that works for another hang under one labelled frame")
+{
+	// Process 200 (a worker) has two roots, process 100 one; only 200 is labelled.
+	std::vector<PathRecord> records = {record(1, 0, 0x10, 100), record(2, 0, 0x20, 200, 2), record(3, 0, 0x30, 200, 3),
+					   record(4, 3, 0x40, 200)};
+	std::map<uint64_t, std::string> names = {{0x10, "SELECT"}, {0x20, "buffer read"}, {0x30, "sort"}, {0x40, "lwlock wait"}};
+	Profile p;
+	add_call_paths(
+		p, records, [&](uint32_t, uint64_t func) -> Result<FunctionName> { return FunctionName{names.at(func), ""}; },
+		{{200, "[parallel worker for pid 100]"}});
+	REQUIRE(p.nodes.size() == 5);
+	std::map<std::string, std::string> parent_of;
+	uint32_t label = kNoParent;
+	for (uint32_t i = 0; i < p.nodes.size(); i++) {
+		REQUIRE((p.nodes[i].parent == kNoParent || p.nodes[i].parent < i));
+		parent_of[name_of(p, i)] = p.nodes[i].parent == kNoParent ? "" : name_of(p, p.nodes[i].parent);
+		if (name_of(p, i) == "[parallel worker for pid 100]")
+			label = i;
+	}
+	REQUIRE(parent_of == std::map<std::string, std::string>{{"SELECT", ""},
+								 {"[parallel worker for pid 100]", ""},
+								 {"buffer read", "[parallel worker for pid 100]"},
+								 {"sort", "[parallel worker for pid 100]"},
+								 {"lwlock wait", "sort"}});
+	REQUIRE(label != kNoParent);
+	REQUIRE(p.nodes[label].pid == 200);
+	REQUIRE(p.nodes[label].calls == 1);
+	REQUIRE(p.nodes[label].self_ns == 0);
+	// As long as its roots: 2 * 20 + 3 * 20 ns.
+	REQUIRE(p.nodes[label].total_ns == 100);
+}

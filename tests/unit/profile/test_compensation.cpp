@@ -1,0 +1,138 @@
+#include <catch2/catch.hpp>
+
+#include "profile/compensation.h"
+#include "profile/profile.h"
+#include "../render_as.h"
+#include "report/report.h"
+
+using namespace usdtprof;
+
+namespace {
+
+// root -> mid (2 calls) -> leaf (20 calls), one kind: own 100, caller 40.
+Profile calibrated_profile()
+{
+	Profile p;
+	p.duration_ns = 1000000;
+	p.functions = {"root", "mid", "leaf"};
+	p.nodes = {
+		{kNoParent, 0, 1, 1, 0, 10000, 100000},
+		{0, 1, 1, 2, 0, 8000, 60000, 1000},
+		{1, 2, 1, 20, 0, 50000, 50000},
+	};
+	Calibration c;
+	c.kinds = {{"native", 100, 40, 5, 2, 24, 0}};
+	c.function_kinds = {0, 0, 0};
+	p.calibration = c;
+	return p;
+}
+
+} // namespace
+
+TEST_CASE("compensation takes own and children's caller costs out of self times", "[compensation]")
+{
+	CompensationSummary s;
+	Profile c = compensate(calibrated_profile(), &s);
+	REQUIRE(s.applied);
+	// root: 1 own call + 2 mid calls as caller.
+	CHECK(c.nodes[0].self_ns == 10000 - 100 - 2 * 40);
+	// mid: 2 own calls + 20 leaf calls as caller; off-CPU time untouched.
+	CHECK(c.nodes[1].self_ns == 8000 - 2 * 100 - 20 * 40);
+	CHECK(c.nodes[1].self_offcpu_ns == 1000);
+	// leaf: 20 own calls.
+	CHECK(c.nodes[2].self_ns == 50000 - 20 * 100);
+	// Totals lose what their subtree lost.
+	CHECK(c.nodes[2].total_ns == c.nodes[2].self_ns);
+	CHECK(c.nodes[1].total_ns == 60000 - (2 * 100 + 20 * 40) - 20 * 100);
+	CHECK(c.nodes[0].total_ns == c.nodes[0].self_ns + c.nodes[1].total_ns + (100000 - 10000 - 60000));
+	CHECK(s.removed_ns == (100 + 80) + (200 + 800) + 2000);
+	CHECK(s.clamped == 0);
+	// The spread over the same calls.
+	CHECK(c.nodes[1].uncertain_ns == 2 * 5 + 20 * 2);
+}
+
+TEST_CASE("compensation never makes a time negative and counts what it clamps", "[compensation]")
+{
+	Profile p = calibrated_profile();
+	p.nodes[2].self_ns = 1000; // below 20 x 100
+	p.nodes[2].total_ns = 1000;
+	p.nodes[1].self_ns = 1500; // on-CPU part 500, below 2 x 100 + 20 x 40
+	CompensationSummary s;
+	Profile c = compensate(p, &s);
+	CHECK(c.nodes[2].self_ns == 0);
+	CHECK(c.nodes[1].self_ns == 1000); // only the on-CPU part is taken
+	CHECK(s.clamped == 2);
+	CHECK(c.nodes[1].total_ns >= c.nodes[1].self_ns);
+}
+
+TEST_CASE("compensation leaves synthetic frames and profiles without calibration alone", "[compensation]")
+{
+	Profile p = calibrated_profile();
+	p.calibration->function_kinds = {-1, 0, 0}; // root: [running at attach]-like
+	Profile c = compensate(p);
+	CHECK(c.nodes[0].self_ns == 10000);
+	p.calibration.reset();
+	CompensationSummary s;
+	c = compensate(p, &s);
+	CHECK_FALSE(s.applied);
+	CHECK(c.nodes[1].self_ns == 8000);
+}
+
+TEST_CASE("a [task] frame gets its children's caller cost but charges none to its creator", "[compensation]")
+{
+	Profile p = calibrated_profile();
+	p.functions[1] = "[task]";
+	p.calibration->function_kinds = {0, -1, 0};
+	Profile c = compensate(p);
+	CHECK(c.nodes[0].self_ns == 10000 - 100);
+	CHECK(c.nodes[1].self_ns == 8000 - 20 * 40);
+}
+
+TEST_CASE("profiles keep their calibration and read without one", "[compensation][profile]")
+{
+	Profile p = calibrated_profile();
+	p.calibration->cost_ns = 12345678;
+	p.calibration->kinds.push_back({"content", 300.5, 250.25, 1, 2, 20, -1});
+	p.calibration->function_kinds = {0, 1, -1};
+	auto back = parse_profile(serialize_profile(p));
+	REQUIRE(back);
+	REQUIRE(back->calibration);
+	CHECK(back->calibration->kinds.size() == 2);
+	CHECK(back->calibration->kinds[1].own_ns == 300.5);
+	CHECK(back->calibration->kinds[1].uncompensated_ns == -1);
+	CHECK(back->calibration->function_kinds == std::vector<int32_t>{0, 1, -1});
+	CHECK(back->calibration->cost_ns == 12345678);
+	p.calibration.reset();
+	back = parse_profile(serialize_profile(p));
+	REQUIRE(back);
+	CHECK_FALSE(back->calibration);
+	// A kind index out of range is corrupt.
+	p = calibrated_profile();
+	p.calibration->function_kinds = {0, 3, 0};
+	CHECK_FALSE(parse_profile(serialize_profile(p)));
+}
+
+TEST_CASE("reports show compensated times, --raw the measured ones, JSON both", "[compensation][report]")
+{
+	Profile p = calibrated_profile();
+	ReportOptions o;
+	std::string json = render_as("json", p, o);
+	CHECK(json.find("\"raw_self_ns\": 50000") != std::string::npos);
+	CHECK(json.find("\"self_ns\": 48000") != std::string::npos);
+	std::string text = render_as("text", p, o);
+	CHECK(text.find("probe overhead taken out") != std::string::npos);
+	CHECK(text.find("48.0 us") != std::string::npos);
+	o.raw = true;
+	text = render_as("text", p, o);
+	CHECK(text.find("50.0 us") != std::string::npos);
+	CHECK(text.find("--raw") != std::string::npos);
+}
+
+TEST_CASE("a compensated self time within the calibration's spread is marked", "[compensation][report]")
+{
+	Profile p = calibrated_profile();
+	p.nodes[0].self_ns = 100 + 80 + 8; // 8 ns left, spread 5 + 2 x 2
+	std::string text = render_as("text", p, ReportOptions{});
+	CHECK(text.find("~8 ns") != std::string::npos);
+	CHECK(text.find("~: a self time within") != std::string::npos);
+}

@@ -1,0 +1,103 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "report/diff.h"
+
+using namespace usdtprof;
+
+namespace {
+
+// main -> f_i for each (name, per-call self) in each pid, 10 calls each.
+Profile profile_of(const std::vector<std::pair<std::string, uint64_t>> &fs, const std::vector<int32_t> &pids,
+		   double jitter = 0)
+{
+	Profile p;
+	p.functions = {"main"};
+	for (const auto &[name, ns] : fs)
+		p.functions.push_back(name);
+	for (size_t k = 0; k < pids.size(); k++) {
+		uint32_t root = uint32_t(p.nodes.size());
+		p.nodes.push_back({kNoParent, 0, pids[k], 1, 0, 100, 0});
+		for (uint32_t f = 0; f < fs.size(); f++) {
+			// Each process a little apart: the spread the test reads.
+			double factor = 1 + jitter * (double(k) - double(pids.size() - 1) / 2);
+			p.nodes.push_back({root, f + 1, pids[k], 10, 0, uint64_t(std::llround(10 * double(fs[f].second) * factor)), 0});
+		}
+	}
+	return p;
+}
+
+const DiffRow &row(const std::vector<DiffRow> &rows, const std::string &name)
+{
+	for (const DiffRow &r : rows)
+		if (r.name == name)
+			return r;
+	FAIL("no row " << name);
+	return rows[0];
+}
+
+const std::vector<std::pair<std::string, uint64_t>> kBase = {{"a", 1000}, {"b", 2000}, {"c", 3000}, {"d", 4000}, {"e", 5000}};
+
+} // namespace
+
+TEST_CASE("diff: deltas, shares and order by the change of self time", "[diff]")
+{
+	auto now_fs = kBase;
+	now_fs[2].second = 6000; // c twice as slow
+	Diff d = diff_profiles(profile_of(kBase, {1, 2, 3}, 0.02), profile_of(now_fs, {1, 2, 3}, 0.02), {});
+	REQUIRE(d.functions[0].name == "c");
+	const DiffRow &c = d.functions[0];
+	CHECK(c.base.calls == 30);
+	CHECK(c.delta_self_ns == int64_t(c.now.self_ns) - int64_t(c.base.self_ns));
+	CHECK(c.delta_self_ns == 90'000);
+	double base_share = 100.0 * double(c.base.self_ns) / double(d.base_total_ns);
+	double new_share = 100.0 * double(c.now.self_ns) / double(d.new_total_ns);
+	CHECK(c.delta_share == Approx(new_share - base_share));
+	CHECK(c.base.per_call_ns.size() == 3);
+	CHECK(c.significant);
+	CHECK(*c.z > 3);
+	for (const char *same : {"a", "b", "d", "e", "main"})
+		CHECK_FALSE(row(d.functions, same).significant);
+	CHECK(d.functions_run.ratio == Approx(1));
+	CHECK(row(d.paths, "main;c").significant);
+}
+
+TEST_CASE("diff: a change the whole run shows is not significant; no spread, no verdict", "[diff]")
+{
+	auto slower = kBase;
+	for (auto &[name, ns] : slower)
+		ns = ns * 3 / 2; // everything 1.5x: the machine, not a function
+	Diff d = diff_profiles(profile_of(kBase, {1, 2}, 0.02), profile_of(slower, {1, 2}, 0.02), {});
+	CHECK(d.functions_run.ratio == Approx(1.5).epsilon(0.01));
+	for (const DiffRow &r : d.functions)
+		CHECK_FALSE(r.significant);
+
+	// One process each and two functions: nothing to judge the spread by.
+	Diff one = diff_profiles(profile_of({{"a", 1000}}, {1}), profile_of({{"a", 5000}}, {1}), {});
+	CHECK_FALSE(row(one.functions, "a").z);
+	CHECK_FALSE(row(one.functions, "a").significant);
+}
+
+TEST_CASE("diff: appeared and vanished rows, --normalize scales NEW to BASE's total", "[diff]")
+{
+	Profile base = profile_of({{"a", 1000}, {"gone", 500}}, {1});
+	Profile now = profile_of({{"a", 2000}, {"new", 700}}, {1});
+	DiffOptions o;
+	o.normalize = true;
+	Diff d = diff_profiles(base, now, o);
+	CHECK(row(d.functions, "gone").status == DiffStatus::Vanished);
+	CHECK(row(d.functions, "new").status == DiffStatus::Appeared);
+	CHECK_FALSE(row(d.functions, "new").significant);
+	uint64_t sum = 0;
+	for (const DiffRow &r : d.functions)
+		sum += r.now.self_ns;
+	CHECK(std::llabs(int64_t(sum) - int64_t(d.base_total_ns)) <= 3); // rounding per row
+	CHECK(d.new_total_ns == 100 + 20'000 + 7'000);
+	auto json = nlohmann::json::parse(render_diff_json(d, o));
+	CHECK(json["normalize"] == true);
+	CHECK(json["functions"][0]["status"].is_string());
+	CHECK(render_diff_text(d, o).find("new scaled to base's total") != std::string::npos);
+}

@@ -1,0 +1,239 @@
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <ctime>
+#include <unistd.h>
+
+#include "session/interval.h"
+
+using namespace usdtprof;
+
+namespace {
+
+PathRecord rec(uint64_t path, uint64_t parent, uint32_t tgid, uint64_t calls, uint64_t self_ns)
+{
+	PathRecord r;
+	r.path = path;
+	r.stats.parent = parent;
+	r.stats.func = path * 16;
+	r.stats.tgid = tgid;
+	r.stats.calls = calls;
+	r.stats.self_ns = self_ns;
+	r.stats.total_ns = self_ns;
+	return r;
+}
+
+const PathRecord *find(const IntervalDelta &d, uint64_t path)
+{
+	for (const PathRecord &r : d.records)
+		if (r.path == path)
+			return &r;
+	return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("interval deltas: gains only, ancestors kept for the tree, sums equal the totals", "[interval]")
+{
+	PathDeltas deltas;
+	auto alive = [](uint32_t) { return true; };
+	// main(1) -> a(2), main -> b(3)
+	IntervalDelta d1 = deltas.next({rec(1, 0, 7, 1, 10), rec(2, 1, 7, 5, 50), rec(3, 1, 7, 2, 20)}, alive);
+	REQUIRE(d1.records.size() == 3);
+	IntervalDelta d2 = deltas.next({rec(1, 0, 7, 1, 10), rec(2, 1, 7, 9, 90), rec(3, 1, 7, 2, 20)}, alive);
+	// Only a gained; main is there for the tree, with nothing gained.
+	REQUIRE(d2.records.size() == 2);
+	REQUIRE(find(d2, 2)->stats.calls == 4);
+	REQUIRE(find(d2, 2)->stats.self_ns == 40);
+	REQUIRE(find(d2, 1)->stats.calls == 0);
+	REQUIRE(find(d2, 3) == nullptr);
+	IntervalDelta d3 = deltas.next({rec(1, 0, 7, 1, 10), rec(2, 1, 7, 9, 90), rec(3, 1, 7, 2, 20)}, alive);
+	REQUIRE(d3.records.empty());
+	REQUIRE(d3.forget.empty());
+}
+
+TEST_CASE("interval deltas: a process that is gone is reported once more, then forgotten", "[interval]")
+{
+	PathDeltas deltas;
+	bool alive7 = true;
+	auto alive = [&](uint32_t tgid) { return tgid != 7 || alive7; };
+	deltas.next({rec(1, 0, 7, 1, 10), rec(5, 0, 8, 1, 10)}, alive);
+	alive7 = false;
+	IntervalDelta d = deltas.next({rec(1, 0, 7, 3, 30), rec(5, 0, 8, 1, 10)}, alive);
+	REQUIRE(find(d, 1)->stats.calls == 2);
+	REQUIRE(d.forget == std::vector<uint64_t>{1});
+	REQUIRE(d.gone == std::vector<uint32_t>{7});
+	REQUIRE(deltas.tracked() == 1);
+	// Deleted from the map: nothing more is reported for it.
+	IntervalDelta after = deltas.next({rec(5, 0, 8, 2, 20)}, alive);
+	REQUIRE(after.records.size() == 1);
+	REQUIRE(find(after, 5)->stats.calls == 1);
+}
+
+TEST_CASE("budget: attached all the time while cheap, a proportional share when not", "[interval]")
+{
+	// 1,000 hits of 500 ns against 1 s of target CPU: 0.05% overhead.
+	BudgetEstimate cheap = estimate_budget({1000, 500, 1'000'000'000, 1.0}, 0.01, 0.01);
+	REQUIRE(cheap.next_duty == 1.0);
+	REQUIRE(cheap.overhead == Approx(500e3 / (1e9 - 500e3)));
+	// 1M hits of 500 ns: 0.5 s of a 1 s CPU time is the probes': 100% over the target's own 0.5 s.
+	BudgetEstimate hot = estimate_budget({1'000'000, 500, 1'000'000'000, 1.0}, 0.01, 0.01);
+	REQUIRE(hot.overhead == Approx(1.0));
+	REQUIRE(hot.next_duty == Approx(0.01));
+	// Measured while attached a quarter of the time: the full-time overhead is 4x.
+	BudgetEstimate sampled = estimate_budget({10'000, 500, 1'000'000'000, 0.25}, 0.01, 0.001);
+	REQUIRE(sampled.next_duty == Approx(0.01 / (4 * 5e6 / (1e9 - 5e6))));
+	// Never below the minimum share.
+	REQUIRE(estimate_budget({1'000'000, 500, 1'000'000'000, 0.01}, 0.01, 0.05).next_duty == 0.05);
+	// The probe programs' run time counts against the budget; fixed costs
+	// (the switch hook, usdtprof's own CPU) are in the overhead only.
+	BudgetEstimate programs = estimate_budget({1000, 500, 1'000'000'000, 1.0, 20'000'000}, 0.01, 0.01);
+	REQUIRE(programs.overhead == Approx(20.5e6 / (1e9 - 20.5e6)));
+	REQUIRE(programs.next_duty < 1.0);
+	BudgetEstimate fixed = estimate_budget({1000, 500, 1'000'000'000, 1.0, 0, 2'000'000}, 0.01, 0.01);
+	REQUIRE(fixed.overhead == Approx(2.5e6 / (1e9 - 500e3)));
+	REQUIRE(fixed.next_duty == 1.0);
+	// Fixed costs take their share first: 0.3% of them leaves 0.7% to probes costing 0.8%.
+	BudgetEstimate shared = estimate_budget({16'000, 500, 1'000'000'000, 1.0, 0, 3'000'000}, 0.01, 0.01);
+	REQUIRE(shared.next_duty == Approx((0.01 - 3e6 / (1e9 - 8e6)) / (8e6 / (1e9 - 8e6))));
+	// ... but never more than half: the probes keep half of the budget.
+	BudgetEstimate half = estimate_budget({16'000, 500, 1'000'000'000, 1.0, 0, 6'000'000}, 0.01, 0.01);
+	REQUIRE(half.next_duty == Approx(0.005 / (8e6 / (1e9 - 8e6))));
+	// A target that barely ran (1 ms of CPU, 20 hits) beside 5 ms of usdtprof's
+	// own: the fixed costs alone exceed even a budget of 1, which sampling cannot
+	// mend; the probes' 10 us stay attached all the time.
+	REQUIRE(estimate_budget({20, 500, 1'000'000, 1.0, 0, 5'000'000}, 1.0, 0.01).next_duty == 1.0);
+	// Hits and no CPU time read (the target exited between the reads): nothing
+	// is learnt, the window keeps its share.
+	REQUIRE(estimate_budget({5, 5'000, 0, 1.0, 17'685, 2'500'000}, 1.0, 0.01).next_duty == 1.0);
+	REQUIRE(estimate_budget({5, 5'000, 0, 0.25, 17'685, 2'500'000}, 0.01, 0.01).next_duty == 0.25);
+	// A hot target's CPU time is nearly all probes: sampled hard, not left alone.
+	REQUIRE(estimate_budget({100'000, 5'000, 480'000'000, 1.0, 10'000'000}, 0.01, 0.01).next_duty == 0.01);
+	// A sampled window that saw no hit widens step by step.
+	REQUIRE(estimate_budget({0, 500, 1'000'000, 0.05}, 0.01, 0.01).next_duty == Approx(0.1));
+}
+
+TEST_CASE("retention: oldest intervals go first, by count, bytes and age", "[interval]")
+{
+	namespace fs = std::filesystem;
+	fs::path dir = fs::temp_directory_path() / ("usdtprof-retention-" + std::to_string(getpid()));
+	fs::remove_all(dir);
+	fs::create_directories(dir);
+	auto write = [&](const std::string &name, size_t bytes) { std::ofstream(dir / name) << std::string(bytes, 'x'); };
+	auto name = [](int day, const char *suffix) {
+		return "usdtprof-2026010" + std::to_string(day) + "T120000000Z" + suffix;
+	};
+	for (int i = 1; i <= 5; i++) {
+		write(name(i, ".data"), 100);
+		write(name(i, ".pb.gz"), 50);
+	}
+	write("other.txt", 1000);
+	auto count = [&] { return std::distance(fs::directory_iterator(dir), fs::directory_iterator()); };
+	REQUIRE(apply_retention(dir, "usdtprof-", {".data", ".pb.gz"}, 3, 0, 0).size() == 4);
+	REQUIRE(count() == 7);
+	REQUIRE(!fs::exists(dir / name(1, ".data")));
+	REQUIRE(fs::exists(dir / name(3, ".pb.gz")));
+	// 3 intervals of 150 bytes; at most 300 bytes keeps the newest two.
+	REQUIRE(apply_retention(dir, "usdtprof-", {".data", ".pb.gz"}, 0, 300, 0).size() == 2);
+	REQUIRE(fs::exists(dir / name(4, ".data")));
+	REQUIRE(!fs::exists(dir / name(3, ".data")));
+	// Age by the stamp: 2026-01-04 is long past, a minute ago is not.
+	time_t recent = time(nullptr) - 60;
+	tm t;
+	gmtime_r(&recent, &t);
+	char stamp[32];
+	strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%S000Z", &t);
+	write(std::string("usdtprof-") + stamp + ".data", 10);
+	REQUIRE(apply_retention(dir, "usdtprof-", {".data", ".pb.gz"}, 0, 0, 3600).size() == 4);
+	REQUIRE(count() == 2); // other files are never touched
+	REQUIRE(fs::exists(dir / (std::string("usdtprof-") + stamp + ".data")));
+	fs::remove_all(dir);
+}
+
+TEST_CASE("retention: files planted by others, or stamped in the future, are neither counted nor removed", "[interval]")
+{
+	namespace fs = std::filesystem;
+	fs::path dir = fs::temp_directory_path() / ("usdtprof-planted-" + std::to_string(getpid()));
+	fs::remove_all(dir);
+	fs::create_directories(dir);
+	auto write = [&](const std::string &name) { std::ofstream(dir / name) << std::string(100, 'x'); };
+	for (int i = 1; i <= 3; i++)
+		write("usdtprof-2026010" + std::to_string(i) + "T120000000Z.data");
+	// Stamped ahead: they would sort after every real interval.
+	for (int i = 1; i <= 5; i++)
+		write("usdtprof-2099010" + std::to_string(i) + "T120000000Z.data");
+	// Another user's files, a second link, a symlink, other names.
+	write("usdtprof-20260104T120000000Z.data");
+	REQUIRE(chown((dir / "usdtprof-20260104T120000000Z.data").c_str(), 65534, 65534) == 0);
+	fs::create_hard_link(dir / "usdtprof-20260101T120000000Z.data", dir / "usdtprof-20260105T120000000Z.pb.gz");
+	fs::create_symlink("/etc/passwd", dir / "usdtprof-20260106T120000000Z.data");
+	write("usdtprof-20260107T120000000Z.txt");
+	write("usdtprof-2026010.data");
+	size_t before = size_t(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+	// Two real intervals (the third has a second link): nothing to remove with --keep 2.
+	CHECK(apply_retention(dir, "usdtprof-", {".data", ".pb.gz"}, 2, 0, 0).empty());
+	CHECK(size_t(std::distance(fs::directory_iterator(dir), fs::directory_iterator())) == before);
+	// --keep 1: only the oldest real one goes.
+	auto removed = apply_retention(dir, "usdtprof-", {".data", ".pb.gz"}, 1, 0, 0);
+	REQUIRE(removed.size() == 1);
+	CHECK(removed[0] == (dir / "usdtprof-20260102T120000000Z.data").string());
+	CHECK(fs::exists(dir / "usdtprof-20260103T120000000Z.data"));
+	CHECK(fs::exists("/etc/passwd"));
+	fs::remove_all(dir);
+}
+
+TEST_CASE("interval stamps parse as the monitor writes them", "[interval]")
+{
+	CHECK(parse_interval_stamp("19700101T000001250Z") == std::optional<int64_t>(1250));
+	CHECK(parse_interval_stamp("20261201T150000000Z") == std::optional<int64_t>(int64_t(1796137200) * 1000));
+	for (const char *bad : {"", "2026", "20261201T150000000", "20261201X150000000Z", "2026120aT150000000Z",
+				"20261301T150000000Z", "20261201T250000000Z"})
+		CHECK(!parse_interval_stamp(bad));
+}
+
+TEST_CASE("trim_profile keeps the heaviest call paths with their ancestors under the cap", "[interval]")
+{
+	Profile p;
+	p.functions.push_back("main");
+	PathNode root;
+	root.function = 0;
+	root.pid = 1;
+	root.calls = 1;
+	root.total_ns = 1000000;
+	p.nodes.push_back(root);
+	// 2000 distinct long names under main, heavier as i grows.
+	for (uint32_t i = 0; i < 2000; i++) {
+		p.functions.push_back("f" + std::to_string(i) + std::string(1000, 'n'));
+		PathNode n;
+		n.parent = 0;
+		n.function = i + 1;
+		n.pid = 1;
+		n.calls = 1;
+		n.self_ns = n.total_ns = 10 + i;
+		p.nodes.push_back(n);
+	}
+	size_t full = serialize_profile(p).size();
+	REQUIRE(full > 2000000);
+	CHECK(!trim_profile(p, 0));
+	CHECK(!trim_profile(p, full));
+	auto trim = trim_profile(p, 200000);
+	REQUIRE(trim);
+	CHECK(trim->bytes_before == full);
+	CHECK(trim->paths_before == 2001);
+	CHECK(trim->paths_kept == p.nodes.size());
+	CHECK(serialize_profile(p).size() <= 200000);
+	CHECK(p.nodes.size() > 150);
+	CHECK(p.functions.size() == p.nodes.size());
+	// The root and the heaviest children stay, each child under the root.
+	CHECK(p.functions[p.nodes[0].function] == "main");
+	uint64_t lightest = UINT64_MAX;
+	for (size_t i = 1; i < p.nodes.size(); i++) {
+		CHECK(p.nodes[i].parent == 0);
+		lightest = std::min(lightest, p.nodes[i].total_ns);
+	}
+	CHECK(lightest == 10 + 2000 - (p.nodes.size() - 1));
+	CHECK(parse_profile(serialize_profile(p)).ok());
+}

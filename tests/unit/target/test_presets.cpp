@@ -1,0 +1,191 @@
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "target/presets.h"
+
+using namespace usdtprof;
+
+namespace {
+
+std::string env(std::initializer_list<const char *> entries)
+{
+	std::string out;
+	for (const char *e : entries)
+		out += std::string(e) + '\0';
+	return out;
+}
+
+} // namespace
+
+TEST_CASE("php: USE_ZEND_DTRACE is found wherever it stands in the environment", "[presets]")
+{
+	CHECK(php_dtrace_enabled(env({"USE_ZEND_DTRACE=1", "PATH=/bin", "HOME=/root"})));
+	CHECK(php_dtrace_enabled(env({"PATH=/bin", "USE_ZEND_DTRACE=1", "HOME=/root"})));
+	CHECK(php_dtrace_enabled(env({"PATH=/bin", "USE_ZEND_DTRACE=1"})));
+	CHECK(php_dtrace_enabled(env({"USE_ZEND_DTRACE=1"})));
+	// /proc/PID/environ of a process that rewrote its last entry may lack the final NUL.
+	CHECK(php_dtrace_enabled(std::string("PATH=/bin\0USE_ZEND_DTRACE=1", 27)));
+}
+
+TEST_CASE("php: USE_ZEND_DTRACE counts as PHP reads it: the first entry, a non-zero integer", "[presets]")
+{
+	CHECK(php_dtrace_enabled(env({"USE_ZEND_DTRACE=2"})));
+	CHECK_FALSE(php_dtrace_enabled(env({"USE_ZEND_DTRACE=0", "PATH=/bin"})));
+	CHECK_FALSE(php_dtrace_enabled(env({"USE_ZEND_DTRACE=", "PATH=/bin"})));
+	CHECK_FALSE(php_dtrace_enabled(env({"USE_ZEND_DTRACE=yes"})));
+	CHECK_FALSE(php_dtrace_enabled(env({"USE_ZEND_DTRACE=0", "USE_ZEND_DTRACE=1"})));
+	CHECK_FALSE(php_dtrace_enabled(env({"XUSE_ZEND_DTRACE=1", "USE_ZEND_DTRACE_X=1"})));
+	CHECK_FALSE(php_dtrace_enabled(env({"PATH=/bin"})));
+	CHECK_FALSE(php_dtrace_enabled(""));
+}
+
+TEST_CASE("java: methods are named with their parameters, overloads apart", "[presets]")
+{
+	CHECK(java_method_name("Srv", "over", "(I)V") == "Srv.over(int)");
+	CHECK(java_method_name("Srv", "over", "(J)V") == "Srv.over(long)");
+	CHECK(java_method_name("Srv", "over", "(Ljava/lang/String;)V") == "Srv.over(String)");
+	CHECK(java_method_name("java/lang/Integer", "parseInt", "(Ljava/lang/String;I)I") ==
+	      "java.lang.Integer.parseInt(String,int)");
+	CHECK(java_method_name("Calls", "main", "([Ljava/lang/String;)V") == "Calls.main(String[])");
+	CHECK(java_method_name("Calls$Counter", "<init>", "()V") == "Calls$Counter.<init>()");
+	CHECK(java_parameters("([[IZBCSFD)V") == "(int[][],boolean,byte,char,short,float,double)");
+	CHECK(java_parameters("(Ljava/util/Map$Entry;)V") == "(Map$Entry)");
+	// Cut short by the name capture's bound: what was read, and "...".
+	CHECK(java_parameters("(ILjava/lang/Str") == "(int,...)");
+	CHECK(java_parameters("(II") == "(int,int,...)");
+	CHECK(java_parameters("(") == "(...)");
+	CHECK(java_parameters("") == "");
+}
+
+TEST_CASE("java: hidden classes (lambdas) are named without their address", "[presets]")
+{
+	CHECK(java_class_name("Srv$$Lambda$11+0x00007ff28c000c28") == "Srv$$Lambda$11");
+	CHECK(java_class_name("java/lang/invoke/LambdaForm$MH+0x0000000800c01000") == "java.lang.invoke.LambdaForm$MH");
+	CHECK(java_class_name("Srv$$Lambda$11/0x0000000800c01000") == "Srv$$Lambda$11");
+	CHECK(java_method_name("Srv$$Lambda$11+0x00007ff28c000c28", "apply", "(Ljava/lang/Object;)Ljava/lang/Object;") ==
+	      "Srv$$Lambda$11.apply(Object)");
+	// Only an address at the end is cut.
+	CHECK(java_class_name("a/b+0xyz") == "a.b+0xyz");
+	CHECK(java_class_name("pkg/Plain") == "pkg.Plain");
+}
+
+TEST_CASE("presets: quirks are their rows' hooks; every row names its probes", "[presets]")
+{
+	for (const Preset &p : presets()) {
+		CHECK(*p.name);
+		CHECK(*p.summary);
+		REQUIRE(p.roles);
+		CHECK_FALSE(p.roles().empty());
+	}
+	const Preset *python = find_preset("python");
+	REQUIRE(python);
+	REQUIRE(python->wants_site);
+	for (const ProbeRole &r : python->roles()) {
+		CHECK(python->wants_site(r, "/usr/bin/python3.11"));
+		// The line semaphore is held only in the 3.11 that needs it.
+		CHECK(python->wants_site(r, "/usr/bin/python3.12") == !r.semaphore_only);
+	}
+	CHECK(std::string(find_preset("ruby")->script_extension) == ".rb");
+	CHECK(std::string(find_preset("ruby")->repair_path) == kRubyRepairScript);
+	CHECK(find_preset("native")->check == nullptr);
+}
+
+namespace {
+
+usdtprof_name captured(std::initializer_list<std::pair<int, const char *>> texts,
+		       std::initializer_list<std::pair<int, int64_t>> nums = {})
+{
+	usdtprof_name n{};
+	for (const auto &[i, t] : texts)
+		snprintf(n.text[i], USDTPROF_NAME_LEN, "%s", t);
+	for (const auto &[i, v] : nums)
+		n.num[i] = v;
+	return n;
+}
+
+} // namespace
+
+TEST_CASE("python: functions are named by their qualified name when it was read, by co_name otherwise", "[presets]")
+{
+	const ProbeRole role = usdtprof::find_preset("python")->roles().front();
+	auto inner = python_function_name(captured({{0, "/srv/ctl.py"}, {1, "meth"}, {3, "K.Inner.meth"}}, {{2, 5}}), role);
+	CHECK(inner.name == "ctl.py:K.Inner.meth");
+	CHECK(inner.location == "/srv/ctl.py:5");
+	CHECK(python_function_name(captured({{0, "/srv/ctl.py"}, {1, "meth"}}), role).name == "ctl.py:meth");
+	// Both probes carry the derived identity, proved by the function name argument.
+	for (const ProbeRole &r : usdtprof::find_preset("python")->roles())
+		if (!r.semaphore_only) {
+			CHECK(r.derived.used == 1);
+			CHECK(r.derived.proof_arg < r.ident_args.size());
+			CHECK(r.ident_args[r.derived.proof_arg] == 1);
+		}
+}
+
+TEST_CASE("php: closures are named by where they run, other functions as PHP names them", "[presets]")
+{
+	const ProbeRole role = usdtprof::find_preset("php")->roles().front();
+	auto closure = [&](const char *cls, int line) {
+		return php_function_name(captured({{0, "{closure}"}, {1, "/srv/f.php"}, {3, cls}}, {{0, 9}, {2, line}}), role)
+			.name;
+	};
+	CHECK(closure("", 12) == "{closure:/srv/f.php:12}");
+	CHECK(closure("", 20) == "{closure:/srv/f.php:20}");
+	CHECK(closure("Foo", 12) == "Foo::{closure:/srv/f.php:12}");
+	CHECK(php_function_name(captured({{0, "run"}, {1, "/srv/f.php"}}, {{0, 3}, {2, 4}}), role).name == "run");
+	// The preset's identity covers the file and the line, the same at entry and return.
+	for (const ProbeRole &r : usdtprof::find_preset("php")->roles())
+		CHECK(r.ident_args == std::vector<unsigned>{0, 3, 1, 2});
+}
+
+TEST_CASE("ruby: a method proved a singleton method is Class.method, any other Class#method", "[presets]")
+{
+	const auto roles = usdtprof::find_preset("ruby")->roles();
+	const ProbeRole &method = roles.front();
+	auto name = [&](int64_t verdict) {
+		return ruby_method_name(captured({{0, "Util"}, {1, "twice"}, {2, "/srv/u.rb"}}, {{0, verdict}, {3, 7}}),
+					method);
+	};
+	CHECK(name(USDTPROF_OWNER_SINGLETON).name == "Util.twice");
+	CHECK(name(USDTPROF_OWNER_CLASS).name == "Util#twice");
+	CHECK(name(0).name == "Util#twice"); // unproved, or a C method's probe
+	CHECK(name(USDTPROF_OWNER_SINGLETON).location == "/srv/u.rb:7");
+	// Ruby methods' probes read the verdict, with the class it is about beside the identity's
+	// arguments; C methods' cannot (they fire outside the method's frame).
+	for (const ProbeRole &r : roles) {
+		INFO(r.name);
+		bool ruby_method = !r.name.starts_with("c");
+		CHECK(r.derived.used == (ruby_method ? 1u : 0u));
+		CHECK((r.parts.front().type == USDTPROF_PART_STR_VERDICT) == ruby_method);
+		if (ruby_method) {
+			CHECK(r.derived.kind == USDTPROF_DERIVED_OWNER);
+			CHECK(r.derived.proof_arg >= r.ident_args.size());
+			CHECK(r.derived.proof_arg < USDTPROF_MAX_IDENT_ARGS);
+		}
+	}
+}
+
+TEST_CASE("postgres: a parallel worker's frames go under one naming its leader, no other process's",
+	  "[presets]")
+{
+	auto label = [](std::vector<std::string> cmdline) {
+		ProfileProcess p;
+		p.pid = 7;
+		p.comm = "postgres";
+		p.cmdline = std::move(cmdline);
+		return process_root_label(p);
+	};
+	CHECK(label({"postgres: parallel worker for PID 4242"}) == "[parallel worker for pid 4242]");
+	CHECK(label({"postgres: parallel worker for PID 4242 ", "", ""}) == "[parallel worker for pid 4242]");
+	CHECK(label({"postgres: main: parallel worker for PID 17"}) == "[parallel worker for pid 17]");
+	CHECK(label({"postgres: postgres postgres [local] SELECT"}).empty());
+	CHECK(label({"postgres: checkpointer "}).empty());
+	CHECK(label({"/usr/lib/postgresql/15/bin/postgres", "-D", "/srv/pg"}).empty());
+	CHECK(label({"python3", "parallel worker for PID 4242"}).empty());
+	CHECK(label({}).empty());
+	ProfileProcess backend, worker;
+	backend.pid = 10;
+	backend.cmdline = {"postgres: postgres postgres [local] SELECT"};
+	worker.pid = 11;
+	worker.cmdline = {"postgres: parallel worker for PID 10"};
+	CHECK(process_root_labels({backend, worker}) == std::map<uint32_t, std::string>{{11, "[parallel worker for pid 10]"}});
+}

@@ -1,0 +1,353 @@
+#include "engine/calibration.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+#include "target/proc_maps.h"
+
+// Probe sites in usdtprof's own code, like USDT sites: a nop (which the
+// kernel emulates instead of single-stepping), then a return. Arguments
+// arrive in rdi, rsi and rdx. One entry and one exit site per kind, and a
+// pair for the batches' roots.
+#define USDTPROF_CAL_SITE(name)                                                  \
+	".globl " #name "\n.type " #name ", @function\n" #name ":\n\tnop\n\tret\n" \
+	".size " #name ", .-" #name "\n"
+#define USDTPROF_CAL_PAIR(k) USDTPROF_CAL_SITE(usdtprof_cal_enter_##k) USDTPROF_CAL_SITE(usdtprof_cal_exit_##k)
+asm(".pushsection .text\n" USDTPROF_CAL_PAIR(root) USDTPROF_CAL_PAIR(0) USDTPROF_CAL_PAIR(1) USDTPROF_CAL_PAIR(2)
+	    USDTPROF_CAL_PAIR(3) USDTPROF_CAL_PAIR(4) USDTPROF_CAL_PAIR(5) USDTPROF_CAL_PAIR(6)
+		    USDTPROF_CAL_PAIR(7) ".popsection\n");
+
+extern "C" {
+#define USDTPROF_CAL_DECL(k)                                              \
+	void usdtprof_cal_enter_##k(uint64_t, uint64_t, uint64_t); \
+	void usdtprof_cal_exit_##k(uint64_t, uint64_t, uint64_t);
+USDTPROF_CAL_DECL(root)
+USDTPROF_CAL_DECL(0)
+USDTPROF_CAL_DECL(1)
+USDTPROF_CAL_DECL(2)
+USDTPROF_CAL_DECL(3)
+USDTPROF_CAL_DECL(4)
+USDTPROF_CAL_DECL(5)
+USDTPROF_CAL_DECL(6)
+USDTPROF_CAL_DECL(7)
+}
+
+namespace usdtprof {
+
+namespace {
+
+using Site = void (*)(uint64_t, uint64_t, uint64_t);
+constexpr size_t kMaxKinds = 8;
+const std::array<Site, kMaxKinds> kEnterSites = {usdtprof_cal_enter_0, usdtprof_cal_enter_1, usdtprof_cal_enter_2,
+						 usdtprof_cal_enter_3, usdtprof_cal_enter_4, usdtprof_cal_enter_5,
+						 usdtprof_cal_enter_6, usdtprof_cal_enter_7};
+const std::array<Site, kMaxKinds> kExitSites = {usdtprof_cal_exit_0, usdtprof_cal_exit_1, usdtprof_cal_exit_2,
+						usdtprof_cal_exit_3, usdtprof_cal_exit_4, usdtprof_cal_exit_5,
+						usdtprof_cal_exit_6, usdtprof_cal_exit_7};
+
+// Batches per kind, parents per batch, leaves per parent.
+constexpr int kBatches = 24;
+constexpr int kParents = 16;
+constexpr int kLeaves = 8;
+constexpr uint64_t kRootId = 0x100000; // + batch * 16 + kind; ids below 16 are synthetic
+constexpr uint64_t kFlushId = 0x200000;
+
+// What makes one probe cost more than another: how it identifies the
+// function, and where its identity arguments live (a register, or memory
+// read with a helper call).
+struct Signature {
+	uint32_t ident, nargs, content_mask;
+	std::array<uint32_t, USDTPROF_MAX_IDENT_ARGS> arg_kinds;
+	bool operator==(const Signature &) const = default;
+};
+
+uint32_t identity_args(const usdtprof_probe_spec &s)
+{
+	return s.ident == USDTPROF_IDENT_NATIVE ? 1
+	       : s.ident == USDTPROF_IDENT_SQL	? 1
+	       : s.ident == USDTPROF_IDENT_CONST ? 0
+						 : std::min<uint32_t>(s.nargs, USDTPROF_MAX_IDENT_ARGS);
+}
+
+Signature signature_of(const usdtprof_probe_spec &s)
+{
+	Signature sig{s.ident, s.nargs, s.content_mask, {}};
+	for (uint32_t i = 0; i < identity_args(s); i++)
+		sig.arg_kinds[i] = s.args[i].kind;
+	return sig;
+}
+
+std::string kind_name(const Signature &sig)
+{
+	switch (sig.ident) {
+	case USDTPROF_IDENT_NATIVE: return "native";
+	case USDTPROF_IDENT_CONST: return "const";
+	case USDTPROF_IDENT_SQL: return "sql";
+	default: return sig.content_mask ? "content" : "value";
+	}
+}
+
+// Strings a content or SQL identity reads: as long as typical names and statements.
+const char kContentName[] = "Calibration::probeCost_";
+const char kSqlText[] = "SELECT abalance FROM pgbench_accounts WHERE aid = 12345";
+constexpr uint64_t kIdentValue = 0x7fff12345678;
+const std::array<uint32_t, USDTPROF_MAX_IDENT_ARGS> kArgRegs = {USDTPROF_REG_DI, USDTPROF_REG_SI, USDTPROF_REG_DX,
+								    USDTPROF_REG_CX};
+
+// One kind being calibrated: the target's spec rewritten to read the same
+// kinds of argument from the calibration site's registers, and those values.
+struct KindPlan {
+	Signature sig;
+	usdtprof_probe_spec entry{}, exit{};
+	std::array<uint64_t, USDTPROF_MAX_IDENT_ARGS> values{};
+	std::array<uint64_t, USDTPROF_MAX_IDENT_ARGS> cells{}; // what REG_DEREF arguments point to
+};
+
+usdtprof_probe_spec rewrite(usdtprof_probe_spec s, usdtprof_role role, KindPlan &plan)
+{
+	s.role = role;
+	for (uint32_t i = 0; i < identity_args(s); i++) {
+		usdtprof_arg_spec &a = s.args[i];
+		bool text = s.ident == USDTPROF_IDENT_SQL || (s.content_mask & (1u << i));
+		uint64_t value = s.ident == USDTPROF_IDENT_SQL ? reinterpret_cast<uintptr_t>(kSqlText)
+				 : text				? reinterpret_cast<uintptr_t>(kContentName)
+								: kIdentValue + i;
+		if (a.kind == USDTPROF_ARG_CONST)
+			continue;
+		a.reg = kArgRegs[i];
+		a.size = 8;
+		a.is_signed = 0;
+		if (a.kind == USDTPROF_ARG_REG) {
+			plan.values[i] = value;
+		} else {
+			a.offset = 0;
+			plan.cells[i] = value;
+			plan.values[i] = reinterpret_cast<uintptr_t>(&plan.cells[i]);
+		}
+	}
+	// Names are captured once per function: their parts need not be real.
+	for (usdtprof_name_part &p : s.parts) {
+		p.arg = {0, USDTPROF_ARG_CONST, 0, 8, 0};
+		p.len = {0, USDTPROF_ARG_CONST, 0, 8, 0};
+	}
+	return s;
+}
+
+// The kinds of the engine's specs, and each spec's kind.
+std::vector<KindPlan> plan_kinds(const std::vector<usdtprof_probe_spec> &specs, CalibrationResult &out)
+{
+	std::vector<KindPlan> plans;
+	for (uint32_t i = 0; i < specs.size(); i++) {
+		if (specs[i].role != USDTPROF_ROLE_ENTRY)
+			continue;
+		Signature sig = signature_of(specs[i]);
+		auto it = std::find_if(plans.begin(), plans.end(), [&](const KindPlan &p) { return p.sig == sig; });
+		if (it == plans.end()) {
+			if (plans.size() == kMaxKinds)
+				continue;
+			plans.emplace_back();
+			KindPlan &p = plans.back();
+			p.sig = sig;
+			p.entry = rewrite(specs[i], USDTPROF_ROLE_ENTRY, p);
+			// An exit probe of the same identity, if any (the usual pair);
+			// its arguments must live where the entry's do.
+			usdtprof_probe_spec exit = specs[i];
+			for (const usdtprof_probe_spec &s : specs)
+				if (s.role == USDTPROF_ROLE_EXIT && signature_of(s) == sig) {
+					exit = s;
+					break;
+				}
+			p.exit = rewrite(exit, USDTPROF_ROLE_EXIT, p);
+			it = plans.end() - 1;
+		}
+		out.spec_kinds[i] = int32_t(it - plans.begin());
+	}
+	// Exit specs (which may capture a name too) take the kind of their identity.
+	for (uint32_t i = 0; i < specs.size(); i++)
+		if (specs[i].role == USDTPROF_ROLE_EXIT && !out.spec_kinds.count(i))
+			for (size_t k = 0; k < plans.size(); k++)
+				if (plans[k].sig.ident == specs[i].ident) {
+					out.spec_kinds[i] = int32_t(k);
+					break;
+				}
+	for (size_t k = 0; k < plans.size(); k++)
+		if (plans[k].sig.ident == USDTPROF_IDENT_NATIVE) {
+			out.native_kind = int32_t(k);
+			break;
+		}
+	return plans;
+}
+
+uint64_t file_offset(const std::vector<Mapping> &maps, Site site, std::string &binary)
+{
+	uint64_t addr = reinterpret_cast<uintptr_t>(site);
+	auto m = mapping_for(maps, addr);
+	if (!m || m->path.empty())
+		return 0;
+	binary = m->path;
+	return addr - m->start + m->offset;
+}
+
+// Attaches the root sites and each kind's sites, entry and exit programs.
+Result<void> attach_plans(Engine &engine, const std::vector<KindPlan> &plans)
+{
+	auto maps = read_proc_maps(getpid());
+	if (!maps)
+		return maps.error();
+	usdtprof_probe_spec root{};
+	root.ident = USDTPROF_IDENT_NATIVE;
+	root.args[0] = {0, USDTPROF_ARG_REG, USDTPROF_REG_DI, 8, 0};
+	for (usdtprof_role role : {USDTPROF_ROLE_EXIT, USDTPROF_ROLE_ENTRY}) {
+		bool exit = role == USDTPROF_ROLE_EXIT;
+		std::vector<UprobeSite> sites;
+		std::string binary;
+		root.role = role;
+		auto root_index = engine.add_spec(root);
+		if (!root_index)
+			return root_index.error();
+		sites.push_back({file_offset(*maps, exit ? usdtprof_cal_exit_root : usdtprof_cal_enter_root, binary), 0,
+				 *root_index});
+		for (size_t k = 0; k < plans.size(); k++) {
+			auto index = engine.add_spec(exit ? plans[k].exit : plans[k].entry);
+			if (!index)
+				return index.error();
+			sites.push_back({file_offset(*maps, exit ? kExitSites[k] : kEnterSites[k], binary), 0, *index});
+		}
+		for (const UprobeSite &s : sites)
+			if (!s.offset)
+				return Error{"cannot find usdtprof's own code to calibrate the probe cost"};
+		if (auto r = engine.attach_own(role, binary, sites); !r)
+			return r;
+	}
+	return {};
+}
+
+// A parent's leaves, in a frame below the parent's as in real code: an entry
+// at the parent's site from the parent's own frame would prove the parent
+// gone (the dead-frame repair of native probes).
+__attribute__((noinline)) void run_leaves(Site enter, Site exit, uint64_t a, uint64_t b, uint64_t c)
+{
+	for (int j = 0; j < kLeaves; j++) {
+		enter(a, b, c);
+		exit(a, b, c);
+	}
+	asm volatile("" ::: "memory"); // not a tail call: the frame stays below the parent's
+}
+
+// One batch of one kind, under a root of its own: parents calling leaves.
+void run_batch(const KindPlan &p, size_t k, uint64_t root_id)
+{
+	Site enter = kEnterSites[k], exit = kExitSites[k];
+	uint64_t a = p.values[0], b = p.values[1], c = p.values[2];
+	usdtprof_cal_enter_root(root_id, 0, 0);
+	for (int i = 0; i < kParents; i++) {
+		enter(a, b, c);
+		run_leaves(enter, exit, a, b, c);
+		exit(a, b, c);
+	}
+	usdtprof_cal_exit_root(root_id, 0, 0);
+}
+
+double percentile(std::vector<double> v, double q)
+{
+	if (v.empty())
+		return 0;
+	std::sort(v.begin(), v.end());
+	double pos = q * double(v.size() - 1);
+	size_t lo = size_t(pos);
+	size_t hi = std::min(lo + 1, v.size() - 1);
+	return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
+}
+
+// The measured self time of a record: on-CPU when the switch hook splits it,
+// so that a preempted batch does not count its wait.
+double self_of(const usdtprof_path_stats &s, bool offcpu_hook)
+{
+	return double(offcpu_hook ? s.self_ns - s.self_offcpu_ns : s.self_ns);
+}
+
+} // namespace
+
+Result<CalibrationResult> calibrate(Engine &engine, bool offcpu_hook, bool trace)
+{
+	auto started = std::chrono::steady_clock::now();
+	CalibrationResult out;
+	std::vector<KindPlan> plans = plan_kinds(engine.specs(), out);
+	out.calibration.offcpu_hook = offcpu_hook;
+	out.calibration.trace = trace;
+	if (plans.empty())
+		return out;
+	if (auto r = attach_plans(engine, plans); !r)
+		return r.error();
+	for (size_t k = 0; k < plans.size(); k++)
+		run_batch(plans[k], k, kRootId - 1); // warm-up: caches, names captured
+	for (int b = 0; b < kBatches; b++)
+		for (size_t k = 0; k < plans.size(); k++)
+			run_batch(plans[k], k, kRootId + uint64_t(b) * 16 + k);
+	// The next exit adds the thread's path cache to the map.
+	engine.bump_flush_epoch();
+	usdtprof_cal_enter_root(kFlushId, 0, 0);
+	usdtprof_cal_exit_root(kFlushId, 0, 0);
+
+	uint32_t self_tgid = uint32_t(getpid());
+	std::vector<PathRecord> records = engine.read_paths();
+	std::vector<uint64_t> own_paths;
+	std::map<uint64_t, const PathRecord *> child_of; // parent path -> its (only) child
+	std::map<uint64_t, const PathRecord *> root_of;  // root id -> record
+	for (const PathRecord &r : records) {
+		if (r.stats.tgid != self_tgid)
+			continue;
+		own_paths.push_back(r.path);
+		if (r.stats.parent)
+			child_of[r.stats.parent] = &r;
+		else
+			root_of[r.stats.func] = &r;
+	}
+	for (size_t k = 0; k < plans.size(); k++) {
+		std::vector<double> own, caller;
+		for (int b = 0; b < kBatches; b++) {
+			auto root = root_of.find(kRootId + uint64_t(b) * 16 + k);
+			if (root == root_of.end())
+				continue;
+			auto parent = child_of.find(root->second->path);
+			if (parent == child_of.end())
+				continue;
+			auto leaf = child_of.find(parent->second->path);
+			if (leaf == child_of.end() || !leaf->second->stats.calls || !parent->second->stats.calls)
+				continue;
+			double leaf_self = self_of(leaf->second->stats, offcpu_hook) / double(leaf->second->stats.calls);
+			double parent_self = self_of(parent->second->stats, offcpu_hook) / double(parent->second->stats.calls);
+			own.push_back(leaf_self);
+			caller.push_back((parent_self - leaf_self) / kLeaves);
+		}
+		ProbeCost cost;
+		cost.kind = kind_name(plans[k].sig);
+		cost.batches = uint32_t(own.size());
+		cost.own_ns = std::max(0.0, percentile(own, 0.5));
+		cost.caller_ns = std::max(0.0, percentile(caller, 0.5));
+		cost.own_spread_ns = (percentile(own, 0.9) - percentile(own, 0.1)) / 2;
+		cost.caller_spread_ns = (percentile(caller, 0.9) - percentile(caller, 0.1)) / 2;
+		cost.uncompensated_ns = plans[k].sig.ident == USDTPROF_IDENT_NATIVE ? 0 : -1;
+		if (getenv("USDTPROF_DEBUG"))
+			fprintf(stderr, "calibration %s: own p10 %.1f p25 %.1f p50 %.1f min %.1f; caller p10 %.1f p25 %.1f p50 %.1f min %.1f\n",
+				cost.kind.c_str(), percentile(own, 0.1), percentile(own, 0.25), percentile(own, 0.5),
+				percentile(own, 0), percentile(caller, 0.1), percentile(caller, 0.25),
+				percentile(caller, 0.5), percentile(caller, 0));
+		out.calibration.kinds.push_back(cost);
+	}
+	engine.forget_own_records(own_paths);
+	out.calibration.cost_ns = uint64_t(
+		std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count());
+	for (const ProbeCost &c : out.calibration.kinds)
+		if (c.batches < kBatches / 2)
+			return Error{"probe cost calibration: only " + std::to_string(c.batches) + " of " +
+				     std::to_string(kBatches) + " batches were recorded"};
+	return out;
+}
+
+} // namespace usdtprof

@@ -1,0 +1,116 @@
+#include "engine/call_paths.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <unordered_map>
+
+namespace usdtprof {
+
+size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup,
+		      const std::map<uint32_t, std::string> &process_roots)
+{
+	size_t names_cut = 0;
+	std::unordered_map<uint64_t, size_t> by_path;
+	for (size_t i = 0; i < records.size(); i++)
+		by_path[records[i].path] = i;
+	std::map<std::pair<uint32_t, uint64_t>, uint32_t> func_index;
+	std::map<std::pair<std::string, std::string>, uint32_t> name_index;
+	std::vector<std::string> locations(profile.locations);
+	locations.resize(profile.functions.size());
+	auto add_function = [&](const FunctionName &n) {
+		auto [it, added] = name_index.try_emplace({n.name, n.location}, uint32_t(profile.functions.size()));
+		if (added) {
+			profile.functions.push_back(n.name);
+			locations.push_back(n.location);
+		}
+		return it->second;
+	};
+	auto function_of = [&](const usdtprof_path_stats &s) {
+		auto [it, added] = func_index.try_emplace({s.tgid, s.func}, 0);
+		if (added) {
+			bool cut = false;
+			FunctionName name = function_name(lookup, s.tgid, s.func, &cut);
+			it->second = add_function(name);
+			names_cut += cut;
+			if (profile.calibration) {
+				std::vector<int32_t> &kinds = profile.calibration->function_kinds;
+				kinds.resize(profile.functions.size(), -1);
+				if (kinds[it->second] < 0)
+					kinds[it->second] = name.cost_kind;
+			}
+		}
+		return it->second;
+	};
+	// Paths whose parent was dropped (the map was full) hang under one
+	// "[parent dropped]" root per process, not among the real roots.
+	std::map<uint32_t, uint32_t> dropped_root;
+	auto orphan_parent = [&](uint32_t tgid) {
+		auto [it, added] = dropped_root.try_emplace(tgid, uint32_t(profile.nodes.size()));
+		if (added) {
+			PathNode root;
+			root.function = add_function({"[parent dropped]", ""});
+			root.pid = int32_t(tgid);
+			profile.nodes.push_back(root);
+		}
+		return it->second;
+	};
+	// The roots of a process that works for another hang under one frame
+	// that says so (process_roots), created before them.
+	std::map<uint32_t, uint32_t> labelled_root;
+	auto root_parent = [&](uint32_t tgid) {
+		auto label = process_roots.find(tgid);
+		if (label == process_roots.end())
+			return kNoParent;
+		auto [it, added] = labelled_root.try_emplace(tgid, uint32_t(profile.nodes.size()));
+		if (added) {
+			PathNode root;
+			root.function = add_function({label->second, ""});
+			root.pid = int32_t(tgid);
+			root.calls = 1;
+			profile.nodes.push_back(root);
+		}
+		return it->second;
+	};
+	std::vector<uint32_t> node_of(records.size(), kNoParent);
+	for (size_t i = 0; i < records.size(); i++) {
+		// Collect the unplaced ancestors, then place them top-down.
+		std::vector<size_t> chain;
+		for (size_t j = i; node_of[j] == kNoParent;) {
+			chain.push_back(j);
+			auto parent = by_path.find(records[j].stats.parent);
+			if (records[j].stats.parent == 0 || parent == by_path.end() ||
+			    chain.size() > records.size())
+				break;
+			j = parent->second;
+		}
+		for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+			if (node_of[*it] != kNoParent)
+				continue;
+			const usdtprof_path_stats &s = records[*it].stats;
+			auto parent = by_path.find(s.parent);
+			PathNode node;
+			node.parent = !s.parent ? root_parent(s.tgid)
+				      : parent != by_path.end() ? node_of[parent->second]
+								: orphan_parent(s.tgid);
+			node.function = function_of(s);
+			node.pid = int32_t(s.tgid);
+			node.calls = s.calls;
+			node.open = s.open;
+			node.self_ns = s.self_ns;
+			node.self_offcpu_ns = s.self_offcpu_ns;
+			node.total_ns = s.total_ns;
+			node_of[*it] = uint32_t(profile.nodes.size());
+			if (!s.parent && node.parent != kNoParent)
+				profile.nodes[node.parent].total_ns += node.total_ns;
+			profile.nodes.push_back(node);
+		}
+	}
+	if (profile.calibration)
+		profile.calibration->function_kinds.resize(profile.functions.size(), -1);
+	if (std::any_of(locations.begin(), locations.end(), [](const std::string &l) { return !l.empty(); }))
+		profile.locations = std::move(locations);
+	return names_cut;
+}
+
+} // namespace usdtprof

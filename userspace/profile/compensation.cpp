@@ -1,0 +1,121 @@
+#include "profile/compensation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+namespace usdtprof {
+
+namespace {
+
+const ProbeCost *cost_of(const Profile &p, uint32_t function)
+{
+	const Calibration &c = *p.calibration;
+	if (function >= c.function_kinds.size())
+		return nullptr;
+	int32_t k = c.function_kinds[function];
+	return k >= 0 && size_t(k) < c.kinds.size() ? &c.kinds[size_t(k)] : nullptr;
+}
+
+bool is_task_frame(const Profile &p, uint32_t function)
+{
+	return function < p.functions.size() && p.functions[function] == "[task]";
+}
+
+uint64_t rounded(double ns)
+{
+	return ns > 0 ? uint64_t(std::llround(ns)) : 0;
+}
+
+} // namespace
+
+Profile compensate(const Profile &raw, CompensationSummary *summary)
+{
+	Profile out = raw;
+	compensate_in_place(out, summary);
+	return out;
+}
+
+void compensate_in_place(Profile &profile, CompensationSummary *summary)
+{
+	// Only calls and the tree's shape are read from the raw times: they do not change.
+	const Profile &raw = profile;
+	Profile &out = profile;
+	CompensationSummary s;
+	if (!raw.calibration || raw.calibration->kinds.empty()) {
+		if (summary)
+			*summary = s;
+		return;
+	}
+	s.applied = true;
+	size_t n = raw.nodes.size();
+	// What each path's direct children added to its self time, and the spread.
+	std::vector<double> child_cost(n, 0), child_spread(n, 0);
+	for (size_t i = 0; i < n; i++) {
+		const PathNode &c = raw.nodes[i];
+		const ProbeCost *k = cost_of(raw, c.function);
+		if (!k || c.parent == kNoParent || c.parent >= i)
+			continue;
+		const PathNode &parent = raw.nodes[c.parent];
+		if (!cost_of(raw, parent.function) && !is_task_frame(raw, parent.function))
+			continue; // a synthetic parent: the caller's cost landed on no path
+		child_cost[c.parent] += double(c.calls) * k->caller_ns;
+		child_spread[c.parent] += double(c.calls) * k->caller_spread_ns;
+	}
+	std::vector<uint64_t> removed(n, 0); // from the whole subtree, for totals
+	for (size_t i = 0; i < n; i++) {
+		PathNode &node = out.nodes[i];
+		const ProbeCost *k = cost_of(raw, node.function);
+		double cost = child_cost[i] + (k ? double(node.calls) * k->own_ns : 0);
+		double spread = child_spread[i] + (k ? double(node.calls) * k->own_spread_ns : 0);
+		uint64_t oncpu = node.self_ns - std::min(node.self_offcpu_ns, node.self_ns);
+		uint64_t take = rounded(cost);
+		if (take > oncpu) {
+			s.clamped++;
+			take = oncpu;
+		}
+		node.self_ns -= take;
+		node.uncertain_ns = rounded(spread);
+		removed[i] += take;
+		s.removed_ns += take;
+	}
+	// Parents come before children: children's removals reach every ancestor.
+	for (size_t i = n; i-- > 0;) {
+		PathNode &node = out.nodes[i];
+		node.total_ns = std::max(node.self_ns, node.total_ns - std::min(node.total_ns, removed[i]));
+		if (node.parent != kNoParent && node.parent < i)
+			removed[node.parent] += removed[i];
+	}
+	if (summary)
+		*summary = s;
+}
+
+std::string compensation_line(const Profile &raw, const CompensationSummary &summary)
+{
+	if (!summary.applied)
+		return "";
+	std::string kinds, unknown;
+	for (const ProbeCost &k : raw.calibration->kinds) {
+		char buf[160];
+		snprintf(buf, sizeof buf, "%s%s own %.0f ns, caller %.0f ns (+-%.0f/%.0f)", kinds.empty() ? "" : "; ",
+			 k.kind.c_str(), k.own_ns, k.caller_ns, k.own_spread_ns, k.caller_spread_ns);
+		kinds += buf;
+		if (k.uncompensated_ns < 0)
+			unknown += (unknown.empty() ? "" : ", ") + k.kind;
+		else if (k.uncompensated_ns > 0) {
+			snprintf(buf, sizeof buf, "%s%s %.0f ns", unknown.empty() ? "" : ", ", k.kind.c_str(),
+				 k.uncompensated_ns);
+			unknown += buf;
+		}
+	}
+	std::string out = "probe overhead taken out (per call; --raw shows times as measured): " + kinds + "\n";
+	if (!unknown.empty())
+		out += "not compensated: the runtime's own probe code (" + unknown +
+		       "; per call: unknown), which usdtprof cannot calibrate in its own process\n";
+	if (summary.clamped)
+		out += std::to_string(summary.clamped) + " self times would have gone below zero: shown as 0\n";
+	return out;
+}
+
+} // namespace usdtprof

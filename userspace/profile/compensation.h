@@ -1,0 +1,35 @@
+// Overhead compensation: the probes' own cost, as calibrated at the start of
+// the recording (calibration.h), taken out of the measured times.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "profile/profile.h"
+
+namespace usdtprof {
+
+struct CompensationSummary {
+	bool applied = false;    // the profile has a calibration
+	uint64_t removed_ns = 0; // probe cost taken out of self times
+	uint64_t clamped = 0;    // self times that would have gone below zero, set to zero
+};
+
+// The profile with compensated times (raw times are the profile's own).
+// Per path: self = raw self - calls x own cost - (calls of its direct
+// children) x their caller cost, taken from the on-CPU part (probes run on
+// the CPU) and never below zero (counted in summary.clamped); totals lose
+// what their subtree's selfs lost. Each node's uncertain_ns is the
+// calibration's spread over the same calls. Frames no probe kind times
+// ([running at attach], [truncated] ...) keep their time; a [task] frame is
+// charged its children's caller cost (they run on its thread) but charges
+// none to its creator's path (its probes ran on another thread).
+Profile compensate(const Profile &raw, CompensationSummary *summary = nullptr);
+// The same without a copy (a million paths are 70 MB).
+void compensate_in_place(Profile &profile, CompensationSummary *summary = nullptr);
+
+// One line for reports: the costs taken out, what is left uncompensated,
+// the clamped count; "" without calibration.
+std::string compensation_line(const Profile &raw, const CompensationSummary &summary);
+
+} // namespace usdtprof

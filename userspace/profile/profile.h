@@ -1,0 +1,136 @@
+// The recorded profile: what `record` writes and `report`/`export` read.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace usdtprof {
+
+// The version record writes, and the versions a reader accepts
+// (docs/profile-format.md).
+inline constexpr int kProfileVersionJson = 1; // a JSON body
+inline constexpr int kProfileVersionBinary = 2; // binary records, JSON metadata
+inline constexpr int kProfileVersion = kProfileVersionBinary;
+inline constexpr uint32_t kNoParent = UINT32_MAX;
+// "writes version 2, reads versions 1 and 2" (usdtprof --version).
+std::string profile_format_versions();
+
+struct ProfileProcess {
+	int32_t pid = 0; // as the host (usdtprof's pid namespace) numbers it
+	std::string comm;
+	std::vector<std::string> cmdline;
+	// Its container identity (container.h); 0 / "" when none.
+	int32_t ns_pid = 0;            // its pid in its own pid namespace, when that is another
+	std::string cgroup{};          // its cgroup path, bounded and escaped
+	std::string container_runtime{}; // the runtime its cgroup's name shows (docker, crio ...)
+	std::string container_id{};    // the container id in its cgroup's name: 64 hex digits
+};
+
+struct ProfileProbe {
+	std::string binary;   // file the probe sites are in
+	std::string provider;
+	std::string name;
+	std::string role;     // "entry" or "exit"
+	uint32_t sites = 0;
+};
+
+// One call path of one process. Times are nanoseconds.
+struct PathNode {
+	uint32_t parent = kNoParent; // index into Profile::nodes; parents come before children
+	uint32_t function = 0;       // index into Profile::functions
+	int32_t pid = 0;
+	uint64_t calls = 0;          // activations, including open ones
+	uint64_t open = 0;           // activations still running when recording stopped
+	uint64_t self_ns = 0;        // exclusive time
+	uint64_t total_ns = 0;       // inclusive time
+	uint64_t self_offcpu_ns = 0; // the part of self_ns spent switched out
+	// Not saved: after compensate(), the calibration's spread over this
+	// path's calls; a self time below it is not precise.
+	uint64_t uncertain_ns = 0;
+};
+
+// What one probed call adds to the self times usdtprof measures, for one
+// kind of probe, calibrated on the recording's machine (calibration.h).
+struct ProbeCost {
+	std::string kind;          // "native", "value", "content", "sql", "const"
+	double own_ns = 0;         // added to the call's own self time
+	double caller_ns = 0;      // added to its caller's self time
+	double own_spread_ns = 0;  // half the 10th-90th percentile range over batches
+	double caller_spread_ns = 0;
+	uint32_t batches = 0;
+	// Per call, what the runtime's own probe code adds that usdtprof cannot
+	// calibrate in its own process: < 0 unknown, 0 none (native probes).
+	double uncompensated_ns = -1;
+};
+
+struct Calibration {
+	std::vector<ProbeCost> kinds;
+	// Per function (as long as Profile::functions): index into kinds, -1 for
+	// frames no probe of a known kind times ([running at attach], [task] ...).
+	std::vector<int32_t> function_kinds;
+	uint64_t cost_ns = 0;      // what calibrating took at the start
+	bool offcpu_hook = true;   // the context-switch hook was on
+	bool trace = false;        // trace mode (a ring-buffer event per hit)
+};
+
+// A span (record --span) of one process: intervals from its start probe to
+// an end probe on one thread, beside the call tree. Times are nanoseconds.
+struct ProfileSpan {
+	std::string name;      // its spec, "PROVIDER:START/END"
+	int32_t pid = 0;
+	uint64_t count = 0;    // spans ended
+	uint64_t total_ns = 0;
+	uint64_t min_ns = 0, max_ns = 0;
+	uint64_t open = 0;      // started, not ended at the stop (or their thread exited)
+	uint64_t restarted = 0; // started again on a thread with one open: the open one dropped
+	uint64_t unstarted = 0; // ended on a thread with none open (started before the attach)
+	// Non-zero buckets of the durations' histogram (usdtprof_span_stats):
+	// bucket index, count; ascending.
+	std::vector<std::pair<uint32_t, uint64_t>> buckets;
+};
+
+// Bucket i of a span histogram holds durations in [lo, hi) ns.
+uint64_t span_bucket_low(uint32_t bucket);
+uint64_t span_bucket_high(uint32_t bucket);
+
+struct Profile {
+	std::vector<std::string> command;        // the launched command, empty when attached with -p
+	std::vector<ProfileProcess> processes;
+	std::vector<ProfileProbe> probes;
+	int64_t start_unix_ns = 0;               // wall-clock start and stop
+	int64_t stop_unix_ns = 0;
+	uint64_t duration_ns = 0;                // monotonic recording time
+	std::map<std::string, uint64_t> anomalies; // counter name -> count (see docs/profile-format.md)
+	std::vector<std::string> functions;      // function names
+	// Where each function is defined, "file:line" or "file" ("" when unknown);
+	// empty, or as long as functions.
+	std::vector<std::string> locations;
+	// The share of the recording during which probes were attached (the
+	// monitor's duty cycle); counts and times are as measured, never scaled.
+	double sampled_fraction = 1.0;
+	std::vector<PathNode> nodes;
+	// Absent in profiles of older versions and when calibration failed:
+	// then times are shown as measured.
+	std::optional<Calibration> calibration;
+	std::vector<ProfileSpan> spans;         // record --span, by name then pid
+};
+
+// Writes to a path the user gave, as write_output does (output_file.h).
+Result<void> save_profile(const Profile &profile, const std::string &path);
+// Fails with one clear line for a missing, empty, truncated, corrupt,
+// wrong-version or non-profile file.
+Result<Profile> load_profile(const std::string &path);
+class Sink;
+// The file's bytes (header line + body) in a format version, into out as
+// they are made (the body is made twice: its size and checksum lead).
+void write_profile(const Profile &profile, Sink &out, int version = kProfileVersion);
+// The same as one string, and their parser, for tests and fuzzing.
+std::string serialize_profile(const Profile &profile, int version = kProfileVersion);
+Result<Profile> parse_profile(const std::string &bytes);
+
+} // namespace usdtprof

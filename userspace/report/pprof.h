@@ -1,0 +1,20 @@
+// pprof export: the profile as a gzip-compressed perftools.profiles.Profile
+// (google/pprof's proto/profile.proto), for `go tool pprof` and other tools.
+#pragma once
+
+#include <string>
+
+#include "profile/profile.h"
+#include "report/report.h"
+
+namespace usdtprof {
+
+// One sample per call path with calls or self time, leaf first; sample types
+// calls/count and self_time/nanoseconds, plus self_oncpu_time and
+// self_offcpu_time when the profile has off-CPU time or time is not wall.
+// The default sample type is time's: self_time, self_oncpu_time or
+// self_offcpu_time, so pprof's cum is the report's total in that domain.
+// See docs/pprof.md.
+std::string render_pprof(const Profile &profile, TimeMode time = TimeMode::Wall);
+
+} // namespace usdtprof

@@ -1,0 +1,432 @@
+// Reports' model: the profile's per-process paths merged into one
+// calling-context tree by name, per-function summaries, time domains, and the
+// pieces the report's formats and views share (report_text.h). The formats
+// are in formats.cpp's table, the views in views.cpp's.
+#include "report/report.h"
+#include "report/report_text.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "base/text_escape.h"
+
+namespace usdtprof {
+
+namespace {
+
+void sort_functions(std::vector<FunctionSummary> &fs, SortKey key)
+{
+	auto number = [key](const FunctionSummary &f) -> uint64_t {
+		switch (key) {
+		case SortKey::Self: return f.self_ns;
+		case SortKey::Total: return f.total_ns;
+		case SortKey::Calls: return f.calls;
+		case SortKey::Avg: return average(f);
+		case SortKey::Name: break;
+		}
+		return 0;
+	};
+	std::sort(fs.begin(), fs.end(), [&](const FunctionSummary &a, const FunctionSummary &b) {
+		if (number(a) != number(b))
+			return number(a) > number(b);
+		return a.name < b.name;
+	});
+}
+
+} // namespace
+
+
+std::string human_ns(uint64_t ns)
+{
+	if (ns < 1000)
+		return std::to_string(ns) + " ns";
+	// Thresholds sit at 999.5 so that rounding never prints "1000 us".
+	const char *unit = ns < 999'500 ? "us" : ns < 999'500'000 ? "ms" : "s";
+	double v = static_cast<double>(ns) / (ns < 999'500 ? 1e3 : ns < 999'500'000 ? 1e6 : 1e9);
+	char buf[48];
+	snprintf(buf, sizeof buf, v < 9.995 ? "%.2f %s" : v < 99.95 ? "%.1f %s" : "%.0f %s", v, unit);
+	return buf;
+}
+
+double percent(uint64_t part, uint64_t whole) { return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0; }
+
+std::string open_marker(uint64_t open) { return open ? " (" + std::to_string(open) + " open)" : ""; }
+
+uint64_t average(const FunctionSummary &f) { return f.calls ? f.total_ns / f.calls : 0; }
+
+uint64_t total_calls(const CallTree &tree)
+{
+	uint64_t calls = 0;
+	for (const TreeNode &n : tree.nodes)
+		calls += n.calls;
+	return calls;
+}
+
+std::string line(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	return buf;
+}
+
+// A monitor interval probed for only part of its time says so: its counts are
+// as measured, not scaled up.
+std::string sampled_line(const Profile &profile)
+{
+	if (profile.sampled_fraction >= 1)
+		return "";
+	return line("sampled: probes attached for %.1f%% of the recording; counts and times are not scaled\n",
+		    profile.sampled_fraction * 100);
+}
+
+std::string container_lines(const Profile &profile)
+{
+	std::string out;
+	for (const ProfileProcess &p : profile.processes) {
+		if (!p.ns_pid && p.container_id.empty())
+			continue;
+		std::string what;
+		if (p.ns_pid)
+			what = "pid " + std::to_string(p.ns_pid) + " in its pid namespace";
+		if (!p.container_id.empty())
+			what += (what.empty() ? "" : ", ") + p.container_runtime + " container " + p.container_id.substr(0, 12);
+		out += "process " + (p.comm.empty() ? "" : escape_text(p.comm) + " ") + "(pid " + std::to_string(p.pid) +
+		       "): " + what + "\n";
+	}
+	return out;
+}
+
+std::string lost_paths_line(const Profile &profile, const CallTree &tree)
+{
+	auto full = profile.anomalies.find("agg_full");
+	if (full == profile.anomalies.end() || !full->second)
+		return "";
+	auto other = std::find(tree.names.begin(), tree.names.end(), "[other]");
+	uint64_t other_ns = 0;
+	for (const TreeNode &n : tree.nodes)
+		if (n.name == uint32_t(other - tree.names.begin()))
+			other_ns += n.self_ns;
+	return line("lost paths: %.1f%% of the recorded time (%s) lost its full call path: the call-path table was "
+		    "full, so those calls are charged to [other] under the nearest caller that kept its own; record with a "
+		    "larger --max-paths to keep them\n",
+		    percent(other_ns, tree.total_self_ns), human_ns(other_ns).c_str());
+}
+
+// "~" before a self time within the calibration's spread.
+std::string self_text(uint64_t self_ns, uint64_t uncertain_ns)
+{
+	return (uncertain(self_ns, uncertain_ns) ? "~" : "") + human_ns(self_ns);
+}
+
+// Largest total first, then by name: the order of the tree views.
+std::vector<uint32_t> by_total(const CallTree &tree, std::vector<uint32_t> group)
+{
+	std::sort(group.begin(), group.end(), [&](uint32_t a, uint32_t b) {
+		const TreeNode &x = tree.nodes[a], &y = tree.nodes[b];
+		return x.total_ns != y.total_ns ? x.total_ns > y.total_ns : tree.names[x.name] < tree.names[y.name];
+	});
+	return group;
+}
+
+bool below_min_percent(const CallTree &tree, uint32_t node, const ReportOptions &options)
+{
+	return tree.total_self_ns && percent(tree.nodes[node].total_ns, tree.total_self_ns) < options.min_percent;
+}
+
+// Sorted by options.sort, cut to options.limit; also returns how many were cut.
+std::pair<std::vector<FunctionSummary>, size_t> ranked_functions(const CallTree &tree, const ReportOptions &options)
+{
+	std::vector<FunctionSummary> fs = summarize_functions(tree);
+	// Synthetic frames ([running at attach], [truncated]) are never called.
+	std::erase_if(fs, [](const FunctionSummary &f) { return f.calls == 0; });
+	sort_functions(fs, options.sort);
+	size_t cut = 0;
+	if (options.limit && fs.size() > options.limit) {
+		cut = fs.size() - options.limit;
+		fs.resize(options.limit);
+	}
+	return {std::move(fs), cut};
+}
+
+Profile split_by_process(const Profile &profile)
+{
+	Profile out = profile;
+	out.nodes.clear();
+	std::map<int32_t, std::string> comm;
+	for (const ProfileProcess &p : profile.processes)
+		comm[p.pid] = p.comm;
+	std::map<int32_t, uint32_t> root_of;
+	std::vector<uint32_t> moved(profile.nodes.size());
+	for (size_t i = 0; i < profile.nodes.size(); i++) {
+		PathNode n = profile.nodes[i];
+		if (n.parent == kNoParent || n.parent >= i) {
+			auto [it, added] = root_of.try_emplace(n.pid, uint32_t(out.nodes.size()));
+			if (added) {
+				PathNode root;
+				root.pid = n.pid;
+				root.function = uint32_t(out.functions.size());
+				std::string name = comm[n.pid];
+				out.functions.push_back((name.empty() ? "" : name + " ") + "(pid " + std::to_string(n.pid) + ")");
+				if (!out.locations.empty())
+					out.locations.push_back("");
+				out.nodes.push_back(root);
+			}
+			PathNode &root = out.nodes[it->second];
+			root.total_ns += n.total_ns;
+			n.parent = it->second;
+		} else {
+			n.parent = moved[n.parent];
+		}
+		moved[i] = uint32_t(out.nodes.size());
+		out.nodes.push_back(n);
+	}
+	return out;
+}
+
+Profile only_process(const Profile &profile, int32_t pid)
+{
+	Profile out = profile;
+	out.nodes.clear();
+	std::erase_if(out.processes, [&](const ProfileProcess &p) { return p.pid != pid; });
+	std::erase_if(out.spans, [&](const ProfileSpan &s) { return s.pid != pid; });
+	std::vector<uint32_t> moved(profile.nodes.size(), kNoParent);
+	for (size_t i = 0; i < profile.nodes.size(); i++) {
+		PathNode n = profile.nodes[i];
+		if (n.pid != pid)
+			continue;
+		n.parent = n.parent < i ? moved[n.parent] : kNoParent;
+		moved[i] = uint32_t(out.nodes.size());
+		out.nodes.push_back(n);
+	}
+	return out;
+}
+
+namespace {
+
+// (tree parent, name id) -> tree node, by open addressing in two flat arrays:
+// a node-based map's allocation per path was most of build_call_tree's time
+// at a million paths.
+class ChildIndex {
+public:
+	explicit ChildIndex(size_t entries)
+	{
+		size_t slots = 16;
+		while (slots < 2 * entries)
+			slots *= 2;
+		keys_.assign(slots, kEmpty);
+		values_.resize(slots);
+		mask_ = slots - 1;
+	}
+	// The node of (parent, name), or made_node if it had none (then added).
+	std::pair<uint32_t, bool> find_or_add(uint32_t parent, uint32_t name, uint32_t made_node)
+	{
+		uint64_t key = uint64_t(parent) << 32 | name;
+		for (size_t i = (key * 0x9E3779B97F4A7C15ull) >> 20 & mask_;; i = (i + 1) & mask_) {
+			if (keys_[i] == key)
+				return {values_[i], false};
+			if (keys_[i] == kEmpty) {
+				keys_[i] = key;
+				values_[i] = made_node;
+				return {made_node, true};
+			}
+		}
+	}
+
+private:
+	static constexpr uint64_t kEmpty = UINT64_MAX; // no name id is UINT32_MAX
+	std::vector<uint64_t> keys_;
+	std::vector<uint32_t> values_;
+	size_t mask_ = 0;
+};
+
+// Fills child_begin and child_ids from the nodes' parents: children in
+// index order, which is their order of first appearance.
+void index_children(CallTree &tree)
+{
+	size_t n = tree.nodes.size();
+	tree.child_begin.assign(n + 1, 0);
+	for (const TreeNode &node : tree.nodes)
+		if (node.parent != kNoParent)
+			tree.child_begin[node.parent + 1]++;
+	for (size_t i = 0; i < n; i++)
+		tree.child_begin[i + 1] += tree.child_begin[i];
+	tree.child_ids.assign(tree.child_begin[n], 0);
+	std::vector<uint32_t> next(tree.child_begin.begin(), tree.child_begin.end() - 1);
+	for (uint32_t i = 0; i < n; i++)
+		if (tree.nodes[i].parent != kNoParent)
+			tree.child_ids[next[tree.nodes[i].parent]++] = i;
+}
+
+} // namespace
+
+CallTree build_call_tree(const Profile &profile)
+{
+	CallTree tree;
+	std::vector<uint32_t> tree_index(profile.nodes.size(), kNoParent);
+	// Functions of the same name are one frame: each name gets one id.
+	const std::string unknown = "<unknown>";
+	std::unordered_map<std::string_view, uint32_t> name_ids;
+	std::vector<uint32_t> name_of(profile.functions.size() + 1);
+	for (size_t f = 0; f <= profile.functions.size(); f++) {
+		const std::string &name = f < profile.functions.size() ? profile.functions[f] : unknown;
+		auto [it, added] = name_ids.try_emplace(name, uint32_t(tree.names.size()));
+		if (added)
+			tree.names.push_back(name);
+		name_of[f] = it->second;
+	}
+	ChildIndex by_name(profile.nodes.size());
+	tree.nodes.reserve(profile.nodes.size());
+	for (size_t i = 0; i < profile.nodes.size(); i++) {
+		const PathNode &pn = profile.nodes[i];
+		// Parents come first in a valid profile; anything else is treated as a root.
+		uint32_t parent = pn.parent < i ? tree_index[pn.parent] : kNoParent;
+		uint32_t name = name_of[std::min<size_t>(pn.function, profile.functions.size())];
+		auto [node, added] = by_name.find_or_add(parent, name, uint32_t(tree.nodes.size()));
+		if (added) {
+			tree.nodes.push_back({.name = name, .parent = parent});
+			if (parent == kNoParent)
+				tree.roots.push_back(node);
+		}
+		TreeNode &n = tree.nodes[node];
+		n.calls += pn.calls;
+		n.open += pn.open;
+		uint64_t offcpu = std::min(pn.self_offcpu_ns, pn.self_ns);
+		n.self_ns += pn.self_ns;
+		n.self_oncpu_ns += pn.self_ns - offcpu;
+		n.self_offcpu_ns += offcpu;
+		n.uncertain_ns += pn.uncertain_ns;
+		tree_index[i] = node;
+	}
+	tree.nodes.shrink_to_fit();
+	index_children(tree);
+	sum_subtrees(tree);
+	return tree;
+}
+
+void sum_subtrees(CallTree &tree)
+{
+	tree.total_self_ns = 0;
+	for (TreeNode &n : tree.nodes) {
+		n.total_ns = n.self_ns;
+		tree.total_self_ns += n.self_ns;
+	}
+	// Children come after their parents: add each finished subtree upwards.
+	for (size_t i = tree.nodes.size(); i-- > 0;)
+		if (tree.nodes[i].parent != kNoParent)
+			tree.nodes[tree.nodes[i].parent].total_ns += tree.nodes[i].total_ns;
+}
+
+std::vector<std::string> stack_of(const CallTree &tree, uint32_t node)
+{
+	std::vector<std::string> stack;
+	for (uint32_t i = node; i != kNoParent; i = tree.nodes[i].parent)
+		stack.push_back(tree.name(i));
+	std::reverse(stack.begin(), stack.end());
+	return stack;
+}
+
+std::vector<bool> nested_activations(const CallTree &tree)
+{
+	// Depth first, counting each name's activations on the current stack:
+	// one pass, whatever the depth (no walk up the ancestors per node).
+	std::vector<bool> nested(tree.nodes.size());
+	std::vector<uint32_t> open(tree.names.size());
+	std::vector<std::pair<uint32_t, bool>> todo; // node, leaving it
+	for (auto root = tree.roots.rbegin(); root != tree.roots.rend(); ++root)
+		todo.push_back({*root, false});
+	while (!todo.empty()) {
+		auto [i, leaving] = todo.back();
+		todo.pop_back();
+		uint32_t name = tree.nodes[i].name;
+		if (leaving) {
+			open[name]--;
+			continue;
+		}
+		nested[i] = open[name] > 0;
+		open[name]++;
+		todo.push_back({i, true});
+		for (uint32_t c : tree.children(i))
+			todo.push_back({c, false});
+	}
+	return nested;
+}
+
+std::vector<FunctionSummary> summarize_functions(const CallTree &tree)
+{
+	std::vector<bool> nested = nested_activations(tree);
+	std::vector<FunctionSummary> out;
+	std::vector<uint32_t> index(tree.names.size(), kNoParent); // name id -> out
+	for (size_t i = 0; i < tree.nodes.size(); i++) {
+		const TreeNode &n = tree.nodes[i];
+		if (index[n.name] == kNoParent) {
+			index[n.name] = uint32_t(out.size());
+			out.push_back({tree.names[n.name]});
+		}
+		FunctionSummary &f = out[index[n.name]];
+		f.calls += n.calls;
+		f.open += n.open;
+		f.self_ns += n.self_ns;
+		f.self_oncpu_ns += n.self_oncpu_ns;
+		f.self_offcpu_ns += n.self_offcpu_ns;
+		f.uncertain_ns += n.uncertain_ns;
+		// Only outermost activations add to total: an inner one's time is inside the outer's.
+		if (nested[i])
+			f.recursive = true;
+		else
+			f.total_ns += n.total_ns;
+	}
+	return out;
+}
+
+Result<SortKey> parse_sort_key(const std::string &key)
+{
+	static const std::map<std::string, SortKey> keys = {
+		{"self", SortKey::Self}, {"total", SortKey::Total}, {"calls", SortKey::Calls},
+		{"avg", SortKey::Avg}, {"name", SortKey::Name}};
+	auto it = keys.find(key);
+	if (it == keys.end())
+		return Error{"unknown sort key '" + key + "' (expected self, total, calls, avg or name)"};
+	return it->second;
+}
+
+Result<TimeMode> parse_time_mode(const std::string &mode)
+{
+	if (mode == "wall")
+		return TimeMode::Wall;
+	if (mode == "cpu")
+		return TimeMode::Cpu;
+	if (mode == "offcpu")
+		return TimeMode::Offcpu;
+	return Error{"unknown time '" + mode + "' (expected wall, cpu or offcpu)"};
+}
+
+const char *time_mode_name(TimeMode mode)
+{
+	return mode == TimeMode::Cpu ? "cpu" : mode == TimeMode::Offcpu ? "offcpu" : "wall";
+}
+
+CallTree with_self_time(CallTree tree, TimeMode mode)
+{
+	for (TreeNode &n : tree.nodes) {
+		n.self_ns = mode == TimeMode::Cpu	  ? n.self_oncpu_ns
+			    : mode == TimeMode::Offcpu ? n.self_offcpu_ns
+						       : n.self_oncpu_ns + n.self_offcpu_ns;
+		if (mode == TimeMode::Offcpu)
+			n.uncertain_ns = 0; // probes run on the CPU: off-CPU time is not compensated
+	}
+	tree.time = mode;
+	sum_subtrees(tree);
+	return tree;
+}
+
+
+} // namespace usdtprof

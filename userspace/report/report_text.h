@@ -1,0 +1,38 @@
+// Pieces the report's formats (format_text.cpp, format_json.cpp) and views
+// (view_*.cpp) share: number formatting, ranking and pruning.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "profile/profile.h"
+#include "report/report.h"
+
+namespace usdtprof {
+
+double percent(uint64_t part, uint64_t whole);
+std::string open_marker(uint64_t open); // " (N open)" or ""
+uint64_t average(const FunctionSummary &f);
+uint64_t total_calls(const CallTree &tree);
+std::string line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+// "sampled: ..." for a monitor interval probed for only part of its time, else "".
+std::string sampled_line(const Profile &profile);
+// "process srv (pid 4242): pid 1 in its pid namespace, docker container
+// 0123456789ab" for each process in another pid namespace or a container.
+std::string container_lines(const Profile &profile);
+// "lost paths: ..." when the kernel's call-path table was full: the share of
+// the time charged to [other] frames, said first, since every line below is
+// coarser for it; else "".
+std::string lost_paths_line(const Profile &profile, const CallTree &tree);
+// "~" before a self time within the calibration's spread.
+std::string self_text(uint64_t self_ns, uint64_t uncertain_ns);
+// Largest total first, then by name: the order of the tree views.
+std::vector<uint32_t> by_total(const CallTree &tree, std::vector<uint32_t> group);
+bool below_min_percent(const CallTree &tree, uint32_t node, const ReportOptions &options);
+// Sorted by options.sort, cut to options.limit; also returns how many were cut.
+std::pair<std::vector<FunctionSummary>, size_t> ranked_functions(const CallTree &tree, const ReportOptions &options);
+
+} // namespace usdtprof

@@ -1,0 +1,265 @@
+#include "serve/metrics.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <unordered_map>
+#include <vector>
+
+namespace usdtprof {
+
+namespace {
+
+// Length of the valid UTF-8 sequence starting at s[i], 0 when invalid.
+size_t utf8_sequence(const std::string &s, size_t i)
+{
+	auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+	unsigned char c = byte(i);
+	if (c < 0x80)
+		return 1;
+	size_t len;
+	uint32_t cp;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (i + len > s.size())
+		return 0;
+	for (size_t k = 1; k < len; k++) {
+		if ((byte(i + k) & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (byte(i + k) & 0x3f);
+	}
+	// Overlong forms, surrogates, beyond U+10FFFF.
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+// Seconds from nanoseconds, exact: "12.5", "0.000001", "3".
+std::string format_seconds(uint64_t ns)
+{
+	char buf[48];
+	snprintf(buf, sizeof buf, "%" PRIu64 ".%09" PRIu64, ns / 1000000000, ns % 1000000000);
+	std::string s = buf;
+	while (s.back() == '0')
+		s.pop_back();
+	if (s.back() == '.')
+		s.pop_back();
+	return s;
+}
+
+std::string format_double(double v)
+{
+	if (std::isnan(v))
+		return "NaN";
+	if (std::isinf(v))
+		return v > 0 ? "+Inf" : "-Inf";
+	char buf[64];
+	auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+	if (ec != std::errc())
+		return "NaN";
+	return std::string(buf, end);
+}
+
+void family(std::string &out, const char *name, const char *type, const char *help)
+{
+	out += "# HELP ";
+	out += name;
+	out += ' ';
+	out += help;
+	out += "\n# TYPE ";
+	out += name;
+	out += ' ';
+	out += type;
+	out += '\n';
+}
+
+void sample(std::string &out, const char *name, const std::string &value)
+{
+	out += name;
+	out += ' ';
+	out += value;
+	out += '\n';
+}
+
+} // namespace
+
+std::string prometheus_label_escape(const std::string &value)
+{
+	std::string out;
+	out.reserve(value.size());
+	for (size_t i = 0; i < value.size();) {
+		size_t len = utf8_sequence(value, i);
+		if (len == 0) {
+			out += "\xef\xbf\xbd"; // U+FFFD
+			i++;
+			continue;
+		}
+		if (len == 1) {
+			char c = value[i];
+			if (c == '\\')
+				out += "\\\\";
+			else if (c == '"')
+				out += "\\\"";
+			else if (c == '\n')
+				out += "\\n";
+			else
+				out += c;
+		} else {
+			out.append(value, i, len);
+		}
+		i += len;
+	}
+	return out;
+}
+
+MetricsRegistry::MetricsRegistry(size_t top_n, size_t other_processes)
+	: top_n_(top_n), other_processes_(other_processes)
+{
+}
+
+void MetricsRegistry::add_interval(const Profile &delta)
+{
+	// Aggregate the interval outside the lock.
+	std::unordered_map<int32_t, const std::string *> comm_of;
+	for (const ProfileProcess &p : delta.processes)
+		comm_of.emplace(p.pid, &p.comm);
+	static const std::string unknown = "[unknown]";
+	std::map<Key, Series> interval;
+	for (const PathNode &n : delta.nodes) {
+		if (n.function >= delta.functions.size())
+			continue;
+		if (n.calls == 0 && n.self_ns == 0)
+			continue;
+		auto it = comm_of.find(n.pid);
+		const std::string &comm =
+			it == comm_of.end() || it->second->empty() ? unknown : *it->second;
+		Series &s = interval[{comm, delta.functions[n.function]}];
+		s.self_ns += n.self_ns;
+		s.self_offcpu_ns += std::min(n.self_offcpu_ns, n.self_ns);
+		s.calls += n.calls;
+	}
+	if (interval.empty())
+		return;
+
+	std::lock_guard<std::mutex> lock(mutex_);
+	std::vector<std::pair<const Key *, const Series *>> fresh;
+	for (const auto &[key, s] : interval) {
+		auto it = series_.find(key);
+		if (it == series_.end()) {
+			fresh.emplace_back(&key, &s);
+			continue;
+		}
+		it->second.self_ns += s.self_ns;
+		it->second.self_offcpu_ns += s.self_offcpu_ns;
+		it->second.calls += s.calls;
+	}
+	// The heaviest new pairs take the free series.
+	std::stable_sort(fresh.begin(), fresh.end(), [](const auto &a, const auto &b) {
+		return a.second->self_ns > b.second->self_ns;
+	});
+	for (const auto &[key, s] : fresh) {
+		Key target = *key;
+		if (named_series_ >= top_n_) {
+			target.second = kOtherFunction;
+			if (other_series_ >= other_processes_ && !series_.count(target))
+				target.first = kOtherProcess;
+		}
+		auto [it, inserted] = series_.try_emplace(std::move(target));
+		if (inserted && it->first.second != kOtherFunction)
+			named_series_++;
+		else if (inserted && it->first.first != kOtherProcess)
+			other_series_++;
+		it->second.self_ns += s->self_ns;
+		it->second.self_offcpu_ns += s->self_offcpu_ns;
+		it->second.calls += s->calls;
+	}
+}
+
+void MetricsRegistry::set_health(const MonitorHealth &health)
+{
+	std::lock_guard<std::mutex> lock(mutex_);
+	health_.probe_hits = std::max(health_.probe_hits, health.probe_hits);
+	health_.anomalies = std::max(health_.anomalies, health.anomalies);
+	health_.dropped_paths = std::max(health_.dropped_paths, health.dropped_paths);
+	health_.intervals = std::max(health_.intervals, health.intervals);
+	health_.duty_cycle = health.duty_cycle;
+	health_.estimated_overhead_ratio = health.estimated_overhead_ratio;
+}
+
+bool MetricsRegistry::other_processes_full() const
+{
+	std::lock_guard<std::mutex> lock(mutex_);
+	return series_.count({kOtherProcess, kOtherFunction}) != 0;
+}
+
+size_t MetricsRegistry::series_count() const
+{
+	std::lock_guard<std::mutex> lock(mutex_);
+	return series_.size();
+}
+
+std::string MetricsRegistry::render() const
+{
+	std::string out;
+	std::lock_guard<std::mutex> lock(mutex_);
+	out.reserve(512 + series_.size() * 3 * 96);
+
+	auto per_function = [&](const char *name, auto value) {
+		for (const auto &[key, s] : series_) {
+			out += name;
+			out += "{process=\"";
+			out += prometheus_label_escape(key.first);
+			out += "\",function=\"";
+			out += prometheus_label_escape(key.second);
+			out += "\"} ";
+			out += value(s);
+			out += '\n';
+		}
+	};
+	family(out, "usdtprof_function_self_seconds_total", "counter",
+	       "Exclusive (self) time of the function's activations, summed over its call paths.");
+	per_function("usdtprof_function_self_seconds_total",
+		     [](const Series &s) { return format_seconds(s.self_ns); });
+	family(out, "usdtprof_function_self_offcpu_seconds_total", "counter",
+	       "The part of the function's self time spent switched out (blocked, sleeping, waiting for a CPU); "
+	       "the on-CPU part is the rest.");
+	per_function("usdtprof_function_self_offcpu_seconds_total",
+		     [](const Series &s) { return format_seconds(s.self_offcpu_ns); });
+	family(out, "usdtprof_function_calls_total", "counter",
+	       "Activations of the function, summed over its call paths.");
+	per_function("usdtprof_function_calls_total",
+		     [](const Series &s) { return std::to_string(s.calls); });
+
+	family(out, "usdtprof_probe_hits_total", "counter", "Probe firings handled by the eBPF programs.");
+	sample(out, "usdtprof_probe_hits_total", std::to_string(health_.probe_hits));
+	family(out, "usdtprof_anomalies_total", "counter",
+	       "Anomalies counted by the profiler (unmatched exits, overflows, ...).");
+	sample(out, "usdtprof_anomalies_total", std::to_string(health_.anomalies));
+	family(out, "usdtprof_dropped_paths_total", "counter",
+	       "Call paths dropped because the kernel's call-path table was full.");
+	sample(out, "usdtprof_dropped_paths_total", std::to_string(health_.dropped_paths));
+	family(out, "usdtprof_intervals_total", "counter", "Monitoring intervals completed.");
+	sample(out, "usdtprof_intervals_total", std::to_string(health_.intervals));
+	family(out, "usdtprof_duty_cycle", "gauge",
+	       "Share of the time during which probes were attached (0..1), as last reported by the monitor.");
+	sample(out, "usdtprof_duty_cycle", format_double(health_.duty_cycle));
+	family(out, "usdtprof_estimated_overhead_ratio", "gauge",
+	       "Estimated probe cost as a share of the profiled wall time, as last reported by the monitor.");
+	sample(out, "usdtprof_estimated_overhead_ratio", format_double(health_.estimated_overhead_ratio));
+	return out;
+}
+
+} // namespace usdtprof

@@ -1,0 +1,84 @@
+// Prometheus metrics of `usdtprof monitor`: per-function counters accumulated
+// from each interval's profile, and the monitor's health. See docs/monitoring.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "profile/profile.h"
+
+namespace usdtprof {
+
+// Cumulative since the monitor started (the counters) or current (the gauges).
+struct MonitorHealth {
+	uint64_t probe_hits = 0;
+	uint64_t anomalies = 0;
+	uint64_t dropped_paths = 0;
+	uint64_t intervals = 0;
+	double duty_cycle = 0;               // share of the time probes were attached, 0..1
+	double estimated_overhead_ratio = 0; // estimated probe cost / wall time
+};
+
+// Thread-safe: the monitor thread adds intervals and sets the health, the
+// HTTP thread renders.
+class MetricsRegistry {
+public:
+	static constexpr size_t kDefaultTopN = 50;
+	// The function name of the per-process series that collects the pairs
+	// first seen after top_n series exist.
+	static constexpr const char *kOtherFunction = "[other]";
+	// At most this many processes get an "[other]" series of their own; the
+	// pairs of the processes after them go to one ("[other]", "[other]")
+	// series: process names are the targets' to choose, as many as they like.
+	static constexpr size_t kDefaultOtherProcesses = 50;
+	static constexpr const char *kOtherProcess = "[other]";
+
+	explicit MetricsRegistry(size_t top_n = kDefaultTopN, size_t other_processes = kDefaultOtherProcesses);
+
+	// Adds one interval's deltas: per (process comm, function name), the sum
+	// over the function's nodes of self_ns and calls. Series are sticky: once
+	// a (process, function) pair has a series it keeps it; a pair first seen
+	// when top_n series exist is added to its process's "[other]" series
+	// (those do not count towards top_n; past other_processes of them, to
+	// the one ("[other]", "[other]") series). Within one interval new pairs get
+	// the free series in order of decreasing self time.
+	void add_interval(const Profile &delta);
+
+	// Replaces the health values. Counters never go down: a smaller counter
+	// value than the last one is ignored.
+	void set_health(const MonitorHealth &health);
+
+	// Prometheus text exposition format 0.0.4.
+	std::string render() const;
+
+	// Function series, "[other]" ones included.
+	size_t series_count() const;
+	// Whether some process had to share the ("[other]", "[other]") series.
+	bool other_processes_full() const;
+
+private:
+	struct Series {
+		uint64_t self_ns = 0;
+		uint64_t self_offcpu_ns = 0; // the part of self_ns spent switched out
+		uint64_t calls = 0;
+	};
+	using Key = std::pair<std::string, std::string>; // process comm, function name
+
+	size_t top_n_;
+	size_t other_processes_;
+	size_t named_series_ = 0; // series other than "[other]"
+	size_t other_series_ = 0; // per-process "[other]" series
+	mutable std::mutex mutex_;
+	std::map<Key, Series> series_;
+	MonitorHealth health_;
+};
+
+// Escapes a label value for the text format: backslash, double quote and
+// newline; invalid UTF-8 bytes become U+FFFD (Prometheus rejects them).
+std::string prometheus_label_escape(const std::string &value);
+
+} // namespace usdtprof

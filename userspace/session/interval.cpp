@@ -1,0 +1,300 @@
+#include "session/interval.h"
+
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+#include <filesystem>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <map>
+#include <tuple>
+#include <unordered_set>
+
+#include "base/sink.h"
+
+namespace usdtprof {
+
+namespace {
+
+usdtprof_path_stats minus(const usdtprof_path_stats &now, const usdtprof_path_stats &before)
+{
+	usdtprof_path_stats d = now;
+	d.calls -= before.calls;
+	d.open -= before.open;
+	d.self_ns -= before.self_ns;
+	d.total_ns -= before.total_ns;
+	d.self_offcpu_ns -= before.self_offcpu_ns;
+	return d;
+}
+
+bool gained(const usdtprof_path_stats &d)
+{
+	return d.calls || d.open || d.self_ns || d.total_ns;
+}
+
+} // namespace
+
+IntervalDelta PathDeltas::next(const std::vector<PathRecord> &totals, const std::function<bool(uint32_t)> &alive)
+{
+	IntervalDelta out;
+	std::unordered_map<uint64_t, const PathRecord *> by_path;
+	for (const PathRecord &r : totals)
+		by_path[r.path] = &r;
+	std::unordered_map<uint64_t, usdtprof_path_stats> delta;
+	for (const PathRecord &r : totals) {
+		auto last = last_.find(r.path);
+		usdtprof_path_stats d = last == last_.end() ? r.stats : minus(r.stats, last->second);
+		if (gained(d))
+			delta[r.path] = d;
+		last_[r.path] = r.stats;
+	}
+	// Ancestors of what gained, with nothing gained themselves.
+	std::unordered_set<uint64_t> placed;
+	for (const auto &[path, d] : delta) {
+		for (uint64_t p = path; p && placed.insert(p).second;) {
+			auto it = by_path.find(p);
+			if (it == by_path.end())
+				break;
+			usdtprof_path_stats s = it->second->stats;
+			auto gain = delta.find(p);
+			if (gain != delta.end())
+				s = gain->second;
+			else
+				s.calls = s.open = s.self_ns = s.total_ns = s.self_offcpu_ns = 0;
+			out.records.push_back({p, s});
+			p = it->second->stats.parent;
+		}
+	}
+	std::map<uint32_t, bool> alive_cache;
+	for (const PathRecord &r : totals) {
+		auto [it, fresh] = alive_cache.try_emplace(r.stats.tgid, true);
+		if (fresh)
+			it->second = alive(r.stats.tgid);
+		if (!it->second) {
+			out.forget.push_back(r.path);
+			last_.erase(r.path);
+		}
+	}
+	for (const auto &[tgid, is_alive] : alive_cache)
+		if (!is_alive)
+			out.gone.push_back(tgid);
+	// Paths no longer in the map (deleted) are no longer tracked.
+	for (auto it = last_.begin(); it != last_.end();)
+		it = by_path.count(it->first) ? std::next(it) : last_.erase(it);
+	return out;
+}
+
+BudgetEstimate estimate_budget(const BudgetInput &in, double budget, double min_duty)
+{
+	BudgetEstimate e;
+	double probes = in.hits * in.trap_ns + in.probe_ns;
+	// The probes run in the target and count as its CPU time.
+	double own = std::max(1.0, double(in.target_cpu_ns) - probes);
+	e.overhead = (probes + in.fixed_ns) / own;
+	double attached = std::clamp(in.attached, 1e-6, 1.0);
+	// What the probes would cost attached all the time.
+	double full = probes / own / attached;
+	// Fixed costs take their share of the budget first, the probes get the
+	// rest, but never less than half: sampling cannot cut the fixed costs,
+	// and in an interval where the target barely ran (it waits, starts or
+	// exits; it is starved) usdtprof's own CPU alone may exceed the budget:
+	// cutting the probes to nothing would then lose their calls and still
+	// not meet it.
+	double left = std::max(budget / 2, budget - in.fixed_ns / own);
+	e.next_duty = full <= left ? 1.0 : std::clamp(left / full, min_duty, 1.0);
+	// A window that saw nothing says little: widen it step by step, never
+	// jump to attaching all the time.
+	if (in.attached < 1 && in.hits == 0)
+		e.next_duty = std::clamp(in.attached * 2, min_duty, 1.0);
+	// Hits with no CPU time read: the target exited between the reads.
+	// Nothing is learnt: the window stays. (Not so for a CPU time merely
+	// below the estimated cost: a hot target's CPU time is nearly all probes.)
+	else if (in.target_cpu_ns == 0)
+		e.next_duty = std::clamp(in.attached, min_duty, 1.0);
+	return e;
+}
+
+namespace {
+
+// The nodes to keep within budget bytes: the heaviest by inclusive time
+// first, each with its ancestors; per node its share of the fixed bytes,
+// per function its name and location the first time.
+std::vector<bool> heaviest_nodes(const Profile &p, double node_bytes, double budget)
+{
+	std::vector<uint32_t> order(p.nodes.size());
+	for (uint32_t i = 0; i < order.size(); i++)
+		order[i] = i;
+	std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+		return std::tie(p.nodes[a].total_ns, p.nodes[a].calls) > std::tie(p.nodes[b].total_ns, p.nodes[b].calls);
+	});
+	std::vector<bool> keep(p.nodes.size()), named(p.functions.size());
+	double used = 0;
+	for (uint32_t n : order) {
+		double cost = 0;
+		std::vector<uint32_t> added;
+		std::vector<uint32_t> names;
+		for (uint32_t a = n; a != kNoParent && a < keep.size() && !keep[a]; a = p.nodes[a].parent) {
+			added.push_back(a);
+			cost += node_bytes;
+			uint32_t f = p.nodes[a].function;
+			if (f < named.size() && !named[f] && std::find(names.begin(), names.end(), f) == names.end()) {
+				names.push_back(f);
+				cost += double(p.functions[f].size() + (f < p.locations.size() ? p.locations[f].size() : 0));
+			}
+		}
+		if (used + cost > budget)
+			break;
+		used += cost;
+		for (uint32_t a : added)
+			keep[a] = true;
+		for (uint32_t f : names)
+			named[f] = true;
+	}
+	return keep;
+}
+
+// The profile with only the kept nodes, and only the functions they name.
+void keep_nodes(Profile &p, const std::vector<bool> &keep)
+{
+	std::vector<uint32_t> node_index(p.nodes.size(), kNoParent), function_index(p.functions.size(), kNoParent);
+	std::vector<PathNode> nodes;
+	std::vector<std::string> functions, locations;
+	std::vector<int32_t> kinds; // the calibration's, per function
+	for (size_t i = 0; i < p.nodes.size(); i++) {
+		if (!keep[i])
+			continue;
+		PathNode n = p.nodes[i];
+		if (function_index[n.function] == kNoParent) {
+			function_index[n.function] = uint32_t(functions.size());
+			functions.push_back(std::move(p.functions[n.function]));
+			if (!p.locations.empty())
+				locations.push_back(std::move(p.locations[n.function]));
+			if (p.calibration)
+				kinds.push_back(n.function < p.calibration->function_kinds.size()
+							? p.calibration->function_kinds[n.function] : -1);
+		}
+		n.function = function_index[n.function];
+		n.parent = n.parent == kNoParent ? kNoParent : node_index[n.parent];
+		node_index[i] = uint32_t(nodes.size());
+		nodes.push_back(n);
+	}
+	p.nodes = std::move(nodes);
+	p.functions = std::move(functions);
+	p.locations = std::move(locations);
+	if (p.calibration)
+		p.calibration->function_kinds = std::move(kinds);
+}
+
+} // namespace
+
+namespace {
+
+// The size of the profile's file, counted as it is made, never held.
+uint64_t file_size(const Profile &profile)
+{
+	ByteCounter counter;
+	write_profile(profile, counter);
+	return counter.bytes;
+}
+
+} // namespace
+
+std::optional<ProfileTrim> trim_profile(Profile &profile, uint64_t max_bytes)
+{
+	if (max_bytes == 0)
+		return std::nullopt;
+	uint64_t bytes = file_size(profile);
+	if (bytes <= max_bytes)
+		return std::nullopt;
+	ProfileTrim trim{bytes, profile.nodes.size(), 0};
+	double names = 0;
+	for (size_t f = 0; f < profile.functions.size(); f++)
+		names += double(profile.functions[f].size() + (f < profile.locations.size() ? profile.locations[f].size() : 0));
+	double node_bytes = std::max(1.0, (double(bytes) - names) / double(std::max<size_t>(1, profile.nodes.size())));
+	// The estimate ignores what is not per node; aim lower until it fits.
+	for (double budget = double(max_bytes) * 0.9;; budget *= 0.8) {
+		Profile candidate = profile;
+		keep_nodes(candidate, heaviest_nodes(profile, node_bytes, budget));
+		if (file_size(candidate) <= max_bytes || candidate.nodes.empty()) {
+			profile = std::move(candidate);
+			break;
+		}
+	}
+	trim.paths_kept = profile.nodes.size();
+	return trim;
+}
+
+std::optional<int64_t> parse_interval_stamp(const std::string &stamp)
+{
+	// YYYYMMDDTHHMMSSmmmZ, as the monitor names its files.
+	if (stamp.size() != 19 || stamp[8] != 'T' || stamp[18] != 'Z')
+		return std::nullopt;
+	for (size_t i = 0; i < 18; i++)
+		if (i != 8 && !isdigit(static_cast<unsigned char>(stamp[i])))
+			return std::nullopt;
+	auto num = [&](size_t at, size_t len) { return std::stoi(stamp.substr(at, len)); };
+	tm t{};
+	t.tm_year = num(0, 4) - 1900;
+	t.tm_mon = num(4, 2) - 1;
+	t.tm_mday = num(6, 2);
+	t.tm_hour = num(9, 2);
+	t.tm_min = num(11, 2);
+	t.tm_sec = num(13, 2);
+	if (t.tm_mon > 11 || t.tm_mday < 1 || t.tm_mday > 31 || t.tm_hour > 23 || t.tm_min > 59 || t.tm_sec > 60)
+		return std::nullopt;
+	return int64_t(timegm(&t)) * 1000 + num(15, 3);
+}
+
+std::vector<std::string> apply_retention(const std::string &dir, const std::string &prefix,
+					 const std::vector<std::string> &extensions, size_t keep,
+					 uint64_t max_bytes, double max_age_s)
+{
+	namespace fs = std::filesystem;
+	struct Interval {
+		std::vector<fs::path> files;
+		uint64_t bytes = 0;
+		int64_t stamp_ms = 0;
+	};
+	std::map<std::string, Interval> intervals; // by stamp: names sort by time
+	int64_t now_ms = int64_t(time(nullptr)) * 1000;
+	std::error_code ec;
+	for (const auto &e : fs::directory_iterator(dir, ec)) {
+		// Only what the monitor writes: PREFIX<stamp><one of extensions>, a
+		// regular file of ours with one link, stamped no later than now
+		// (a day of slack for clock steps). Anything else, planted by whoever
+		// can write the directory, is neither counted nor removed.
+		std::string name = e.path().filename().string();
+		if (name.rfind(prefix, 0) != 0)
+			continue;
+		std::string stamp = name.substr(prefix.size(), 19), suffix = name.substr(std::min(name.size(), prefix.size() + 19));
+		auto stamp_ms = parse_interval_stamp(stamp);
+		if (!stamp_ms || *stamp_ms > now_ms + 86400 * 1000 || std::find(extensions.begin(), extensions.end(), suffix) == extensions.end())
+			continue;
+		struct stat st;
+		if (lstat(e.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1)
+			continue;
+		Interval &i = intervals[stamp];
+		i.files.push_back(e.path());
+		i.bytes += uint64_t(st.st_size);
+		i.stamp_ms = *stamp_ms;
+	}
+	uint64_t total = 0;
+	for (const auto &[stamp, i] : intervals)
+		total += i.bytes;
+	std::vector<std::string> removed;
+	for (auto it = intervals.begin(); it != intervals.end(); it = intervals.erase(it)) {
+		double age = double(now_ms - it->second.stamp_ms) / 1000;
+		bool too_many = keep && intervals.size() > keep;
+		bool too_big = max_bytes && total > max_bytes;
+		bool too_old = max_age_s > 0 && age > max_age_s;
+		if (!too_many && !too_big && !too_old)
+			break;
+		for (const fs::path &f : it->second.files)
+			if (unlink(f.c_str()) == 0)
+				removed.push_back(f.string());
+		total -= it->second.bytes;
+	}
+	return removed;
+}
+
+} // namespace usdtprof

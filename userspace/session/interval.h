@@ -1,0 +1,85 @@
+// `usdtprof monitor`'s pure logic: per-interval deltas of the kernel's
+// cumulative path totals, the overhead budget, and file retention.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/call_paths.h"
+
+namespace usdtprof {
+
+struct IntervalDelta {
+	// What each path gained since the last interval, with its ancestors
+	// (zero where they gained nothing) so the tree can be rebuilt.
+	std::vector<PathRecord> records;
+	// Paths of processes that are gone, reported in full: to delete.
+	std::vector<uint64_t> forget;
+	std::vector<uint32_t> gone; // those processes
+
+};
+
+// The kernel's totals only grow: a path's gain is its total now minus its
+// total at the last read. Nothing is counted twice, and what the kernel adds
+// while the map is read is in the next delta.
+class PathDeltas {
+public:
+	IntervalDelta next(const std::vector<PathRecord> &totals, const std::function<bool(uint32_t tgid)> &alive);
+	size_t tracked() const { return last_.size(); }
+
+private:
+	std::unordered_map<uint64_t, usdtprof_path_stats> last_;
+};
+
+// The share of the time probes may stay attached so that their estimated
+// cost stays within budget (a fraction of the target's own CPU time).
+struct BudgetInput {
+	uint64_t hits = 0;           // probe hits in the interval
+	double trap_ns = 0;          // measured cost of one hit's trap
+	uint64_t target_cpu_ns = 0;  // the target's CPU time in the interval, probe cost included
+	double attached = 1;         // the share of the interval probes were attached
+	double probe_ns = 0;         // run time of the probes' programs in the interval
+	double fixed_ns = 0;         // costs sampling cannot cut: the context-switch hook, usdtprof's own CPU
+};
+
+struct BudgetEstimate {
+	double overhead = 0;  // estimated cost, fixed costs included, over the target's own CPU time
+	double next_duty = 1; // attached share for the next interval, in [min_duty, 1]: the probes get
+	                      // what the fixed costs leave of the budget
+};
+
+BudgetEstimate estimate_budget(const BudgetInput &in, double budget, double min_duty);
+
+struct ProfileTrim {
+	uint64_t bytes_before = 0; // the profile's serialised size before
+	size_t paths_before = 0;
+	size_t paths_kept = 0;
+};
+
+// Caps an interval's profile at max_bytes serialised (0: no cap): keeps the
+// heaviest call paths by inclusive time, each with its ancestors, and the
+// functions they name; what a target floods in distinct names or paths
+// cannot make one interval's files any larger. nullopt when it fitted.
+std::optional<ProfileTrim> trim_profile(Profile &profile, uint64_t max_bytes);
+
+// Milliseconds since the epoch of a monitor file's stamp, YYYYMMDDTHHMMSSmmmZ (UTC).
+std::optional<int64_t> parse_interval_stamp(const std::string &stamp);
+
+// Interval files in dir named PREFIX<stamp><extension>, one of extensions
+// (the monitor's formats: .data, .pb.gz):
+// the oldest intervals are removed while there are more than keep, their
+// bytes exceed max_bytes or their stamps are older than max_age_s (0: no
+// limit). Only regular files owned by the caller's euid with one link, whose
+// stamps are not in the future, count: files planted by others (or stamped
+// ahead to outlive the real ones) are neither counted nor removed, and the
+// age is the stamp's, not a modification time anyone could set. Returns the
+// files removed.
+std::vector<std::string> apply_retention(const std::string &dir, const std::string &prefix,
+					 const std::vector<std::string> &extensions, size_t keep,
+					 uint64_t max_bytes, double max_age_s);
+
+} // namespace usdtprof

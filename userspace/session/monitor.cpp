@@ -1,0 +1,708 @@
+#include "session/monitor.h"
+
+#include <bpf/bpf.h>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <poll.h>
+#include <random>
+#include <set>
+#include <sstream>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "profile/anomalies.h"
+#include "engine/calibration.h"
+#include "base/text_escape.h"
+#include "engine/call_paths.h"
+#include "profile/compensation.h"
+#include "engine/engine.h"
+#include "session/interval.h"
+#include "serve/metrics.h"
+#include "serve/metrics_server.h"
+#include "base/output_file.h"
+#include "report/formats.h"
+#include "target/process.h"
+#include "target/presets.h"
+#include "serve/pusher.h"
+#include "session/targets.h"
+#include "base/unique_fd.h"
+
+namespace usdtprof {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+enum class Wake { Deadline, Stop, Reopen };
+
+// Waits for the deadline or a signal: SIGINT/SIGTERM stop, SIGHUP reopens.
+class Signals {
+public:
+	Signals()
+	{
+		sigset_t set;
+		sigemptyset(&set);
+		for (int s : {SIGINT, SIGTERM, SIGHUP})
+			sigaddset(&set, s);
+		sigprocmask(SIG_BLOCK, &set, nullptr);
+		fd_ = UniqueFd(signalfd(-1, &set, SFD_CLOEXEC));
+	}
+	Wake wait_until(Clock::time_point deadline, int pid)
+	{
+		for (;;) {
+			if (pid && !process_exists(pid))
+				return Wake::Stop;
+			// Rounded up: waking before the deadline would start a sliver of an interval.
+			auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+			if (left <= 0)
+				return Wake::Deadline;
+			pollfd p = {fd_.get(), POLLIN, 0};
+			if (poll(&p, 1, int(std::min<int64_t>(left, 200))) == 1) {
+				signalfd_siginfo info;
+				if (read(fd_.get(), &info, sizeof(info)) == sizeof(info))
+					return info.ssi_signo == SIGHUP ? Wake::Reopen : Wake::Stop;
+			}
+			if (pid && !process_exists(pid))
+				return Wake::Stop;
+		}
+	}
+
+private:
+	UniqueFd fd_;
+};
+
+uint64_t process_cpu_ns(int pid)
+{
+	// The scheduler's run time of all its threads, in ns, the basis of the
+	// exit hook's exited_cpu_ns: /proc's utime and stime count 10 ms ticks,
+	// so a 100 ms interval of a starved target could read 0 against the
+	// probes' measured cost and sample for nothing.
+	clockid_t clock;
+	timespec ts;
+	if (clock_getcpuclockid(pid_t(pid), &clock) == 0 && clock_gettime(clock, &ts) == 0)
+		return uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
+	std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+	std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+	size_t close = stat.rfind(')');
+	if (close == std::string::npos)
+		return 0;
+	// Fields after "(comm)": state is field 3; utime and stime are 14 and 15.
+	std::istringstream rest(stat.substr(close + 2));
+	std::string field;
+	uint64_t utime = 0, stime = 0;
+	for (int i = 3; i <= 15 && rest >> field; i++) {
+		if (i == 14)
+			utime = std::stoull(field);
+		if (i == 15)
+			stime = std::stoull(field);
+	}
+	return (utime + stime) * (1000000000ull / uint64_t(sysconf(_SC_CLK_TCK)));
+}
+
+std::string stamp(int64_t unix_ns)
+{
+	time_t secs = unix_ns / 1000000000;
+	tm t;
+	gmtime_r(&secs, &t);
+	char buf[48];
+	size_t n = strftime(buf, sizeof buf, "%Y%m%dT%H%M%S", &t);
+	// No dot: retention groups an interval's files by what precedes the first one.
+	snprintf(buf + n, sizeof buf - n, "%03dZ", int(unix_ns / 1000000 % 1000));
+	return buf;
+}
+
+void make_dir(const std::string &dir)
+{
+	if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+		throw UserError("cannot create " + dir + ": " + strerror(errno));
+	if (access(dir.c_str(), W_OK) != 0)
+		throw UserError("cannot write " + dir + ": " + strerror(errno));
+}
+
+constexpr const char *kPrefix = "usdtprof-";
+
+// The soft descriptor limit up to the hard one: probe links and /metrics
+// connections must never run out before the caps do.
+void raise_descriptor_limit()
+{
+	rlimit r;
+	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
+// The extensions of the files monitor writes per interval (formats.h).
+std::vector<std::string> monitor_extensions()
+{
+	std::vector<std::string> out;
+	for (const Format &f : formats())
+		if (f.uses & kUseMonitor)
+			out.push_back(f.extension);
+	return out;
+}
+
+// Writes BASE.<extension> for every format monitor writes; returns the pprof
+// one, for the pusher.
+std::string write_interval_files(const std::string &base, const Profile &measured)
+{
+	std::string pprof;
+	for (const Format &f : formats()) {
+		if (!(f.uses & kUseMonitor))
+			continue;
+		std::string out = render_profile(f, measured, ReportOptions{});
+		// Names usdtprof chose: replaced, never followed or written through.
+		if (auto r = write_file_atomically(base + f.extension, out); !r)
+			log_line("%s", r.error().message.c_str());
+		if (f.name == std::string("pprof"))
+			pprof = std::move(out);
+	}
+	return pprof;
+}
+
+// What the outputs of a monitor are: interval files, /metrics and pushes.
+struct MonitorOutputs {
+	MetricsRegistry metrics;
+	std::unique_ptr<MetricsServer> server;
+	std::unique_ptr<ProfilePusher> pusher;
+	bool processes_full_said = false;
+	uint64_t connections_cut_said = 0;
+	std::string push_error_said;
+
+	explicit MonitorOutputs(const MonitorOptions &o) : metrics(o.top_n)
+	{
+		if (!o.listen.empty()) {
+			WebConfig web;
+			if (!o.web_config_file.empty()) {
+				auto w = read_web_config(o.web_config_file);
+				if (!w)
+					throw UserError(w.error().message);
+				web = std::move(*w);
+			}
+			auto s = MetricsServer::start(o.listen, metrics, {}, web);
+			if (!s)
+				throw UserError(s.error().message);
+			server = std::move(*s);
+			bool v6 = server->host().find(':') != std::string::npos;
+			fprintf(stderr, "usdtprof: metrics at %s://%s%s%s:%d/metrics%s\n", server->tls() ? "https" : "http",
+				v6 ? "[" : "", server->host().c_str(), v6 ? "]" : "", server->port(),
+				web.basic_auth_users.empty() ? "" : " (basic auth)");
+		} else if (!o.web_config_file.empty()) {
+			throw UserError("--web-config-file is for --listen's /metrics", 2);
+		}
+		if (!o.push_url.empty()) {
+			PusherOptions po;
+			po.url = o.push_url;
+			po.app_name = o.service;
+			po.auth.ca_file = o.push_ca_file;
+			auto basic = read_credential(o.push_basic_auth_file, "USDTPROF_PUSH_BASIC_AUTH");
+			auto bearer = read_credential(o.push_bearer_token_file, "USDTPROF_PUSH_BEARER_TOKEN");
+			for (const auto *c : {&basic, &bearer})
+				if (!*c)
+					throw UserError(c->error().message);
+			po.auth.basic = *basic;
+			po.auth.bearer_token = *bearer;
+			auto p = ProfilePusher::create(po);
+			if (!p)
+				throw UserError(p.error().message);
+			pusher = std::move(*p);
+		}
+	}
+
+	// Limits reached since the last interval, said once each.
+	void say_limits()
+	{
+		if (!processes_full_said && metrics.other_processes_full()) {
+			processes_full_said = true;
+			fprintf(stderr, "usdtprof: /metrics: more than %zu process names need an [other] series; later ones share "
+					"process=\"[other]\"\n", MetricsRegistry::kDefaultOtherProcesses);
+		}
+		if (server && server->connections_cut() > connections_cut_said) {
+			MetricsServerLimits limits;
+			fprintf(stderr, "usdtprof: /metrics: %llu connections cut since the last interval (past the %.3g s "
+					"deadline, or the oldest of more than %zu)\n",
+				(unsigned long long)(server->connections_cut() - connections_cut_said),
+				double(limits.deadline.count()) / 1000, limits.max_connections);
+			connections_cut_said = server->connections_cut();
+		}
+		// A refused certificate or credential, a receiver down: each new reason once.
+		if (pusher && pusher->last_error() != push_error_said) {
+			push_error_said = pusher->last_error();
+			log_line("%s (pushes so far: %llu sent, %llu given up, %llu dropped from the full queue)",
+				 push_error_said.c_str(), (unsigned long long)pusher->sent(),
+				 (unsigned long long)pusher->failed(), (unsigned long long)pusher->dropped());
+		}
+	}
+};
+
+uint64_t mono_ns(Clock::time_point tp)
+{
+	return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(tp.time_since_epoch()).count());
+}
+
+Clock::time_point at_mono_ns(uint64_t ns) { return Clock::time_point(std::chrono::nanoseconds(ns)); }
+
+Clock::duration to_clock(std::chrono::duration<double> d) { return std::chrono::duration_cast<Clock::duration>(d); }
+
+uint64_t own_cpu_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
+}
+
+// One interval's moments (monotonic ns). Intervals are contiguous: each
+// begins where the last one ended, the first when the first probe was
+// attached, so together they cover every moment a probe could count.
+struct Interval {
+	uint64_t begin = 0;
+	uint64_t window_open = 0;  // probes attached from here...
+	uint64_t window_close = 0; // ...to here (0: still open)
+	uint64_t finished = 0;     // the interval's data ends here
+	int64_t begin_unix = 0;
+};
+
+// A monitor run: the target's probes found and attached once (and again for
+// each sampling window, to the same open files), then one profile per
+// interval from the kernel's totals, until a signal, -d or the target's exit.
+class MonitorSession {
+public:
+	explicit MonitorSession(const MonitorOptions &o);
+	void run();
+
+private:
+	// Probe hits with the probes' run time, and the context-switch hook's,
+	// which runs whether or not probes are attached.
+	struct Runs {
+		uint64_t probe_ns, hits, switch_ns;
+	};
+
+	const std::map<int, ProfileProcess> &processes() const
+	{
+		return binary_processes_ ? binary_processes_->seen() : pid_process_;
+	}
+	const std::map<int, std::vector<Mapping>> &maps() const
+	{
+		return binary_processes_ ? binary_processes_->maps() : pid_maps_;
+	}
+	bool target_gone() const { return t_.pid && !process_exists(t_.pid); }
+	Runs run_totals() const;
+	void scan();
+	std::vector<int> target_pids();
+	void open_window(Interval &iv);
+	bool wait(Interval &iv, Clock::time_point end, std::chrono::duration<double> length);
+	uint64_t target_cpu_ns(const std::vector<int> &pids);
+	BudgetEstimate next_budget(const Interval &iv, uint64_t *hits);
+	void end_interval(Interval &iv, bool stopping);
+	std::vector<PathRecord> read_records(std::set<uint32_t> &dead);
+	Profile interval_profile(const Interval &iv, const IntervalDelta &delta, double attached_share,
+				 size_t *names_cut);
+	void publish(const Interval &iv, Profile &profile, size_t names_cut);
+
+	const MonitorOptions &o_;
+	const RecordOptions &t_;
+	std::vector<ProbeRole> custom_;
+	Signals signals_;
+	MonitorOutputs outputs_;
+	std::unique_ptr<Engine> engine_;
+	UniqueFd stats_; // the kernel's run time of our programs, for the cost of a hit
+	double trap_ns_ = 0;
+	TargetFiles opened_; // every window attaches to these open files again, never to their paths
+	std::optional<BinaryProcesses> binary_processes_;
+	std::vector<const Preset *> chosen_;
+	std::vector<FoundSite> sites_;
+	bool skip_gone_ = false;
+	bool attached_now_ = true;
+	AttachedProbes attached_;
+	std::optional<CalibrationResult> calibration_; // measured once: every interval's profile carries it
+	std::map<int, ProfileProcess> pid_process_;    // -p's one process (binary_processes_ describes --binary's)
+	std::map<int, std::vector<Mapping>> pid_maps_;
+
+	std::mt19937_64 rng_{std::random_device{}()};
+	PathDeltas deltas_;
+	std::array<uint64_t, USDTPROF_ANOM_COUNT> last_anomalies_{};
+	MonitorHealth health_;
+	uint64_t last_own_cpu_ = 0;
+	Runs last_runs_{};
+	std::map<int, uint64_t> last_cpu_;
+	uint64_t last_exited_cpu_ = 0;
+	double duty_ = 1;
+	int64_t unix_offset_ = 0;
+};
+
+// What must hold before anything starts; the custom probe roles.
+std::vector<ProbeRole> prepare(const MonitorOptions &o)
+{
+	std::vector<ProbeRole> custom = custom_roles(o.target);
+	if (o.target.pid && !process_exists(o.target.pid))
+		throw UserError("no process with pid " + std::to_string(o.target.pid));
+	if (!o.target.binary.empty() && access(o.target.binary.c_str(), R_OK) != 0)
+		throw UserError("cannot read " + o.target.binary + ": " + strerror(errno));
+	raise_descriptor_limit();
+	return custom;
+}
+
+// Signals are blocked before the outputs start: the /metrics server's
+// threads inherit the mask, so SIGINT and SIGHUP reach the signalfd.
+MonitorSession::MonitorSession(const MonitorOptions &o)
+	: o_(o), t_(o.target), custom_(prepare(o)), signals_(), outputs_(o)
+{
+	// After the outputs' options held (a bad credential, a port in use): nothing made for nothing.
+	make_dir(o.dir);
+	auto engine = Engine::load(t_.max_paths, 0, o.offcpu);
+	if (!engine)
+		throw UserError(engine.error().message);
+	engine_ = std::move(*engine);
+	stats_ = UniqueFd(bpf_enable_stats(BPF_STATS_RUN_TIME));
+	auto trap_ns = engine_->measure_trap_ns();
+	if (!trap_ns)
+		throw UserError("cannot measure the probe cost: " + trap_ns.error().message);
+	trap_ns_ = *trap_ns;
+
+	FilesByPid files = target_files(t_, t_.pid, binary_processes_, opened_);
+	chosen_ = choose_presets(t_, files);
+	sites_ = plan_sites(t_, t_.pid, false, files, chosen_, custom_);
+	skip_gone_ = binary_processes_.has_value();
+	attached_ = attach_sites(*engine_, sites_, skip_gone_);
+	calibration_ = calibrate_or_warn(*engine_, o.offcpu, false);
+	if (t_.pid) {
+		pid_process_[t_.pid] = describe_process(t_.pid);
+		if (auto m = read_proc_maps(t_.pid))
+			pid_maps_[t_.pid] = std::move(*m);
+	}
+	log_line("monitoring %s: %zu probe sites, a hit costs %.0f ns (trap) plus the program; budget %.2g%%, "
+		 "every %.3g s into %s; Ctrl-C to stop",
+		 t_.pid ? pid_text(t_.pid).c_str() : ("every process of " + t_.binary).c_str(),
+		 engine_->attached_sites(), trap_ns_, o.budget * 100, o.interval_s, o.dir.c_str());
+	last_own_cpu_ = own_cpu_ns();
+	last_runs_ = run_totals();
+	last_exited_cpu_ = engine_->exited_cpu_ns();
+	for (int p : target_pids())
+		last_cpu_[p] = process_cpu_ns(p);
+	unix_offset_ = unix_now_ns() - int64_t(mono_ns(Clock::now()));
+}
+
+MonitorSession::Runs MonitorSession::run_totals() const
+{
+	auto [entry_ns, entry_runs] = engine_->run_stats("usdt_entry");
+	auto [exit_ns, exit_runs] = engine_->run_stats("usdt_exit");
+	auto [switch_ns, switch_runs] = engine_->run_stats("track_offcpu");
+	return Runs{entry_ns + exit_ns, entry_runs + exit_runs, switch_ns};
+}
+
+// --binary: processes started since the last scan get their libraries
+// attached, for each of them only.
+void MonitorSession::scan()
+{
+	std::vector<int> fresh = binary_processes_->scan();
+	if (fresh.empty())
+		return;
+	auto more = more_sites(t_, binary_processes_->files(fresh), chosen_, custom_, sites_.size());
+	if (attached_now_)
+		merge_attached(attached_, attach_sites(*engine_, more, skip_gone_));
+	sites_.insert(sites_.end(), more.begin(), more.end());
+}
+
+std::vector<int> MonitorSession::target_pids()
+{
+	if (t_.pid)
+		return {t_.pid};
+	scan();
+	std::vector<int> pids;
+	for (const auto &[p, process] : processes())
+		if (process_exists(p))
+			pids.push_back(p);
+	engine_->share_tables(pids.size());
+	return pids;
+}
+
+// Attached before the window opens: the window is all probing. A target
+// that exits meanwhile ends the monitor after this interval.
+void MonitorSession::open_window(Interval &iv)
+{
+	if (attached_now_ || target_gone())
+		return;
+	try {
+		merge_attached(attached_, attach_sites(*engine_, sites_, skip_gone_));
+	} catch (const UserError &) {
+		if (!target_gone())
+			throw;
+	}
+	iv.window_open = engine_->open_window();
+	attached_now_ = true;
+}
+
+// Sleeps to the interval's end, closing a sampling window on the way.
+// Returns whether to stop (a signal, or the target exited).
+bool MonitorSession::wait(Interval &iv, Clock::time_point end, std::chrono::duration<double> length)
+{
+	auto window_end = duty_ < 1 && attached_now_ ? at_mono_ns(iv.window_open) + to_clock(length * duty_) : end;
+	for (Clock::time_point until = std::min(window_end, end);;) {
+		Wake w = signals_.wait_until(until, t_.pid);
+		if (w == Wake::Reopen) {
+			make_dir(o_.dir);
+			log_line("SIGHUP: outputs reopened");
+			continue;
+		}
+		if (w == Wake::Stop)
+			return true;
+		if (until == end || !attached_now_)
+			return false;
+		// The sampling window closes: frames open now are counted up to now.
+		auto closed = engine_->close_window();
+		if (!closed)
+			throw UserError(closed.error().message);
+		iv.window_close = *closed;
+		attached_now_ = false;
+		until = end;
+	}
+}
+
+// The target's CPU time since the last call: processes alive now from their
+// CPU clocks; those that exited from the kernel, less what was read of them
+// before.
+uint64_t MonitorSession::target_cpu_ns(const std::vector<int> &pids)
+{
+	uint64_t exited_cpu = engine_->exited_cpu_ns(), cpu = exited_cpu - last_exited_cpu_;
+	last_exited_cpu_ = exited_cpu;
+	for (auto it = last_cpu_.begin(); it != last_cpu_.end();)
+		if (!process_exists(it->first)) {
+			cpu -= std::min(cpu, it->second);
+			it = last_cpu_.erase(it);
+		} else {
+			++it;
+		}
+	for (int p : pids) {
+		uint64_t now_cpu = process_cpu_ns(p);
+		cpu += now_cpu - std::min(now_cpu, last_cpu_[p]);
+		last_cpu_[p] = now_cpu;
+	}
+	return cpu;
+}
+
+// The cost of this interval's hits against the target's CPU time sets the
+// next window; sampling starting or ending is said once each time, with the
+// figures that decided it.
+BudgetEstimate MonitorSession::next_budget(const Interval &iv, uint64_t *hits)
+{
+	std::vector<int> pids = target_pids();
+	Runs runs = run_totals();
+	uint64_t cpu = target_cpu_ns(pids);
+	uint64_t measured = mono_ns(Clock::now());
+	uint64_t attached_until = iv.window_close ? iv.window_close : attached_now_ ? measured : iv.window_open;
+	double measured_share = std::clamp(double(attached_until - iv.window_open) /
+						   double(std::max<uint64_t>(1, measured - iv.begin)), 0.0, 1.0);
+	uint64_t own_cpu = own_cpu_ns();
+	*hits = runs.hits - last_runs_.hits;
+	BudgetEstimate budget = estimate_budget(
+		{*hits, trap_ns_, cpu, measured_share, double(runs.probe_ns - last_runs_.probe_ns),
+		 double(runs.switch_ns - last_runs_.switch_ns) + double(own_cpu - last_own_cpu_)},
+		o_.budget, o_.min_duty);
+	last_own_cpu_ = own_cpu;
+	last_runs_ = runs;
+	if ((budget.next_duty < 1) != (duty_ < 1))
+		log_line(budget.next_duty < 1
+				 ? "sampling from the next interval: estimated probe cost %.2f%% of the target's CPU "
+				   "(%llu hits, %.0f ns trap each, %.3f s target CPU) is over the budget %.2g%%: probes "
+				   "attached for %.0f%% of each interval"
+				 : "sampling ends: estimated probe cost %.2f%% of the target's CPU (%llu hits, %.0f ns "
+				   "trap each, %.3f s target CPU) is within the budget %.2g%%: probes attached for %.0f%% "
+				   "of each interval",
+			 budget.overhead * 100, (unsigned long long)*hits, trap_ns_, cpu / 1e9, o_.budget * 100,
+			 budget.next_duty * 100);
+	duty_ = budget.next_duty;
+	return budget;
+}
+
+// Where the interval's data ends.
+void MonitorSession::end_interval(Interval &iv, bool stopping)
+{
+	if (stopping) {
+		// No hit counts after the stop; open frames are charged up to it.
+		iv.finished = engine_->stop();
+		if (auto r = engine_->flush_open_frames(); !r)
+			throw UserError(r.error().message);
+	} else if (attached_now_ && duty_ < 1 && !target_gone()) {
+		// The next interval samples: this one ends with its window, whose
+		// close adds every thread's cached calls to the map. Left in a
+		// cache until the thread's next exit, they would land in the next
+		// window's interval, beyond the time it was attached.
+		auto closed = engine_->close_window();
+		if (!closed)
+			throw UserError(closed.error().message);
+		iv.window_close = iv.finished = *closed;
+		attached_now_ = false;
+	} else if (attached_now_) {
+		// Threads add their path caches to the map at their next exit: a
+		// moment for busy ones; idle ones are in a later interval. The
+		// calls a busy thread adds then ended before the bump: the
+		// interval ends there.
+		iv.finished = mono_ns(Clock::now());
+		engine_->bump_flush_epoch();
+		usleep(20000);
+	}
+}
+
+// What the map holds now. A process seen gone before a read has added
+// everything it will (its threads' exits flushed their stacks), so its paths
+// and names can be forgotten after that read; one that dies after the read
+// is read again, or its last calls would be lost (or, its names deleted,
+// reported unnamed).
+std::vector<PathRecord> MonitorSession::read_records(std::set<uint32_t> &dead)
+{
+	if (binary_processes_)
+		for (const auto &[p, process] : binary_processes_->seen())
+			if (!process_exists(p))
+				dead.insert(uint32_t(p));
+	std::vector<PathRecord> records = engine_->read_paths();
+	bool died = false;
+	for (const PathRecord &r : records)
+		if (!dead.count(r.stats.tgid) && !process_exists(int(r.stats.tgid)))
+			died = dead.insert(r.stats.tgid).second;
+	if (died)
+		records = engine_->read_paths();
+	return records;
+}
+
+Profile MonitorSession::interval_profile(const Interval &iv, const IntervalDelta &delta, double attached_share,
+					 size_t *names_cut)
+{
+	Profile profile;
+	profile.duration_ns = iv.finished - iv.begin;
+	profile.start_unix_ns = iv.begin_unix;
+	profile.stop_unix_ns = iv.begin_unix + int64_t(profile.duration_ns);
+	profile.probes = attached_.probes;
+	profile.sampled_fraction = std::max(attached_share, 1e-6);
+	std::set<uint32_t> tgids;
+	for (const PathRecord &r : delta.records)
+		tgids.insert(r.stats.tgid);
+	auto comms = engine_->read_process_comms();
+	for (uint32_t tgid : tgids) {
+		auto known = processes().find(int(tgid));
+		profile.processes.push_back(known != processes().end() ? known->second : describe_process(int(tgid), comms));
+	}
+	apply_titles(profile.processes, engine_->read_process_titles());
+	FunctionNamer namer(attached_, engine_->read_names(), maps(), opened_);
+	if (calibration_) {
+		profile.calibration = calibration_->calibration;
+		namer.set_cost_kinds(calibration_->spec_kinds, calibration_->native_kind);
+	}
+	*names_cut = add_call_paths(profile, delta.records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); },
+				    process_root_labels(profile.processes));
+	// The kernel's counters are cumulative; an interval shows its own.
+	auto anomalies = engine_->anomalies();
+	for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
+		profile.anomalies[anomaly_name(a)] = anomalies[a] - last_anomalies_[a];
+	last_anomalies_ = anomalies;
+	return profile;
+}
+
+// The interval's files (the profile keeps the measured times; the exports
+// and metrics are compensated), /metrics and the push.
+void MonitorSession::publish(const Interval &iv, Profile &profile, size_t names_cut)
+{
+	std::string base = o_.dir + "/" + kPrefix + stamp(iv.begin_unix);
+	if (names_cut)
+		fprintf(stderr, "usdtprof: interval %s: %zu function names or locations longer than %zu bytes were cut\n",
+			stamp(iv.begin_unix).c_str(), names_cut, kMaxNameBytes);
+	if (auto trim = trim_profile(profile, o_.max_interval_bytes))
+		fprintf(stderr,
+			"usdtprof: interval %s: profile of %llu bytes over --max-interval-bytes %llu: kept the %zu "
+			"heaviest of %zu call paths\n",
+			stamp(iv.begin_unix).c_str(), (unsigned long long)trim->bytes_before,
+			(unsigned long long)o_.max_interval_bytes, trim->paths_kept, trim->paths_before);
+	std::string pprof = write_interval_files(base, profile);
+	apply_retention(o_.dir, kPrefix, monitor_extensions(), o_.keep, o_.max_bytes, o_.max_age_s);
+	outputs_.metrics.add_interval(compensate(profile));
+	outputs_.say_limits();
+	// The counters as the profile read them: cumulative.
+	health_.anomalies = 0;
+	for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
+		if (a != USDTPROF_ANOM_DROPPED_NS && a != USDTPROF_ANOM_LOST_EVENTS)
+			health_.anomalies += last_anomalies_[a];
+	health_.dropped_paths = last_anomalies_[USDTPROF_ANOM_AGG_FULL];
+	health_.intervals++;
+	outputs_.metrics.set_health(health_);
+	if (outputs_.pusher)
+		outputs_.pusher->push({pprof, iv.begin_unix / 1000000000, profile.stop_unix_ns / 1000000000,
+				       t_.pid ? int32_t(t_.pid) : 0});
+}
+
+void MonitorSession::run()
+{
+	uint64_t boundary = engine_->start_ns();
+	// -d counts from the first attach, where the first interval begins, not
+	// from after the calibration (0.1-0.4 s under load): the intervals
+	// together last -d, split as -i says.
+	auto deadline = o_.duration_s > 0 ? at_mono_ns(boundary) + to_clock(std::chrono::duration<double>(o_.duration_s))
+					  : Clock::time_point::max();
+	std::uniform_real_distribution<double> jitter(-o_.jitter, o_.jitter);
+	for (bool stopping = false; !stopping;) {
+		auto length = std::chrono::duration<double>(o_.interval_s * (1 + jitter(rng_)));
+		Interval iv;
+		iv.begin = iv.window_open = boundary;
+		open_window(iv);
+		iv.begin_unix = int64_t(iv.begin) + unix_offset_;
+		auto end = at_mono_ns(iv.begin) + to_clock(length);
+		if (deadline - end < to_clock(length / 2))
+			end = deadline; // no sliver of an interval at the end
+		stopping = wait(iv, end, length) || Clock::now() >= deadline;
+		uint64_t hits = 0;
+		BudgetEstimate budget = next_budget(iv, &hits);
+		end_interval(iv, stopping);
+		std::set<uint32_t> dead;
+		std::vector<PathRecord> records = read_records(dead);
+		if (!iv.finished)
+			iv.finished = mono_ns(Clock::now()); // probes detached: nothing counted after the window
+		boundary = iv.finished;
+		uint64_t attached_ns = iv.window_close ? iv.window_close - iv.window_open
+				       : attached_now_ ? iv.finished - iv.window_open : 0;
+		double attached_share =
+			std::clamp(double(attached_ns) / double(std::max<uint64_t>(1, iv.finished - iv.begin)), 0.0, 1.0);
+
+		IntervalDelta delta = deltas_.next(records, [&](uint32_t tgid) { return !dead.count(tgid); });
+		size_t names_cut = 0;
+		Profile profile = interval_profile(iv, delta, attached_share, &names_cut);
+		health_.probe_hits += hits;
+		health_.duty_cycle = attached_share;
+		health_.estimated_overhead_ratio = budget.overhead;
+		publish(iv, profile, names_cut);
+		// What is reported of processes that are gone is forgotten: the maps stay bounded.
+		engine_->delete_paths(delta.forget);
+		for (uint32_t tgid : dead) {
+			engine_->delete_names(tgid);
+			if (binary_processes_) {
+				binary_processes_->forget(int(tgid));
+				std::erase_if(sites_, [&](const FoundSite &f) { return f.pid == int(tgid); });
+			}
+		}
+		// A target gone by now may have counted calls since the read: one
+		// more (last) interval reads them.
+		if (stopping && target_gone())
+			log_line("%s exited", pid_text(t_.pid).c_str());
+	}
+	log_line("stopped after %llu intervals, %llu probe hits", (unsigned long long)health_.intervals,
+		 (unsigned long long)health_.probe_hits);
+	if (outputs_.pusher) {
+		outputs_.pusher->flush(std::chrono::milliseconds(2000));
+		outputs_.say_limits(); // what the last pushes met
+	}
+}
+
+} // namespace
+
+int monitor(const MonitorOptions &o)
+{
+	MonitorSession session(o);
+	session.run();
+	return 0;
+}
+
+} // namespace usdtprof

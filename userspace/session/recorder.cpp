@@ -1,0 +1,807 @@
+#include "session/recorder.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <set>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "profile/anomalies.h"
+#include "engine/calibration.h"
+#include "base/text_escape.h"
+#include "engine/call_paths.h"
+#include "engine/engine.h"
+#include "target/follow.h"
+#include "base/output_file.h"
+#include "target/presets.h"
+#include "session/targets.h"
+#include "engine/probes.h"
+#include "target/process.h"
+#include "profile/profile.h"
+#include "report/formats.h"
+#include "report/trace.h"
+
+namespace usdtprof {
+
+namespace {
+
+enum class StopReason { Duration, Signal, TargetExited };
+
+sigset_t stop_signals()
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	return set;
+}
+
+// tick runs at least every 50 ms, to drain the trace buffer.
+StopReason wait_for_stop(int pid, double duration_s, const std::function<void()> &tick)
+{
+	sigset_t set = stop_signals();
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	int pfd = pid ? open_pidfd(pid) : -1; // pid 0: no target to wait for
+	auto deadline = std::chrono::steady_clock::now() +
+			std::chrono::duration<double>(duration_s > 0 ? duration_s : 1e9);
+	StopReason reason = StopReason::Duration;
+	for (;;) {
+		auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+			deadline - std::chrono::steady_clock::now());
+		if (left.count() <= 0)
+			break;
+		pollfd fds[2] = {{sfd, POLLIN, 0}, {pfd, POLLIN, 0}};
+		int n = poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 50)));
+		tick();
+		if (n < 0 && errno != EINTR)
+			break;
+		if (fds[0].revents) {
+			signalfd_siginfo info;
+			(void)!read(sfd, &info, sizeof(info)); // taken: a later one is a second Ctrl-C
+			reason = StopReason::Signal;
+			break;
+		}
+		if (fds[1].revents || (pid && pfd < 0 && !process_exists(pid))) {
+			reason = StopReason::TargetExited;
+			break;
+		}
+	}
+	close(sfd);
+	if (pfd >= 0)
+		close(pfd);
+	return reason;
+}
+
+// The trace buffer: at ~40 bytes an event, room for ~400,000 between drains.
+constexpr uint32_t kTraceBufferBytes = 16 << 20;
+
+// Collects trace events up to a limit, counting the rest.
+struct EventLog {
+	uint64_t max_events;
+	std::vector<usdtprof_event> events;
+	uint64_t not_kept = 0;
+
+	void add(const usdtprof_event &e)
+	{
+		if (events.size() < max_events)
+			events.push_back(e);
+		else
+			not_kept++;
+	}
+};
+
+// A thread's name: as it is now while the thread lives, else as it was when it exited.
+std::string thread_name(uint32_t pid, uint32_t tid, const std::map<uint32_t, std::string> &exited)
+{
+	std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
+	std::string name;
+	if (std::getline(in, name) && !name.empty())
+		return name;
+	auto it = exited.find(tid);
+	return it != exited.end() ? it->second : "";
+}
+
+void write_trace(const TraceOptions &t, const EventLog &log, uint64_t lost, uint64_t start_ns, uint64_t stop_ns,
+		 const Profile &profile, const NameLookup &lookup, const std::map<uint32_t, std::string> &thread_comms)
+{
+	TraceInput input;
+	input.start_ns = start_ns;
+	input.stop_ns = stop_ns;
+	std::map<std::pair<uint32_t, uint64_t>, FunctionName> names;
+	for (const usdtprof_event &e : log.events) {
+		TraceEvent ev;
+		ev.ts_ns = e.ts;
+		ev.pid = e.pid;
+		ev.tid = e.tid;
+		ev.type = static_cast<usdtprof_event_type>(e.type);
+		if (ev.type == USDTPROF_EV_ENTER || ev.type == USDTPROF_EV_EXIT) {
+			auto [it, added] = names.try_emplace({e.pid, e.func});
+			if (added)
+				it->second = function_name(lookup, e.pid, e.func);
+			ev.name = it->second.name;
+		} else {
+			ev.task_id = e.func;
+		}
+		if (!input.thread_names.count(e.tid))
+			input.thread_names[e.tid] = thread_name(e.pid, e.tid, thread_comms);
+		input.events.push_back(std::move(ev));
+	}
+	for (const ProfileProcess &p : profile.processes)
+		input.process_names[uint32_t(p.pid)] = p.comm;
+	input.lost_events = lost;
+	input.max_events_reached = log.not_kept > 0;
+	const Format *format = find_format(t.format, kUseTrace);
+	if (!format)
+		throw UserError("unknown trace format '" + t.format + "'", 2);
+	if (auto r = write_output(t.output, format->timeline(input)); !r)
+		throw UserError(r.error().message);
+	log_line("wrote %s (%zu events%s%s)", t.output.c_str(), log.events.size(),
+		lost ? (", " + std::to_string(lost) + " lost: ring buffer full").c_str() : "",
+		log.not_kept ? (", " + std::to_string(log.not_kept) + " beyond --max-events not written").c_str() : "");
+}
+
+void check_output_path(const std::string &output)
+{
+	if (auto r = check_output(output); !r)
+		throw UserError(r.error().message);
+}
+
+// The command's executable, as execvp finds it.
+std::string resolve_command(const std::string &name)
+{
+	if (name.find('/') != std::string::npos)
+		return name;
+	const char *path = getenv("PATH");
+	std::string dirs = path ? path : "/usr/bin:/bin";
+	for (size_t start = 0; start <= dirs.size();) {
+		size_t end = dirs.find(':', start);
+		std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+		std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+		if (access(candidate.c_str(), X_OK) == 0)
+			return candidate;
+		if (end == std::string::npos)
+			break;
+		start = end + 1;
+	}
+	return name;
+}
+
+// Launch scripts live in kLaunchDir: a directory only root can write, in /run
+// (which only root can write either), so no other user can plant or replace a
+// script that a launched root process loads, not even after usdtprof has exited.
+
+Result<void> check_launch_dir()
+{
+	if (mkdir(kLaunchDir, 0755) != 0 && errno != EEXIST)
+		return Error{std::string("cannot create ") + kLaunchDir + ": " + strerror(errno)};
+	struct stat st;
+	if (lstat(kLaunchDir, &st) != 0)
+		return Error{std::string("cannot read ") + kLaunchDir + ": " + strerror(errno)};
+	if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
+		return Error{std::string(kLaunchDir) + " is not a directory that only root can write: not using it"};
+	return {};
+}
+
+// A preset's launch script, at a fixed path in kLaunchDir, replaced
+// atomically. It is never removed: a descendant of the launched command that
+// starts the runtime after usdtprof has exited still inherits the variable
+// naming it, and must find the same harmless script (not a missing file, which
+// would stop it, nor one another user planted).
+Result<std::string> install_launch_script(const std::string &path, const char *content)
+{
+	if (auto r = check_launch_dir(); !r)
+		return r.error();
+	std::string temp = path + ".XXXXXX";
+	int fd = mkstemp(temp.data()); // O_EXCL, 0600: then made readable by any user the command becomes
+	if (fd < 0)
+		return Error{"cannot create a launch script in " + std::string(kLaunchDir) + ": " + strerror(errno)};
+	size_t len = strlen(content);
+	bool ok = write(fd, content, len) == ssize_t(len) && fchmod(fd, 0644) == 0;
+	close(fd);
+	if (!ok || rename(temp.c_str(), path.c_str()) != 0) {
+		unlink(temp.c_str());
+		return Error{"cannot write " + path};
+	}
+	return path;
+}
+
+// Sets what the presets need in a launched command's environment; says so,
+// or (later) keeps what it would say by preset in later.
+bool apply_launch_env(const std::vector<const Preset *> &chosen, bool use_scripts,
+		      std::map<const Preset *, std::string> *later = nullptr)
+{
+	auto say = [&](const Preset *p, const std::string &text) {
+		if (later)
+			(*later)[p] += "usdtprof: " + std::string(p->name) + ": " + text + "\n";
+		else
+			log_line("%s: %s", p->name, text.c_str());
+	};
+	bool changed = false;
+	for (const Preset *p : chosen)
+		for (const auto &[var, templ] : p->launch_env) {
+			const char *old = getenv(var);
+			std::string now = old && *old ? std::string(old) : "", value = templ;
+			if (size_t at = value.find("{script}"); at != std::string::npos) {
+				if (!use_scripts) {
+					say(p, p->without_script);
+					continue;
+				}
+				auto script = install_launch_script(std::string(kLaunchDir) + "/" + p->name + "-launch" +
+									    p->script_extension,
+								    p->launch_script);
+				if (!script)
+					throw UserError(script.error().message);
+				value.replace(at, 8, *script);
+			}
+			if (size_t at = value.find("{repair}"); at != std::string::npos) {
+				auto script = install_launch_script(p->repair_path, p->repair_script);
+				if (!script)
+					throw UserError(script.error().message);
+				value.replace(at, 8, *script);
+			}
+			if (now.find(value) != std::string::npos)
+				continue;
+			now += (now.empty() ? "" : " ") + value;
+			setenv(var, now.c_str(), 1);
+			say(p, std::string("launching with ") + var + "=" + now);
+			changed = true;
+		}
+	return changed;
+}
+
+// The files a launched command maps at its entry point, and those its presets load later.
+Result<FilesByPid> image_files(int pid, const std::vector<Mapping> &maps, TargetFiles &opened)
+{
+	std::vector<TargetFilePtr> files = opened.of_process(pid, maps);
+	for (const Preset &p : presets())
+		if (std::string lib = p.late_library ? p.late_library(pid) : ""; !lib.empty()) {
+			// A path in the process's root, looked up there only.
+			auto file = open_file_in_root(pid, lib);
+			if (!file)
+				return file.error();
+			opened.add(*file);
+			files.push_back(*file);
+		}
+	return FilesByPid{{pid, files}};
+}
+
+FilesByPid launch_files(int pid, TargetFiles &opened)
+{
+	auto maps = read_proc_maps(pid);
+	if (!maps)
+		throw UserError(maps.error().message);
+	auto files = image_files(pid, *maps, opened);
+	if (!files)
+		throw UserError(files.error().message);
+	return *files;
+}
+
+std::string preset_list(const std::vector<const Preset *> &chosen)
+{
+	std::string out;
+	for (const Preset *p : chosen)
+		out += (out.empty() ? "" : ", ") + std::string(p->name);
+	return out;
+}
+
+// A forked child maps its parent's files, but not their pages: fork copies no
+// page table entries of file mappings. BPF reads names without faulting, so
+// the read-only mappings of files with native names are faulted in (reading
+// /proc/PID/mem does that) before the child runs.
+void fault_in_names(int pid, const std::vector<Mapping> &maps, const std::vector<FoundSite> &sites)
+{
+	std::set<std::pair<uint64_t, uint64_t>> files; // device, inode
+	for (const FoundSite &f : sites)
+		if (f.probe.parts.size() == 1 && f.probe.parts[0].type == USDTPROF_PART_STR)
+			files.insert({f.file->dev, f.file->ino});
+	int fd = open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	std::vector<char> buf(1 << 20);
+	for (const Mapping &m : maps)
+		if (m.readable && !m.writable && files.count({m.dev, m.inode}))
+			for (uint64_t at = m.start; at < m.end; at += buf.size())
+				if (pread(fd, buf.data(), std::min<uint64_t>(buf.size(), m.end - at), off_t(at)) <= 0)
+					break;
+	close(fd);
+}
+
+// A launched command followed through exec and into its children: the
+// tracer thread hands each new image and fork here, held until attached.
+class FollowedTree {
+public:
+	// Sets the environment every runtime needs (any process of the tree may
+	// exec one); said when a process of that runtime is attached.
+	FollowedTree(const RecordOptions &o, Engine &engine, const std::vector<ProbeRole> &custom, TargetFiles &opened)
+		: o_(o), engine_(engine), custom_(custom), opened_(opened)
+	{
+		std::vector<const Preset *> all;
+		for (const Preset &p : presets())
+			if (o.runtime.empty() || o.runtime == p.name)
+				all.push_back(&p);
+		apply_launch_env(all, o.ruby_call_hook, &env_said_);
+	}
+
+	FollowedCommand::Callbacks callbacks()
+	{
+		return {[this](int pid) { on_image(pid); }, [this](int pid, int parent) { on_fork(pid, parent); },
+			[this](int pid, int sig) { on_signal(pid, sig); }};
+	}
+
+	// Ends attaching, then (outside this) the engine stops: no attach can
+	// come between them.
+	template <typename Stop>
+	void stop(FollowedCommand &command, Stop &&stop_engine)
+	{
+		std::lock_guard lock(mutex_);
+		command.stop_following();
+		stopped_ = true;
+		stop_engine();
+	}
+
+	// The recording's first line; later attaches then say what they add.
+	void announce(int pid)
+	{
+		std::lock_guard lock(mutex_);
+		std::string used = preset_list(used_);
+		if (used.empty())
+			log_line("recording %s, following its execs and children: no probes in %s; Ctrl-C to stop",
+				 pid_text(pid).c_str(), searched_.empty() ? "it" : searched_.back().c_str());
+		else
+			log_line("recording %s with %s, following its execs and children: %zu probe sites attached; "
+				 "Ctrl-C to stop",
+				 pid_text(pid).c_str(), used.c_str(), engine_.attached_sites());
+		announced_ = true;
+	}
+
+	// Read once stopped: no more change.
+	const AttachedProbes &attached() const { return attached_; }
+	const std::map<int, std::vector<Mapping>> &maps() const { return maps_; }
+	const std::vector<ProfileProcess> &processes() const { return processes_; }
+	const std::vector<std::string> &searched() const { return searched_; }
+	bool reimaged(int pid) const { return reimaged_.count(pid); }
+
+private:
+	void on_image(int pid)
+	{
+		std::lock_guard lock(mutex_);
+		if (stopped_)
+			return;
+		std::error_code ec;
+		std::string exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
+		auto maps = read_proc_maps(pid);
+		if (ec || !maps)
+			return; // gone
+		if (std::find(searched_.begin(), searched_.end(), exe) == searched_.end())
+			searched_.push_back(exe);
+		auto files = image_files(pid, *maps, opened_);
+		if (!files) {
+			log_line("%s: %s; not recorded", pid_text(pid).c_str(), files.error().message.c_str());
+			return;
+		}
+		std::vector<const Preset *> chosen = choose_presets(o_, *files);
+		held_.erase(pid);
+		auto sites = more_sites(o_, *files, chosen, custom_, engine_.attached_sites(), &held_[pid]);
+		if (sites_.count(pid)) {
+			// An exec after an image already recorded: native names are
+			// looked up by address in the maps of the first image, so
+			// this one's are captured in the kernel instead.
+			capture_native_names(sites);
+			fault_in_names(pid, *maps, sites);
+			reimaged_.insert(pid);
+		}
+		attach(pid, std::move(sites), std::move(*maps), chosen);
+	}
+
+	// A Ruby held back (its cmethod probes) raises the signal once its
+	// repair script has run: they are attached before it goes on.
+	void on_signal(int pid, int sig)
+	{
+		std::lock_guard lock(mutex_);
+		auto held = held_.find(pid);
+		if (stopped_ || sig != ruby_repaired_signal() || held == held_.end() || held->second.empty() ||
+		    !ruby_repaired(pid))
+			return;
+		std::vector<FoundSite> sites = std::move(held->second);
+		held_.erase(held);
+		try {
+			merge_attached(attached_, attach_sites(engine_, sites));
+		} catch (const UserError &e) {
+			log_line("%s: %s; C methods not recorded", pid_text(pid).c_str(), e.what());
+			return;
+		}
+		auto &all = sites_[pid];
+		all.insert(all.end(), sites.begin(), sites.end());
+	}
+
+	void on_fork(int pid, int parent)
+	{
+		std::lock_guard lock(mutex_);
+		auto sites = sites_.find(parent);
+		auto maps = maps_.find(parent);
+		if (stopped_ || sites == sites_.end() || maps == maps_.end())
+			return;
+		fault_in_names(pid, maps->second, sites->second);
+		std::vector<FoundSite> of_child = sites->second;
+		for (FoundSite &f : of_child)
+			f.pid = pid;
+		attach(pid, std::move(of_child), maps->second, chosen_[parent]);
+	}
+
+	void attach(int pid, std::vector<FoundSite> sites, std::vector<Mapping> maps,
+		    const std::vector<const Preset *> &chosen)
+	{
+		// After an exec of the same file, the links of the earlier image still serve the pid.
+		std::erase_if(sites, [&](const FoundSite &f) { return attached_files_.count({pid, f.file->dev, f.file->ino}); });
+		if (!has_probe_sites(sites))
+			return;
+		say_semaphore_notes(sites, chosen);
+		size_t before = engine_.attached_sites();
+		try {
+			merge_attached(attached_, attach_sites(engine_, sites));
+		} catch (const UserError &e) {
+			log_line("%s: %s; not recorded", pid_text(pid).c_str(), e.what());
+			return;
+		}
+		for (const FoundSite &f : sites)
+			attached_files_.insert({pid, f.file->dev, f.file->ino});
+		for (const Preset *p : chosen)
+			if (std::find(used_.begin(), used_.end(), p) == used_.end()) {
+				used_.push_back(p);
+				fputs(env_said_[p].c_str(), stderr);
+			}
+		ProfileProcess described = describe_process(pid);
+		std::erase_if(processes_, [&](const ProfileProcess &p) { return p.pid == pid; });
+		processes_.push_back(described);
+		maps_.emplace(pid, std::move(maps));
+		sites_[pid] = std::move(sites);
+		chosen_[pid] = chosen;
+		if (announced_)
+			log_line("%s with %s: %zu probe sites attached", pid_text(pid).c_str(), preset_list(chosen).c_str(),
+				 engine_.attached_sites() - before);
+	}
+
+	const RecordOptions &o_;
+	Engine &engine_;
+	const std::vector<ProbeRole> &custom_;
+	TargetFiles &opened_; // the tracer thread's under mutex_, until stopped
+	std::mutex mutex_;
+	bool stopped_ = false, announced_ = false;
+	AttachedProbes attached_;
+	std::map<int, std::vector<Mapping>> maps_;
+	std::map<int, std::vector<FoundSite>> sites_;
+	std::map<int, std::vector<FoundSite>> held_; // sites attached once the process is repaired (Ruby)
+	std::map<int, std::vector<const Preset *>> chosen_;
+	std::set<std::tuple<int, uint64_t, uint64_t>> attached_files_; // pid, device, inode
+	std::set<int> reimaged_; // pids that ran a second recorded image
+	std::vector<ProfileProcess> processes_;
+	std::vector<std::string> searched_;
+	std::vector<const Preset *> used_;
+	std::map<const Preset *, std::string> env_said_;
+};
+
+
+// The launched command is still running when recording stops: says so once,
+// then passes each further SIGINT/SIGTERM on to it; --kill-on-stop kills it.
+void wait_for_command(int pid, const std::string &comm, bool kill_on_stop)
+{
+	if (has_exited(pid))
+		return;
+	if (kill_on_stop) {
+		log_line("--kill-on-stop: killing %s (pid %d)", comm.c_str(), pid);
+		kill(pid, SIGKILL);
+		return;
+	}
+	log_line("waiting for %s (pid %d) to exit; press Ctrl-C again to stop it", comm.c_str(), pid);
+	sigset_t set = stop_signals();
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	int pfd = open_pidfd(pid);
+	for (;;) {
+		pollfd fds[2] = {{sfd, POLLIN, 0}, {pfd, POLLIN, 0}};
+		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (fds[1].revents || pfd < 0)
+			break;
+		signalfd_siginfo info;
+		if (fds[0].revents && read(sfd, &info, sizeof(info)) == sizeof(info))
+			kill(pid, int(info.ssi_signo));
+	}
+	close(sfd);
+	if (pfd >= 0)
+		close(pfd);
+}
+
+// A pair whose frames were popped by other exits, or whose exits popped
+// frames inside it, does not nest with the calls around it: its frames then
+// mean nothing.
+void warn_unnested_pairs(const std::vector<ProbeRole> &custom, const std::map<uint32_t, uint64_t> &mismatches)
+{
+	for (const ProbeRole &r : custom)
+		if (r.pair && r.role == USDTPROF_ROLE_ENTRY)
+			if (auto m = mismatches.find(r.pair); m != mismatches.end() && m->second)
+				log_line("warning: --pair %s: %llu of its frames did not nest with the calls around them "
+					 "(exit_mismatch): it is not a function, and its frames' times and callees mean nothing",
+					 escape_text(r.spec).c_str(), (unsigned long long)m->second);
+}
+
+// The spans' statistics as the profile keeps them, named by their specs.
+std::vector<ProfileSpan> profile_spans(const std::vector<ProbeRole> &custom, const std::vector<SpanRecord> &records)
+{
+	std::map<uint32_t, std::string> names;
+	for (const ProbeRole &r : custom)
+		if (r.role == USDTPROF_ROLE_SPAN_START)
+			names[r.pair] = r.spec;
+	std::vector<ProfileSpan> out;
+	for (const SpanRecord &r : records) {
+		auto name = names.find(r.span);
+		if (name == names.end())
+			continue;
+		ProfileSpan sp{name->second, int32_t(r.tgid), r.stats.count, r.stats.total_ns, r.stats.min_ns,
+			       r.stats.max_ns, r.open, r.stats.restarted, r.stats.unstarted, {}};
+		for (uint32_t i = 0; i < USDTPROF_SPAN_BUCKETS; i++)
+			if (r.stats.buckets[i])
+				sp.buckets.emplace_back(i, r.stats.buckets[i]);
+		out.push_back(std::move(sp));
+	}
+	std::stable_sort(out.begin(), out.end(),
+			 [](const ProfileSpan &a, const ProfileSpan &b) { return a.name < b.name; });
+	return out;
+}
+
+} // namespace
+
+std::optional<CalibrationResult> calibrate_or_warn(Engine &engine, bool offcpu_hook, bool trace)
+{
+	auto r = calibrate(engine, offcpu_hook, trace);
+	if (!r) {
+		fprintf(stderr, "usdtprof: %s; times will be shown as measured, probe overhead included\n",
+			r.error().message.c_str());
+		return std::nullopt;
+	}
+	return *r;
+}
+
+int record(const RecordOptions &o)
+{
+	std::vector<ProbeRole> custom = custom_roles(o);
+	check_output_path(o.output);
+	if (o.trace)
+		check_output_path(o.trace->output);
+	if (o.pid && !process_exists(o.pid))
+		throw UserError("no process with pid " + std::to_string(o.pid));
+	if (!o.binary.empty() && access(o.binary.c_str(), R_OK) != 0)
+		throw UserError("cannot read " + o.binary + ": " + strerror(errno));
+	bool follow = !o.command.empty() && o.follow;
+	if (follow)
+		choose_presets(o, {}); // an unknown --runtime is refused before the launch
+	// Blocked from here on, read by wait_for_stop: a signal during attach then
+	// stops the recording as soon as it starts, and the profile is saved.
+	sigset_t stop = stop_signals();
+	sigprocmask(SIG_BLOCK, &stop, nullptr);
+	auto engine = Engine::load(o.max_paths, o.trace ? kTraceBufferBytes : 0);
+	if (!engine)
+		throw UserError(engine.error().message);
+
+	std::optional<HeldChild> child;
+	TargetFiles opened;
+	std::unique_ptr<FollowedCommand> followed;
+	std::optional<FollowedTree> tree;
+	std::optional<BinaryProcesses> binary_processes;
+	int pid = o.pid;
+	FilesByPid files;
+	std::vector<const Preset *> chosen;
+	std::vector<FoundSite> sites;
+	std::map<int, std::vector<Mapping>> attach_maps;
+	AttachedProbes attached;
+	Profile profile;
+	profile.command = o.command;
+	// steady_clock is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
+	auto monotonic_now = [] {
+		return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+					std::chrono::steady_clock::now().time_since_epoch())
+					.count());
+	};
+	if (follow) {
+		tree.emplace(o, **engine, custom, opened);
+		// The command runs none of its code before it is launched: its
+		// recording starts there, not at the first attach.
+		(*engine)->set_start_ns(monotonic_now());
+		auto launched = FollowedCommand::launch(o.command, tree->callbacks());
+		if (!launched)
+			throw UserError(launched.error().message);
+		followed = std::move(*launched);
+		pid = followed->pid();
+	} else {
+		if (!o.command.empty()) {
+			std::string executable = resolve_command(o.command[0]);
+			for (int attempt = 0; attempt < 2; attempt++) {
+				auto launched = HeldChild::launch(o.command);
+				if (!launched)
+					throw UserError(launched.error().message);
+				child.reset();
+				child.emplace(std::move(*launched));
+				files = launch_files(child->pid(), opened);
+				chosen = choose_presets(o, files);
+				// The held command has run none of its code: when its runtime
+				// needs an environment variable, it starts again with it.
+				if (!apply_launch_env(chosen, o.ruby_call_hook))
+					break;
+			}
+			pid = child->pid();
+		} else {
+			files = target_files(o, pid, binary_processes, opened);
+			chosen = choose_presets(o, files);
+		}
+		if (pid)
+			if (auto maps = read_proc_maps(pid))
+				attach_maps[pid] = std::move(*maps);
+		sites = plan_sites(o, pid, child.has_value(), files, chosen, custom);
+		if (pid)
+			profile.processes.push_back(describe_process(pid));
+		attached = attach_sites(**engine, sites, binary_processes.has_value());
+		if (binary_processes)
+			(*engine)->share_tables(binary_processes->running());
+		// A launched command runs none of its code before its release: its
+		// recording starts there, not at the first attach.
+		if (child)
+			(*engine)->set_start_ns(monotonic_now());
+	}
+	uint64_t start_ns = (*engine)->start_ns();
+	profile.start_unix_ns = unix_now_ns() - int64_t(monotonic_now() - start_ns);
+	if (child)
+		if (auto r = child->release(); !r)
+			throw UserError(r.error().message);
+	if (follow) {
+		tree->announce(pid);
+	} else {
+		std::string used = preset_list(chosen);
+		log_line("recording %s%s%s: %zu probe sites attached; Ctrl-C to stop",
+			 pid ? pid_text(pid).c_str() : ("every process of " + o.binary).c_str(),
+			used.empty() ? "" : " with ", used.c_str(), (*engine)->attached_sites());
+	}
+
+	EventLog log{o.trace ? o.trace->max_events : 0, {}, 0};
+	// Calibration's events (usdtprof's own) are not the target's.
+	std::function<void(const usdtprof_event &)> collect = [&](const usdtprof_event &e) {
+		if (e.pid != uint32_t(getpid()))
+			log.add(e);
+	};
+	int ticks = 0;
+	StopReason reason = wait_for_stop(pid, o.duration_s, [&] {
+		(*engine)->drain_events(collect);
+		if (binary_processes && ++ticks % 4 == 0) {
+			if (std::vector<int> fresh = binary_processes->scan(); !fresh.empty()) {
+				// Their libraries, attached for each of them only.
+				auto more = more_sites(o, binary_processes->files(fresh), chosen, custom, sites.size());
+				merge_attached(attached, attach_sites(**engine, more, true));
+				sites.insert(sites.end(), more.begin(), more.end());
+			}
+			(*engine)->share_tables(binary_processes->running());
+		}
+	});
+	// The profile covers what the probes could see: from the start to the
+	// stop, after which no hit counts.
+	uint64_t stop_ns = 0;
+	if (tree) {
+		tree->stop(*followed, [&] { stop_ns = (*engine)->stop(); });
+		attached = tree->attached();
+		attach_maps = tree->maps();
+		profile.processes = tree->processes();
+	} else {
+		stop_ns = (*engine)->stop();
+	}
+	profile.stop_unix_ns = unix_now_ns() - int64_t(monotonic_now() - stop_ns);
+	(*engine)->drain_events(collect);
+	if (auto r = (*engine)->flush_open_frames(); !r)
+		throw UserError(r.error().message);
+	profile.duration_ns = stop_ns - start_ns;
+	auto anomalies = (*engine)->anomalies();
+	for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
+		profile.anomalies[anomaly_name(a)] = anomalies[a];
+	warn_unnested_pairs(custom, (*engine)->pair_mismatches());
+	profile.spans = profile_spans(custom, (*engine)->read_spans());
+	// A process that has exited maps nothing any more: then native names are
+	// read from the files it mapped at attach time.
+	for (auto &[p, maps] : attach_maps)
+		if (auto fresh = read_proc_maps(p); fresh && !fresh->empty() && !(tree && tree->reimaged(p)))
+			maps = std::move(*fresh);
+	std::vector<PathRecord> records = (*engine)->read_paths();
+	if (binary_processes) {
+		binary_processes->scan();
+		for (const auto &[p, maps] : binary_processes->maps())
+			attach_maps.emplace(p, maps);
+		std::set<uint32_t> tgids;
+		for (const PathRecord &r : records)
+			tgids.insert(r.stats.tgid);
+		for (const ProfileSpan &sp : profile.spans)
+			tgids.insert(uint32_t(sp.pid));
+		auto comms = (*engine)->read_process_comms();
+		for (uint32_t tgid : tgids) {
+			auto seen = binary_processes->seen().find(int(tgid));
+			profile.processes.push_back(seen != binary_processes->seen().end() ? seen->second
+											    : describe_process(int(tgid), comms));
+		}
+	}
+	apply_titles(profile.processes, (*engine)->read_process_titles());
+	std::string comm = describe_process(pid).comm;
+	if (tree && tree->processes().empty()) {
+		std::string searched, hints;
+		for (const std::string &s : tree->searched()) {
+			searched += (searched.empty() ? "" : ", ") + s;
+			hints += probeless_runtime_hint(s);
+		}
+		log_line("no probes of %s in %s (the programs the launched command and the processes it started ran)%s; "
+			 "nothing written",
+			 o.runtime.empty() ? ("any preset (" + preset_names() + ")").c_str()
+					  : ("the " + o.runtime + " preset").c_str(),
+			searched.empty() ? o.command[0].c_str() : searched.c_str(), hints.c_str());
+		wait_for_command(pid, comm, o.kill_on_stop);
+		followed->wait();
+		return 1;
+	}
+	profile.probes = attached.probes;
+	// Calibrated last: every probe kind used is known, a launched command
+	// has exited (the machine is quieter), and the recording's duration is
+	// not lengthened. The target's paths, all read, leave the table (a full
+	// one would keep no calibration); the probes count again, at usdtprof's
+	// own sites only.
+	std::vector<uint64_t> read;
+	for (const PathRecord &r : records)
+		read.push_back(r.path);
+	(*engine)->delete_paths(read);
+	(*engine)->open_window();
+	std::optional<CalibrationResult> calibration = calibrate_or_warn(**engine, true, o.trace.has_value());
+	(*engine)->stop();
+	if (calibration)
+		profile.calibration = calibration->calibration;
+	// Names set since the attach (prctl, pthread_setname_np): as they are now, or were at the exit.
+	auto comms = (*engine)->read_process_comms();
+	for (ProfileProcess &p : profile.processes)
+		if (std::string now = has_exited(p.pid) ? "" : describe_process(p.pid).comm; !now.empty())
+			p.comm = now;
+		else if (auto c = comms.find(uint32_t(p.pid)); c != comms.end())
+			p.comm = c->second;
+	FunctionNamer namer(attached, (*engine)->read_names(), attach_maps, opened);
+	if (calibration)
+		namer.set_cost_kinds(calibration->spec_kinds, calibration->native_kind);
+	NameLookup lookup = [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); };
+	if (size_t cut = add_call_paths(profile, records, lookup, process_root_labels(profile.processes)))
+		fprintf(stderr, "usdtprof: %zu function names or locations longer than %zu bytes were cut\n", cut,
+			kMaxNameBytes);
+
+	if (auto r = save_profile(profile, o.output); !r)
+		throw UserError(r.error().message);
+	uint64_t calls = 0;
+	for (const PathNode &n : profile.nodes)
+		calls += n.calls;
+	const char *why = reason == StopReason::Signal ? "stopped by signal"
+			  : reason == StopReason::TargetExited ? "target exited"
+							       : "duration elapsed";
+	log_line("%s; wrote %s (%zu call paths, %llu calls, %.3f s)", why,
+		o.output.c_str(), profile.nodes.size(), (unsigned long long)calls,
+		profile.duration_ns / 1e9);
+	if (o.trace)
+		write_trace(*o.trace, log, anomalies[USDTPROF_ANOM_LOST_EVENTS], start_ns, stop_ns,
+			    profile, lookup, (*engine)->read_thread_comms());
+	if (!child && !followed)
+		return 0;
+	wait_for_command(pid, comm, o.kill_on_stop);
+	return followed ? followed->wait() : child->wait();
+}
+
+} // namespace usdtprof

@@ -1,0 +1,308 @@
+#include "target/naming.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+
+#include "target/probe_roles.h"
+#include "target/sql.h"
+
+namespace usdtprof {
+
+namespace {
+
+std::string text(const usdtprof_name &n, int part)
+{
+	return std::string(n.text[part], strnlen(n.text[part], USDTPROF_NAME_LEN));
+}
+
+std::string base_name(const std::string &path)
+{
+	size_t slash = path.rfind('/');
+	return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string location(const std::string &file, int64_t line)
+{
+	return file.empty() ? "" : line > 0 ? file + ":" + std::to_string(line) : file;
+}
+
+// The name Xdebug gives PHP's top-level code (of the script, of an included
+// file, of eval'd code).
+constexpr const char *kPhpTopLevel = "{main}";
+constexpr const char *kPhpClosure = "{closure}";
+
+bool ends_with(const std::string &s, const std::string &suffix)
+{
+	return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_ident(char c) { return isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Removes a trailing GCC "[with T = int]" or clang "[T = int]" suffix.
+void strip_template_bindings(std::string &s)
+{
+	if (!ends_with(s, "]"))
+		return;
+	int depth = 0;
+	for (size_t i = s.size(); i-- > 0;) {
+		if (s[i] == ']')
+			depth++;
+		else if (s[i] == '[' && --depth == 0) {
+			std::string inner = s.substr(i);
+			if (i > 0 && s[i - 1] == ' ' && (inner.rfind("[with ", 0) == 0 || inner.find(" = ") != std::string::npos))
+				s.erase(i - 1);
+			return;
+		}
+	}
+}
+
+// Removes trailing cv/ref/noexcept qualifiers of a member function.
+void strip_qualifiers(std::string &s)
+{
+	static const char *const quals[] = {"const", "volatile", "noexcept", "&&", "&"};
+	for (bool again = true; again;) {
+		again = false;
+		while (!s.empty() && s.back() == ' ')
+			s.pop_back();
+		for (const char *q : quals) {
+			std::string qual = q;
+			if (ends_with(s, qual) && s.size() > qual.size()) {
+				char before = s[s.size() - qual.size() - 1];
+				if (before == ' ' || before == ')') {
+					s.erase(s.size() - qual.size());
+					again = true;
+					break;
+				}
+			}
+		}
+	}
+}
+
+// Start of the "operator" keyword naming an operator function, or npos.
+size_t find_operator(const std::string &s)
+{
+	for (size_t pos = s.find("operator"); pos != std::string::npos; pos = s.find("operator", pos + 1)) {
+		size_t end = pos + 8;
+		if ((pos == 0 || !is_ident(s[pos - 1])) && (end == s.size() || !is_ident(s[end])))
+			return pos;
+	}
+	return std::string::npos;
+}
+
+} // namespace
+
+bool cap_name(std::string &s, size_t max_bytes)
+{
+	if (s.size() <= max_bytes)
+		return false;
+	static const std::string mark = "...";
+	size_t cut = max_bytes > mark.size() ? max_bytes - mark.size() : 0;
+	// Not inside a UTF-8 sequence: back to a byte that starts one.
+	while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80)
+		cut--;
+	s.resize(cut);
+	s += mark;
+	return true;
+}
+
+FunctionName function_name(const NameLookup &lookup, uint32_t tgid, uint64_t func, bool *cut)
+{
+	switch (func) {
+	case USDTPROF_FUNC_RUNNING_AT_ATTACH: return {"[running at attach]", ""};
+	case USDTPROF_FUNC_TRUNCATED: return {"[truncated]", ""};
+	case USDTPROF_FUNC_TASK: return {"[task]", ""};
+	case USDTPROF_FUNC_OTHER: return {"[other]", ""};
+	}
+	if (auto name = lookup(tgid, func)) {
+		bool name_cut = cap_name(name->name, kMaxNameBytes);
+		bool location_cut = cap_name(name->location, kMaxNameBytes);
+		if (cut)
+			*cut = name_cut || location_cut;
+		return *name;
+	}
+	char unknown[40];
+	snprintf(unknown, sizeof(unknown), "[unknown 0x%llx]", (unsigned long long)func);
+	return {unknown, ""};
+}
+
+std::string simplify_function_name(const std::string &name)
+{
+	std::string s = name;
+	strip_template_bindings(s);
+	strip_qualifiers(s);
+	if (!ends_with(s, ")"))
+		return name;
+
+	// The '(' opening the parameter list: match the final ')' over balanced brackets.
+	size_t open = std::string::npos;
+	int depth = 0;
+	for (size_t i = s.size(); i-- > 0;) {
+		char c = s[i];
+		if (c == ')' || c == '>' || c == ']')
+			depth++;
+		else if ((c == '(' || c == '<' || c == '[') && --depth == 0) {
+			open = i;
+			break;
+		}
+	}
+	if (open == std::string::npos || s[open] != '(')
+		return name;
+	std::string prefix = s.substr(0, open);
+	while (!prefix.empty() && prefix.back() == ' ')
+		prefix.pop_back();
+	// A prefix ending in ')' means a function-pointer return type or similar: give up.
+	if (prefix.empty() || (ends_with(prefix, ")") && !ends_with(prefix, "operator()")))
+		return name;
+
+	// The return type ends at the last space outside brackets, before any
+	// "operator" keyword (operator names contain '<', '>' and spaces).
+	size_t limit = std::min(find_operator(prefix), prefix.size());
+	size_t start = 0;
+	depth = 0;
+	for (size_t i = 0; i < limit; i++) {
+		char c = prefix[i];
+		if (c == '<' || c == '(' || c == '[')
+			depth++;
+		else if (c == '>' || c == ')' || c == ']')
+			depth--;
+		else if (c == ' ' && depth == 0)
+			start = i + 1;
+		if (depth < 0)
+			return name;
+	}
+	if (depth != 0)
+		return name;
+	return prefix.substr(start);
+}
+
+namespace {
+
+// A JVM type descriptor's type at *at ("I", "[J", "Ljava/lang/String;") as
+// Java source writes it, classes by their simple name; at moves past it.
+// "" at the end or at a descriptor cut short.
+std::string java_type(std::string_view d, size_t *at)
+{
+	int dims = 0;
+	while (*at < d.size() && d[*at] == '[')
+		++dims, ++*at;
+	if (*at >= d.size())
+		return "";
+	std::string type;
+	static const std::string_view codes = "BCDFIJSZV";
+	static const char *const names[] = {"byte", "char", "double", "float", "int", "long", "short", "boolean", "void"};
+	char c = d[(*at)++];
+	if (size_t i = codes.find(c); i != std::string_view::npos) {
+		type = names[i];
+	} else if (c == 'L') {
+		size_t end = d.find(';', *at);
+		if (end == std::string_view::npos)
+			return "";
+		std::string_view cls = d.substr(*at, end - *at);
+		size_t slash = cls.rfind('/');
+		type = std::string(slash == std::string_view::npos ? cls : cls.substr(slash + 1));
+		*at = end + 1;
+	} else {
+		return "";
+	}
+	for (; dims > 0; --dims)
+		type += "[]";
+	return type;
+}
+
+} // namespace
+
+std::string java_parameters(std::string_view descriptor)
+{
+	if (descriptor.empty() || descriptor[0] != '(')
+		return "";
+	std::string out = "(";
+	size_t at = 1;
+	while (at < descriptor.size() && descriptor[at] != ')') {
+		std::string type = java_type(descriptor, &at);
+		if (type.empty())
+			return out + (out.size() > 1 ? ",...)" : "...)"); // cut short (USDTPROF_NAME_LEN)
+		out += (out.size() > 1 ? "," : "") + type;
+	}
+	return at < descriptor.size() ? out + ")" : out + (out.size() > 1 ? ",...)" : "...)");
+}
+
+std::string java_class_name(std::string_view internal)
+{
+	std::string cls(internal);
+	// A hidden class (a lambda's, a LambdaForm's) is named with its address
+	// after a '+' (Class.getName() shows '/'): different in every run.
+	for (char sep : {'+', '/'})
+		if (size_t at = cls.rfind(std::string(1, sep) + "0x"); at != std::string::npos && at + 3 < cls.size() &&
+		    cls.find_first_not_of("0123456789abcdefABCDEF", at + 3) == std::string::npos) {
+			cls.resize(at);
+			break;
+		}
+	std::replace(cls.begin(), cls.end(), '/', '.');
+	return cls;
+}
+
+std::string java_method_name(std::string_view cls, std::string_view method, std::string_view descriptor)
+{
+	return java_class_name(cls) + "." + std::string(method) + java_parameters(descriptor);
+}
+
+// PHP names top-level code "main" too, a literal in its binary, where a
+// user function's name is a zend_string whose length was captured (num[0]).
+// Closures, all "{closure}" to PHP, by where they run, as Xdebug names them:
+// {closure:/srv/app/f.php:12}.
+FunctionName php_function_name(const usdtprof_name &n, const ProbeRole &)
+{
+	std::string cls = text(n, 3), fn = text(n, 0);
+	bool zend_string = static_cast<uint64_t>(n.num[0]) == fn.size();
+	if (cls.empty() && fn == "main" && !zend_string)
+		fn = kPhpTopLevel;
+	if (fn == kPhpClosure)
+		fn = "{closure:" + location(text(n, 1), n.num[2]) + "}";
+	return {cls.empty() ? fn : cls + "::" + fn, location(text(n, 1), n.num[2])};
+}
+
+// Ruby's notation: Foo#m an instance method (or a module's), Foo.m a
+// singleton method of Foo (a class method), when the probe proved it.
+FunctionName ruby_method_name(const usdtprof_name &n, const ProbeRole &)
+{
+	const char *separator = n.num[0] == USDTPROF_OWNER_SINGLETON ? "." : "#";
+	return {text(n, 0) + separator + text(n, 1), location(text(n, 2), n.num[3])};
+}
+
+FunctionName java_captured_name(const usdtprof_name &n, const ProbeRole &)
+{
+	return {java_method_name(text(n, 0), text(n, 1), text(n, 2)), ""};
+}
+
+// The qualified name (co_qualname: K.Inner.meth, f.<locals>.g) when it was
+// read (see kPython311Qualname), the bare one otherwise.
+FunctionName python_function_name(const usdtprof_name &n, const ProbeRole &)
+{
+	std::string qualified = text(n, 3);
+	return {base_name(text(n, 0)) + ":" + (qualified.empty() ? text(n, 1) : qualified),
+		location(text(n, 0), n.num[2])};
+}
+
+FunctionName sql_statement_name(const usdtprof_name &n, const ProbeRole &)
+{
+	return {normalize_sql(text(n, 0)), ""};
+}
+
+FunctionName native_captured_name(const usdtprof_name &n, const ProbeRole &)
+{
+	return {simplify_function_name(n.text[0]), ""};
+}
+
+FunctionName string_name(const usdtprof_name &captured, const ProbeRole &)
+{
+	return {captured.text[0], ""};
+}
+
+FunctionName integer_name(const usdtprof_name &captured, const ProbeRole &probe)
+{
+	return {probe.name + "(" + std::to_string(captured.num[0]) + ")", ""};
+}
+
+} // namespace usdtprof

@@ -1,0 +1,70 @@
+// Function naming, in one place: what a function id, a captured probe name
+// or a C++ __PRETTY_FUNCTION__ is called in every output. The probe roles
+// (probe_roles.h, presets.cpp) point at the namers below; the recorder and
+// the monitor resolve ids through function_name().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "usdtprof/bpf_shared.h"
+
+namespace usdtprof {
+
+// A function's name as reports show it, and where it is defined.
+struct FunctionName {
+	std::string name;
+	std::string location; // "file:line", "file" or ""
+	int32_t cost_kind = -1; // index into the profile's calibration kinds; -1: none known
+};
+
+// Resolves a function id of a process to its name.
+using NameLookup = std::function<Result<FunctionName>(uint32_t tgid, uint64_t func)>;
+
+// A function's name or location is kept to this many bytes: a target's names
+// are its own to choose, and every output holds them.
+inline constexpr size_t kMaxNameBytes = 1024;
+
+// Cuts s to at most max_bytes, at a UTF-8 character boundary, ending in
+// "..."; true when it was longer.
+bool cap_name(std::string &s, size_t max_bytes);
+
+// The name of a function id: from lookup (name and location capped at
+// kMaxNameBytes; *cut tells whether either was), "[unknown 0x...]" when it
+// fails, and the synthetic ids' own names.
+FunctionName function_name(const NameLookup &lookup, uint32_t tgid, uint64_t func, bool *cut = nullptr);
+
+// "int ns::Cls<T>::run(int) const" -> "ns::Cls<T>::run"; other names
+// unchanged. Applied when recording to the names of native probes.
+std::string simplify_function_name(const std::string &name);
+
+// HotSpot's names as reports show them: "pkg.Class.method(int,String[])",
+// overloads apart; a hidden class (a lambda's) without the address that
+// changes every run ("Srv$$Lambda$11+0x0000000800c01000" -> "Srv$$Lambda$11").
+std::string java_method_name(std::string_view cls, std::string_view method, std::string_view descriptor);
+std::string java_class_name(std::string_view internal);
+// A method descriptor's parameters, "(Ljava/lang/String;I)V" -> "(String,int)";
+// one cut short ends in "...)".
+std::string java_parameters(std::string_view descriptor);
+
+// Namers of the names runtime probes capture (ProbeRole::format), one per
+// kind of probe; their probes are described where they are used (presets.cpp,
+// probe_roles.cpp).
+struct ProbeRole;
+FunctionName php_function_name(const usdtprof_name &captured, const ProbeRole &probe);
+FunctionName ruby_method_name(const usdtprof_name &captured, const ProbeRole &probe);
+FunctionName java_captured_name(const usdtprof_name &captured, const ProbeRole &probe);
+FunctionName python_function_name(const usdtprof_name &captured, const ProbeRole &probe);
+FunctionName sql_statement_name(const usdtprof_name &captured, const ProbeRole &probe);
+// Our header's native probes with their name captured (the name string read
+// in the kernel, not its address): __PRETTY_FUNCTION__ simplified.
+FunctionName native_captured_name(const usdtprof_name &captured, const ProbeRole &probe);
+// Custom pairs: the name argument's text, or "probe(N)" for an integer.
+FunctionName string_name(const usdtprof_name &captured, const ProbeRole &probe);
+FunctionName integer_name(const usdtprof_name &captured, const ProbeRole &probe);
+
+} // namespace usdtprof

@@ -1,0 +1,225 @@
+#include "target/process.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <poll.h>
+#include <sstream>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "target/container.h"
+
+namespace usdtprof {
+
+namespace {
+
+std::string read_file(const std::string &path)
+{
+	std::ifstream in(path, std::ios::binary);
+	std::ostringstream s;
+	s << in.rdbuf();
+	return s.str();
+}
+
+uint64_t entry_point(int pid)
+{
+	std::string auxv = read_file("/proc/" + std::to_string(pid) + "/auxv");
+	for (size_t i = 0; i + 16 <= auxv.size(); i += 16) {
+		uint64_t type, value;
+		std::memcpy(&type, auxv.data() + i, 8);
+		std::memcpy(&value, auxv.data() + i + 8, 8);
+		if (type == 9 /* AT_ENTRY */)
+			return value;
+	}
+	return 0;
+}
+
+// Waits for the next stop with SIGTRAP, passing other signals on. Returns
+// false when the child exits instead.
+bool wait_for_trap(int pid, int &status)
+{
+	for (;;) {
+		if (waitpid(pid, &status, __WALL) < 0)
+			return false;
+		if (!WIFSTOPPED(status))
+			return false;
+		bool event = status >> 16; // a ptrace event stop (followed commands): nothing to deliver
+		if (WSTOPSIG(status) == SIGTRAP && !event)
+			return true;
+		ptrace(PTRACE_CONT, pid, 0, event ? 0 : WSTOPSIG(status));
+	}
+}
+
+std::string exit_text(int status)
+{
+	if (WIFEXITED(status))
+		return "exit status " + std::to_string(WEXITSTATUS(status));
+	if (WIFSIGNALED(status))
+		return std::string("signal ") + strsignal(WTERMSIG(status));
+	return "unknown status";
+}
+
+} // namespace
+
+Result<void> run_to_entry(int pid)
+{
+	uint64_t entry = entry_point(pid);
+	if (!entry)
+		return Error{"cannot find the entry point of the launched command"};
+	errno = 0;
+	long orig = ptrace(PTRACE_PEEKTEXT, pid, entry, 0);
+	if (errno)
+		return Error{std::string("cannot read the launched command: ") + strerror(errno)};
+	if (ptrace(PTRACE_POKETEXT, pid, entry, (orig & ~0xffL) | 0xcc) ||
+	    ptrace(PTRACE_CONT, pid, 0, 0))
+		return Error{std::string("cannot start the launched command: ") + strerror(errno)};
+	int status;
+	if (!wait_for_trap(pid, status))
+		return Error{"the command ended before it started (" + exit_text(status) + ")"};
+	user_regs_struct regs;
+	if (ptrace(PTRACE_POKETEXT, pid, entry, orig) || ptrace(PTRACE_GETREGS, pid, 0, &regs))
+		return Error{std::string("cannot restore the launched command: ") + strerror(errno)};
+	regs.rip = entry;
+	if (ptrace(PTRACE_SETREGS, pid, 0, &regs))
+		return Error{std::string("cannot restore the launched command: ") + strerror(errno)};
+	return {};
+}
+
+std::vector<char *> exec_args(const std::vector<std::string> &argv)
+{
+	std::vector<char *> args;
+	for (const auto &a : argv)
+		args.push_back(const_cast<char *>(a.c_str()));
+	args.push_back(nullptr);
+	return args;
+}
+
+void exec_in_child(char *const *args, int report_fd, bool may_exec)
+{
+	// usdtprof blocks these for its signalfd; the command must not inherit that.
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigprocmask(SIG_UNBLOCK, &stop, nullptr);
+	if (may_exec)
+		execvp(args[0], args);
+	int err = errno;
+	(void)!write(report_fd, &err, sizeof(err));
+	_exit(127);
+}
+
+Result<HeldChild> HeldChild::launch(const std::vector<std::string> &argv)
+{
+	int pipefd[2];
+	if (argv.empty() || pipe2(pipefd, O_CLOEXEC))
+		return Error{"cannot launch the command"};
+	std::vector<char *> args = exec_args(argv);
+	pid_t pid = fork();
+	if (pid < 0)
+		return Error{std::string("fork: ") + strerror(errno)};
+	if (pid == 0) {
+		close(pipefd[0]);
+		// Never run the command unheld: probes would miss its start.
+		exec_in_child(args.data(), pipefd[1], ptrace(PTRACE_TRACEME, 0, 0, 0) == 0);
+	}
+	close(pipefd[1]);
+	int err = 0;
+	ssize_t n = read(pipefd[0], &err, sizeof(err));
+	close(pipefd[0]);
+	HeldChild child(pid);
+	int status;
+	if (n == sizeof(err)) {
+		waitpid(pid, &status, 0);
+		child.pid_ = 0;
+		return Error{"cannot run " + argv[0] + ": " + strerror(err)};
+	}
+	if (!wait_for_trap(pid, status)) {
+		child.pid_ = 0;
+		return Error{"the command ended before it started (" + exit_text(status) + ")"};
+	}
+	if (auto r = run_to_entry(pid); !r)
+		return r.error();
+	return child;
+}
+
+HeldChild::~HeldChild()
+{
+	if (pid_ > 0 && held_) {
+		kill(pid_, SIGKILL);
+		waitpid(pid_, nullptr, 0);
+	}
+}
+
+Result<void> HeldChild::release()
+{
+	if (ptrace(PTRACE_DETACH, pid_, 0, 0))
+		return Error{std::string("cannot release the launched command: ") + strerror(errno)};
+	held_ = false;
+	return {};
+}
+
+int HeldChild::wait()
+{
+	int status;
+	while (waitpid(pid_, &status, 0) < 0)
+		if (errno != EINTR)
+			return 1;
+	pid_ = 0;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + WTERMSIG(status);
+}
+
+bool process_exists(int pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+ProfileProcess describe_process(int pid)
+{
+	ProfileProcess p;
+	p.pid = pid;
+	std::string dir = "/proc/" + std::to_string(pid);
+	p.comm = read_file(dir + "/comm");
+	if (!p.comm.empty() && p.comm.back() == '\n')
+		p.comm.pop_back();
+	p.ns_pid = ns_pid_from_status(read_file(dir + "/status"));
+	p.cgroup = cgroup_from_proc(read_file(dir + "/cgroup"));
+	ContainerId container = container_id_from_cgroup(p.cgroup);
+	p.container_runtime = container.runtime;
+	p.container_id = container.id;
+	std::string cmdline = read_file(dir + "/cmdline");
+	for (size_t start = 0; start < cmdline.size();) {
+		size_t end = cmdline.find('\0', start);
+		if (end == std::string::npos)
+			end = cmdline.size();
+		p.cmdline.push_back(cmdline.substr(start, end - start));
+		start = end + 1;
+	}
+	return p;
+}
+
+int open_pidfd(int pid)
+{
+	return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+}
+
+bool has_exited(int pid)
+{
+	int fd = open_pidfd(pid);
+	if (fd < 0)
+		return true;
+	pollfd p = {fd, POLLIN, 0};
+	bool exited = poll(&p, 1, 0) == 1;
+	close(fd);
+	return exited;
+}
+
+} // namespace usdtprof
