@@ -65,7 +65,8 @@ int ruby_repaired_signal();
 // state byte at 32 with compact 0x20 and ascii 0x40) is arg1.
 constexpr usdtprof_derived kPython311Qualname = {
 	.used = 1, .reg = USDTPROF_REG_BX, .object = 32, .proof = 120, .proof_arg = 1, .value = 128,
-	.text = 48, .flags = 32, .flag_mask = 0x60, .kind = USDTPROF_DERIVED_STRING};
+	.text = 48, .flags = 32, .flag_mask = 0x60, .kind = USDTPROF_DERIVED_STRING, .reg2 = 0, .ep = 0, .me = 0,
+	.svar_me = 0, .owner = 0, .klass = 0, .imemo_mask = 0, .imemo_ment = 0, .imemo_svar = 0, .pad = 0};
 
 // Ruby 3.1's method__entry/return name a singleton method's class, not its
 // singleton class (rb_dtrace_setup takes the attached object): Util.twice
