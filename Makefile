@@ -65,6 +65,7 @@ TARGETS := $(TARGET_C:tests/targets/%.c=$(OUTPUT)/targets/%) \
 	$(TARGET_CXX:tests/targets/%.cpp=$(OUTPUT)/targets/%) \
 	$(TARGET_LIB_C:tests/targets/%.c=$(OUTPUT)/targets/%.so)
 SKELS := $(OUTPUT)/usdtprof.skel.h
+TEST_SKELS := $(OUTPUT)/tests/bpf/sql_shape.skel.h
 # pprof's schema (userspace/report/proto/profile.proto), compiled by protoc into the library.
 PROTO_HDR := $(OUTPUT)/proto/profile.pb.h
 PROTO_OBJ := $(OUTPUT)/proto/profile.pb.o
@@ -96,7 +97,7 @@ DEB := $(OUTPUT)/usdtprof_$(VERSION)_$(shell dpkg --print-architecture 2>/dev/nu
 # Generated in chains of pattern rules: kept, not deleted as intermediates.
 # (Not a bare .SECONDARY:, which would also let a missing object of a new
 # source file go unbuilt.)
-.SECONDARY: $(OUTPUT)/usdtprof.bpf.o $(SKELS) \
+.SECONDARY: $(OUTPUT)/usdtprof.bpf.o $(SKELS) $(TEST_SKELS:.skel.h=.bpf.o) $(TEST_SKELS) \
 	$(OUTPUT)/proto/profile.pb.cc $(PROTO_HDR)
 all: $(USDTPROF)
 
@@ -107,8 +108,17 @@ deps:
 $(OUTPUT) $(OUTPUT)/targets:
 	$(Q)mkdir -p $@
 
-$(OUTPUT)/%.bpf.o: bpf/%.bpf.c include/usdtprof/bpf_shared.h vmlinux/vmlinux.h | deps $(OUTPUT)
+BPF_HEADERS := $(wildcard bpf/*.bpf.h) include/usdtprof/bpf_shared.h vmlinux/vmlinux.h
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HEADERS) | deps $(OUTPUT)
 	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(CLANG_BPF_SYS_INCLUDES) -c $< -o $@.tmp
+	$(Q)$(BPFTOOL) gen object $@ $@.tmp && rm -f $@.tmp
+
+# The tests' BPF programs (tests/bpf/): pieces of the engine, alone, that e2e
+# tests run with BPF_PROG_TEST_RUN.
+$(OUTPUT)/tests/bpf/%.bpf.o: tests/bpf/%.bpf.c $(BPF_HEADERS) | deps
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) $(CLANG_BPF_SYS_INCLUDES) -c $< -o $@.tmp
 	$(Q)$(BPFTOOL) gen object $@ $@.tmp && rm -f $@.tmp
 
@@ -166,6 +176,9 @@ $(OUTPUT)/targets/%: tests/targets/%.cpp $(TARGET_HEADERS) | deps $(OUTPUT)/targ
 $(OUTPUT)/unit_tests: $(UNIT_OBJS) $(OUTPUT)/libusdtprof.a
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# The e2e test of the BPF SQL lexer includes its program's skeleton.
+$(OUTPUT)/tests/e2e/test_sql_shape.o: | $(TEST_SKELS)
 
 $(OUTPUT)/e2e_tests: $(E2E_OBJS) $(OUTPUT)/libusdtprof.a
 	$(call msg,LINK,$@)

@@ -19,9 +19,9 @@ bool unary_before(unsigned char p)
 	return p == 0 || std::string_view("(,=<>+-*/%^|").find(char(p)) != std::string_view::npos;
 }
 
-} // namespace
-
-std::string normalize_sql(std::string_view text)
+// The shape of text: literals as "$1", "$2", ... (numbered), or each as '?'
+// as the engine hashes them.
+std::string shape(std::string_view text, bool numbered)
 {
 	std::string out;
 	int placeholders = 0;
@@ -33,7 +33,7 @@ std::string normalize_sql(std::string_view text)
 			prev_sig = c;
 	};
 	auto placeholder = [&] {
-		out += "$" + std::to_string(++placeholders);
+		out += numbered ? "$" + std::to_string(++placeholders) : "?";
 		prev_sig = '?';
 	};
 	for (unsigned char c : text) {
@@ -94,10 +94,23 @@ std::string normalize_sql(std::string_view text)
 		placeholder();
 	if (minus_pending)
 		emit('-');
+	return out;
+}
+
+} // namespace
+
+std::string normalize_sql(std::string_view text)
+{
+	std::string out = shape(text, true);
 	// pg_stat_statements shows a statement without its terminating semicolon.
 	while (!out.empty() && (out.back() == ';' || out.back() == ' '))
 		out.pop_back();
 	return out;
+}
+
+std::string sql_shape_key(std::string_view text)
+{
+	return shape(text, false);
 }
 
 } // namespace usdtprof

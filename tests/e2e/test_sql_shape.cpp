@@ -1,0 +1,90 @@
+// The SQL-shape lexer is written twice: in C++ (userspace/target/sql.cpp,
+// naming a query) and in BPF (bpf/sql.bpf.h, hashing a query into its
+// function id). Here the BPF copy, compiled into a test program
+// (tests/bpf/sql_shape.bpf.c) and run by the kernel with BPF_PROG_TEST_RUN,
+// hashes the C++ copy's test cases and random statements; each hash must be
+// FNV-1a of the C++ copy's key (sql_shape_key) for the same text.
+#include <catch2/catch.hpp>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <string_view>
+
+#include "../unit/target/sql_cases.h"
+#include "target/sql.h"
+#include "tests/bpf/sql_shape.skel.h"
+
+namespace {
+
+struct SkeletonDeleter {
+	void operator()(sql_shape_bpf *skel) const { sql_shape_bpf__destroy(skel); }
+};
+using Skeleton = std::unique_ptr<sql_shape_bpf, SkeletonDeleter>;
+
+Skeleton load_lexer()
+{
+	Skeleton skel(sql_shape_bpf__open_and_load());
+	REQUIRE(skel);
+	return skel;
+}
+
+uint64_t fnv1a(std::string_view s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (unsigned char c : s)
+		h = (h ^ c) * 0x100000001b3ULL;
+	return h;
+}
+
+// The function id the engine gives a query of this text: the BPF lexer run by
+// the kernel on it, as the engine runs it on a string read from the target
+// (its length counting the NUL).
+uint64_t bpf_shape_hash(sql_shape_bpf &skel, std::string_view text)
+{
+	REQUIRE(text.size() < sizeof(skel.bss->text));
+	memset(skel.bss->text, 0, sizeof(skel.bss->text));
+	memcpy(skel.bss->text, text.data(), text.size());
+	skel.bss->text_len = long(text.size()) + 1;
+	skel.bss->shape_hash = 0;
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+	REQUIRE(bpf_prog_test_run_opts(bpf_program__fd(skel.progs.sql_shape), &opts) == 0);
+	REQUIRE(opts.retval == 0);
+	return skel.bss->shape_hash;
+}
+
+} // namespace
+
+TEST_CASE("sql shape: the BPF lexer hashes the C++ lexer's cases as the C++ lexer shapes them", "[sql]")
+{
+	Skeleton skel = load_lexer();
+	for (const SqlCase &c : all_sql_cases()) {
+		CAPTURE(c.text, usdtprof::sql_shape_key(c.text));
+		CHECK(bpf_shape_hash(*skel, c.text) == fnv1a(usdtprof::sql_shape_key(c.text)));
+	}
+	// pgbench's two UPDATEs differ only in a literal (one with a minus): one id.
+	CHECK(bpf_shape_hash(*skel, kPgbenchSqlCases[0].text) == bpf_shape_hash(*skel, kPgbenchSqlCases[1].text));
+	CHECK(bpf_shape_hash(*skel, kPgbenchSqlCases[0].text) != bpf_shape_hash(*skel, kPgbenchSqlCases[2].text));
+}
+
+TEST_CASE("sql shape: the BPF and C++ lexers agree on random statements", "[sql]")
+{
+	Skeleton skel = load_lexer();
+	// Every character class the lexers tell apart: quotes, digits, minus,
+	// the operators before a unary minus, white space, identifiers (bytes
+	// from 0x80 too), a NUL that ends the text, and the rest.
+	static const std::string alphabet = std::string("''--0123456789.. \t\n\r(),=<>+*/%^|;xyZ_$") + "\xc3\xa9" + '\0';
+	std::mt19937 random(15);
+	std::uniform_int_distribution<size_t> length(0, 40), pick(0, alphabet.size() - 1);
+	for (int i = 0; i < 3000; i++) {
+		std::string text(length(random), ' ');
+		for (char &c : text)
+			c = alphabet[pick(random)];
+		CAPTURE(text, usdtprof::sql_shape_key(text));
+		REQUIRE(bpf_shape_hash(*skel, text) == fnv1a(usdtprof::sql_shape_key(text)));
+	}
+}
