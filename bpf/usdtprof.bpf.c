@@ -118,6 +118,17 @@ struct {
 	__type(value, char[16]);
 } process_comms SEC(".maps");
 
+/* Each process's title as its argument area showed it at its first event
+ * (PostgreSQL writes its process titles there: "postgres: parallel worker
+ * for PID 1234"), for processes gone before userspace reads /proc. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, char[USDTPROF_TITLE_LEN]);
+} process_titles SEC(".maps");
+
 /* How many paths and names each process holds, for its share of those
  * shared tables (path_share, name_share). */
 struct process_usage {
@@ -339,6 +350,56 @@ static __always_inline __u64 ident_arg(struct pt_regs *ctx, const struct usdtpro
 	return content_hash(v);
 }
 
+static __always_inline __u64 read_user_u64(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+		return 0;
+	return v;
+}
+
+/* The owner of the method running on the execution context ec
+ * (USDTPROF_DERIVED_OWNER), 0 when what is found is no method entry. */
+static __always_inline __u64 method_owner(const struct usdtprof_derived *d, __u64 ec)
+{
+	__u64 frame, ep, me, flags;
+
+	if (!ec || !(frame = read_user_u64(ec + d->object)) || !(ep = read_user_u64(frame + d->ep)) ||
+	    !(me = read_user_u64(ep + d->me)))
+		return 0;
+	flags = read_user_u64(me);
+	if ((flags & d->imemo_mask) == d->imemo_svar) {
+		me = read_user_u64(me + d->svar_me);
+		flags = me ? read_user_u64(me) : 0;
+	}
+	if ((flags & d->imemo_mask) != d->imemo_ment)
+		return 0;
+	return read_user_u64(me + d->owner);
+}
+
+/* USDTPROF_DERIVED_OWNER: whether the method the probe names is its class's
+ * singleton method; 0 when neither register leads to a method entry whose
+ * owner is the class or its singleton class. */
+static __always_inline __u64 owner_verdict(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec)
+{
+	const struct usdtprof_derived *d = &spec->derived;
+	__u64 klass = read_arg_slow(ctx, &spec->args[d->proof_arg & (USDTPROF_MAX_IDENT_ARGS - 1)]);
+	__u64 singleton, owner;
+
+	if (!klass)
+		return 0;
+	singleton = read_user_u64(klass + d->value);
+	owner = method_owner(d, reg_value(ctx, d->reg));
+	if (!owner || (owner != klass && owner != singleton))
+		owner = method_owner(d, reg_value(ctx, d->reg2));
+	if (owner && owner == singleton)
+		return USDTPROF_OWNER_SINGLETON;
+	if (owner && owner == klass)
+		return USDTPROF_OWNER_CLASS;
+	return 0;
+}
+
 /* The derived identity of a hit (spec->derived), 0 when the spec has none
  * or the object reached does not prove to be the one the arguments came
  * from (another build keeps it elsewhere, a string not in its compact form). */
@@ -349,6 +410,8 @@ static __noinline __u64 derived_value(struct pt_regs *ctx, const struct usdtprof
 
 	if (!d->used)
 		return 0;
+	if (d->kind == USDTPROF_DERIVED_OWNER)
+		return owner_verdict(ctx, spec);
 	if (bpf_probe_read_user(&object, sizeof(object), (void *)(reg_value(ctx, d->reg) + d->object)) ||
 	    bpf_probe_read_user(&proof, sizeof(proof), (void *)(object + d->proof)))
 		return 0;
@@ -390,10 +453,13 @@ static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtp
 		return;
 	}
 	src = (void *)read_arg_slow(ctx, &part->arg);
-	if (part->type == USDTPROF_PART_STR || part->type == USDTPROF_PART_STR_PREFIXED) {
+	if (part->type == USDTPROF_PART_STR || part->type == USDTPROF_PART_STR_PREFIXED ||
+	    part->type == USDTPROF_PART_STR_VERDICT) {
 		bpf_probe_read_user_str(n->text[i], USDTPROF_NAME_LEN, src);
 		if (part->type == USDTPROF_PART_STR_PREFIXED)
 			n->num[i] = string_prefix((__u64)src);
+		if (part->type == USDTPROF_PART_STR_VERDICT)
+			n->num[i] = derived;
 		return;
 	}
 	len = read_arg_slow(ctx, &part->len);
@@ -765,6 +831,21 @@ static __always_inline void place_missed_switch_in(struct usdtprof_thread_stack 
 	end_offcpu(st, arrival < now ? arrival : now);
 }
 
+/* The current process's title (process_titles), read through the scratch
+ * name: beyond what the hit's stack can spare. */
+static __noinline void remember_title(__u32 tgid)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct mm_struct *mm = task->mm;
+	__u32 zero = 0;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+
+	if (!s || !mm)
+		return;
+	if (bpf_probe_read_user_str(s->name.text[0], USDTPROF_TITLE_LEN, (void *)mm->arg_start) > 0)
+		bpf_map_update_elem(&process_titles, &tgid, s->name.text[0], BPF_NOEXIST);
+}
+
 /* The calling thread's stack, created on its first event. */
 static __always_inline struct usdtprof_thread_stack *thread_stack(void)
 {
@@ -781,9 +862,11 @@ static __always_inline struct usdtprof_thread_stack *thread_stack(void)
 
 		st->tgid = bpf_get_current_pid_tgid() >> 32;
 		st->idle_since = start_ns;
-		if (!bpf_map_lookup_elem(&process_comms, &st->tgid) &&
-		    bpf_probe_read_kernel_str(comm, sizeof(comm), task->group_leader->comm) > 0)
-			bpf_map_update_elem(&process_comms, &st->tgid, comm, BPF_NOEXIST);
+		if (!bpf_map_lookup_elem(&process_comms, &st->tgid)) {
+			if (bpf_probe_read_kernel_str(comm, sizeof(comm), task->group_leader->comm) > 0)
+				bpf_map_update_elem(&process_comms, &st->tgid, comm, BPF_NOEXIST);
+			remember_title(st->tgid);
+		}
 	}
 	return st;
 }

@@ -100,6 +100,8 @@ enum usdtprof_nests {
 #define USDTPROF_MAX_IDENT_ARGS 4 /* a power of two: an index can be masked */
 #define USDTPROF_NAME_PARTS 4
 #define USDTPROF_NAME_LEN 192 /* per captured string, with its NUL */
+/* Bytes of a process's title kept (process_titles), with its NUL. */
+#define USDTPROF_TITLE_LEN 64
 /* Bytes of a string a content identity covers. */
 #define USDTPROF_CONTENT_MAX 256
 /* Bytes of a query text the SQL identity covers. */
@@ -114,7 +116,21 @@ enum usdtprof_part_type {
 				       (a runtime's length field, e.g. PHP's zend_string) */
 	USDTPROF_PART_DERIVED,  /* the text of the derived string object (see
 				   usdtprof_derived); empty when there is none */
+	USDTPROF_PART_STR_VERDICT, /* as PART_STR; num = the derived value (a
+				      USDTPROF_DERIVED_OWNER verdict) */
 };
+
+/* What a usdtprof_derived reads. */
+enum usdtprof_derived_kind {
+	USDTPROF_DERIVED_STRING, /* a string object, proved by its text (CPython) */
+	USDTPROF_DERIVED_OWNER,  /* a method's owner, compared with the class the
+				    arguments name: a verdict (Ruby) */
+};
+
+/* USDTPROF_DERIVED_OWNER's verdicts: the method is the named class's
+ * singleton method (Foo.m), or its own or its module's (Foo#m). 0: unproved. */
+#define USDTPROF_OWNER_SINGLETON 1
+#define USDTPROF_OWNER_CLASS 2
 
 /* An identity a probe's arguments lack but the runtime keeps beside them:
  * a string object read from a register through the object the arguments
@@ -134,6 +150,21 @@ struct usdtprof_derived {
 	__s32 text;      /* offset of a string object's text from its start */
 	__s32 flags;     /* offset of a byte in a string object: its text is there */
 	__u32 flag_mask; /* only when that byte has all these bits (CPython: compact ascii) */
+	__u32 kind;      /* enum usdtprof_derived_kind */
+	/* USDTPROF_DERIVED_OWNER (Ruby 3.1): the method the probe reports is
+	 * found through the thread's execution context, in reg or else reg2:
+	 * its frame at `object`, the frame's environment at `ep`, the method
+	 * entry at `me` from there (or, when a special-variable slot took its
+	 * place, at `svar_me` in that slot), its owner at `owner`; objects
+	 * whose flags say they are no method entry (`imemo_mask`/`imemo_ment`,
+	 * `imemo_svar`) prove nothing. args[proof_arg] is the class the probe
+	 * names (userspace places it: `klass` bytes past arg 0's address);
+	 * the owner is that class (USDTPROF_OWNER_CLASS) or its singleton
+	 * class, the class's own class at `value` (USDTPROF_OWNER_SINGLETON). */
+	__u32 reg2;
+	__s32 ep, me, svar_me, owner;
+	__s32 klass;
+	__u32 imemo_mask, imemo_ment, imemo_svar;
 	__u32 pad;
 };
 

@@ -280,10 +280,10 @@ TEST_CASE("ruby: record -- ruby switches the method probes on, exact calls per C
 	REQUIRE_THAT(o.err, Contains("RUBYOPT=-r"));
 
 	auto report = report_json(data);
-	// Top-level defs belong to Object; a singleton (class) method is reported with its class;
-	// an inherited method with the class that defines it.
+	// Top-level defs belong to Object; a singleton (class) method is Class.method; an inherited
+	// method is named for the class that defines it.
 	const std::pair<const char *, int> expected[] = {{"Object#fib", 1973}, {"Counter#inc", 1000},
-		{"Counter#get", 1}, {"Counter#initialize", 1}, {"Util#twice", 7}, {"Base#hello", 3},
+		{"Counter#get", 1}, {"Counter#initialize", 1}, {"Util.twice", 7}, {"Base#hello", 3},
 		{"Object#thrower", 2}};
 	for (const auto &[name, calls] : expected) {
 		INFO(name);
@@ -298,6 +298,52 @@ TEST_CASE("ruby: record -- ruby switches the method probes on, exact calls per C
 	REQUIRE(path(report, "Object#fib")["calls"] == 1);
 	REQUIRE(path(report, "Object#fib;Object#fib")["calls"] == 2);
 	REQUIRE(path(report, "Counter#inc")["calls"] == 1000);
+}
+
+// Calls of Ruby-defined methods as Ruby itself counts them (tests/runtimes/count_calls.rb, a
+// TracePoint loaded before the program): "name count" lines.
+std::map<std::string, int> ruby_counted_calls(const std::string &file)
+{
+	std::map<std::string, int> calls;
+	std::ifstream in(file);
+	for (std::string name; in >> name;)
+		in >> calls[name];
+	return calls;
+}
+
+// Ruby 3.1's method probes name a singleton method's class (Rake), not its singleton class: the
+// method entry, read beside them, tells Rake.application from an instance method. rake, a real
+// program, under Ruby's own count of its calls: every method of Rake's, class methods as Rake.m,
+// instance methods as Rake::Task#m, each with the calls Ruby counted.
+TEST_CASE("ruby: rake's class methods are Class.method, instance methods Class#method, calls as Ruby counts them",
+	  "[runtimes][names]")
+{
+	std::string dir = temp_dir(), counted = dir + "/counted.txt";
+	std::ofstream(dir + "/Rakefile") << "task :a do\nend\ntask b: :a do\nend\n"
+					    "task default: %i[a b] do\n  puts 'built'\nend\n";
+	auto [o, data] = record_launch({"rake", "-f", dir + "/Rakefile"},
+				       {"env", "-u", "RUBYOPT", "RUBYOPT=-r" + runtime_file("count_calls.rb"),
+					"USDTPROF_TEST_PREFIX=Rake", "USDTPROF_TEST_COUNTS=" + counted},
+				       {"--ruby-call-hook"});
+	REQUIRE(o.out == "built\n");
+	auto expected = ruby_counted_calls(counted);
+	auto report = report_json(data);
+	int singletons = 0;
+	for (const auto &[name, calls] : expected) {
+		INFO(name);
+		REQUIRE(function(report, name)["calls"] == calls);
+		if (size_t dot = name.rfind('.'); dot != std::string::npos && name.find('#') == std::string::npos) {
+			singletons++;
+			// Never also counted under the instance method's name.
+			std::string instance = name.substr(0, dot) + "#" + name.substr(dot + 1);
+			if (!expected.contains(instance))
+				for (const auto &f : report.at("functions"))
+					REQUIRE(f.at("name") != instance);
+		}
+	}
+	REQUIRE(expected.contains("Rake.application"));
+	REQUIRE(expected.contains("Rake::Task#invoke"));
+	REQUIRE(singletons >= 3);
 }
 
 // Ruby 3.1 frees RubyVM::FrozenCore's name at its first GC; its cmethod probes then read the freed
@@ -1045,6 +1091,74 @@ TEST_CASE("postgres: report --per-process names each backend's root \"postgres (
 		REQUIRE(it != profile->processes.end());
 		REQUIRE(it->comm == "postgres");
 	}
+}
+
+// PostgreSQL's parallel workers run part of their leader's statement but fire no statement probe
+// of their own: their frames (buffer reads of their share of the scan, their lock waits) went to
+// the root of their process, beside statements, outside any. Each worker's frames now hang under
+// "[parallel worker for pid LEADER]", from its title ("postgres: parallel worker for PID N"),
+// kept by the kernel for workers gone before usdtprof reads /proc.
+TEST_CASE("postgres: a parallel query's workers are labelled with their leader, none of their frames a root",
+	  "[runtimes][pg-parallel]")
+{
+	PgServer pg("-c log_connections=on -c parallel_setup_cost=0 -c parallel_tuple_cost=0 "
+		    "-c min_parallel_table_scan_size=0 -c max_parallel_workers_per_gather=2");
+	pg.client({"psql", "-q", "-c", "CREATE TABLE t AS SELECT g AS a, g % 7 AS b FROM generate_series(1, 200000) g",
+		   "-c", "VACUUM ANALYZE t"});
+	std::string data = temp_dir() + "/profile.data";
+	Background rec({e2e::usdtprof(), "record", "--binary", kPostgres, "-o", data});
+	rec.wait_for_line("recording", true);
+	size_t log_from = pg.log_size();
+	Output q = pg.client({"psql", "-At", "-c", "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT b, count(*) FROM t GROUP BY b"});
+	std::smatch m;
+	const std::regex launched_line(R"(Workers Launched: (\d+))");
+	REQUIRE(std::regex_search(q.out, m, launched_line));
+	const int launched = std::stoi(m[1]);
+	REQUIRE(launched >= 1);
+	std::vector<int> backends = pg.backends_since(log_from);
+	REQUIRE(backends.size() == 1);
+	REQUIRE(kill(rec.pid(), SIGINT) == 0);
+	int status = rec.wait();
+	INFO(rec.rest_of_stderr());
+	REQUIRE(status == 0);
+
+	const std::string label = "[parallel worker for pid " + std::to_string(backends[0]) + "]";
+	Output o = run({e2e::usdtprof(), "report", "--per-process", "--format", "json", data});
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	auto per_process = nlohmann::json::parse(o.out);
+	std::set<std::string> workers;
+	for (const auto &p : per_process["paths"])
+		if (p["stack"].size() == 2 && p["stack"][1] == label) {
+			workers.insert(p["stack"][0].get<std::string>());
+			REQUIRE(p["calls"] == 1);
+			REQUIRE(p["total_ns"].get<double>() > 0);
+		}
+	REQUIRE(int(workers.size()) == launched);
+	// Every frame of a worker is under its label; it read the table's buffers there (inside its
+	// partial sort when the plan has one).
+	for (const std::string &worker : workers) {
+		INFO(worker);
+		uint64_t buffer_reads = 0;
+		for (const auto &p : per_process["paths"])
+			if (p["stack"].size() >= 2 && p["stack"][0] == worker) {
+				REQUIRE(p["stack"][1] == label);
+				if (p["stack"].back() == "buffer read")
+					buffer_reads += p["calls"].get<uint64_t>();
+			}
+		REQUIRE(buffer_reads > 0);
+	}
+	// Merged, the workers are one labelled root, a call each.
+	auto merged = report_json(data);
+	REQUIRE(path(merged, label)["calls"] == launched);
+	// The profile keeps each worker's title as its command line.
+	auto profile = usdtprof::load_profile(data);
+	REQUIRE(profile);
+	int titled = 0;
+	for (const auto &p : profile->processes)
+		titled += !p.cmdline.empty() &&
+			  p.cmdline.front().find("parallel worker for PID " + std::to_string(backends[0])) != std::string::npos;
+	REQUIRE(titled == launched);
 }
 
 TEST_CASE("bpftrace -c cannot attach to ruby:method__return in libruby; usdtprof record -- ruby can", "[runtimes]")

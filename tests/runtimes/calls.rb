@@ -6,7 +6,7 @@
 #   Counter inc        1000  (instance method)
 #   Counter get           1
 #   Counter initialize    1  (Ruby-defined initialize, called from the C method Class#new)
-#   Util    twice         7  (class method: a singleton method, reported as class "Util")
+#   Util    twice         7  (class method: the probes name class "Util"; usdtprof shows Util.twice)
 #   Base    hello         3  (inherited, called on Child: reported with the owner "Base")
 #   Object  thrower       2  (raises; method__return still fires while the exception unwinds)
 # Blocks and C methods are not method__entry events (C methods are ruby:cmethod__*).

@@ -7,7 +7,8 @@
 
 namespace usdtprof {
 
-size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup)
+size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup,
+		      const std::map<uint32_t, std::string> &process_roots)
 {
 	size_t names_cut = 0;
 	std::unordered_map<uint64_t, size_t> by_path;
@@ -54,6 +55,23 @@ size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, 
 		}
 		return it->second;
 	};
+	// The roots of a process that works for another hang under one frame
+	// that says so (process_roots), created before them.
+	std::map<uint32_t, uint32_t> labelled_root;
+	auto root_parent = [&](uint32_t tgid) {
+		auto label = process_roots.find(tgid);
+		if (label == process_roots.end())
+			return kNoParent;
+		auto [it, added] = labelled_root.try_emplace(tgid, uint32_t(profile.nodes.size()));
+		if (added) {
+			PathNode root;
+			root.function = add_function({label->second, ""});
+			root.pid = int32_t(tgid);
+			root.calls = 1;
+			profile.nodes.push_back(root);
+		}
+		return it->second;
+	};
 	std::vector<uint32_t> node_of(records.size(), kNoParent);
 	for (size_t i = 0; i < records.size(); i++) {
 		// Collect the unplaced ancestors, then place them top-down.
@@ -72,7 +90,7 @@ size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, 
 			const usdtprof_path_stats &s = records[*it].stats;
 			auto parent = by_path.find(s.parent);
 			PathNode node;
-			node.parent = !s.parent ? kNoParent
+			node.parent = !s.parent ? root_parent(s.tgid)
 				      : parent != by_path.end() ? node_of[parent->second]
 								: orphan_parent(s.tgid);
 			node.function = function_of(s);
@@ -83,6 +101,8 @@ size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, 
 			node.self_offcpu_ns = s.self_offcpu_ns;
 			node.total_ns = s.total_ns;
 			node_of[*it] = uint32_t(profile.nodes.size());
+			if (!s.parent && node.parent != kNoParent)
+				profile.nodes[node.parent].total_ns += node.total_ns;
 			profile.nodes.push_back(node);
 		}
 	}

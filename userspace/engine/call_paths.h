@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,10 @@ struct PathRecord {
 // are one; profile.locations is filled when any has a location). A
 // record whose parent is missing (dropped when the map was full) goes under a
 // "[parent dropped]" root of its process.
+// The roots of a process in process_roots hang under one frame of the name
+// given there (process_root_label, presets.h), one call, as long as they.
 // Returns how many distinct functions had their name or location cut.
-size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup);
+size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup,
+		      const std::map<uint32_t, std::string> &process_roots = {});
 
 } // namespace usdtprof

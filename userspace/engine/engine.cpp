@@ -361,6 +361,7 @@ void Engine::delete_names(uint32_t tgid)
 		if (k.tgid == tgid)
 			bpf_map_delete_elem(fd, &k);
 	bpf_map_delete_elem(bpf_map__fd(skel_->maps.process_comms), &tgid);
+	bpf_map_delete_elem(bpf_map__fd(skel_->maps.process_titles), &tgid);
 	bpf_map_delete_elem(bpf_map__fd(skel_->maps.process_usage), &tgid);
 }
 
@@ -500,6 +501,11 @@ std::map<uint32_t, std::string> Engine::read_thread_comms() const
 	return read_comms(bpf_map__fd(skel_->maps.thread_comms));
 }
 
+std::map<uint32_t, std::string> Engine::read_process_titles() const
+{
+	return read_comms(bpf_map__fd(skel_->maps.process_titles), USDTPROF_TITLE_LEN);
+}
+
 std::map<uint32_t, uint64_t> Engine::pair_mismatches() const
 {
 	int fd = bpf_map__fd(skel_->maps.pair_mismatches);
@@ -529,14 +535,13 @@ std::vector<SpanRecord> Engine::read_spans() const
 	return out;
 }
 
-std::map<uint32_t, std::string> Engine::read_comms(int fd)
+std::map<uint32_t, std::string> Engine::read_comms(int fd, size_t size)
 {
 	std::map<uint32_t, std::string> out;
-	for (uint32_t tgid : map_keys<uint32_t>(fd)) {
-		char comm[16];
-		if (bpf_map_lookup_elem(fd, &tgid, comm) == 0)
-			out[tgid] = std::string(comm, strnlen(comm, sizeof(comm)));
-	}
+	std::vector<char> text(size);
+	for (uint32_t tgid : map_keys<uint32_t>(fd))
+		if (bpf_map_lookup_elem(fd, &tgid, text.data()) == 0)
+			out[tgid] = std::string(text.data(), strnlen(text.data(), size));
 	return out;
 }
 

@@ -133,6 +133,9 @@ public:
 	std::map<uint32_t, std::string> read_process_comms() const;
 	// The name of each probed thread that has exited, by tid, as it was at its exit.
 	std::map<uint32_t, std::string> read_thread_comms() const;
+	// Each such process's title as its argument area showed it at its first
+	// event (what /proc/PID/cmdline shows of it), by tgid.
+	std::map<uint32_t, std::string> read_process_titles() const;
 	// Names the kernel captured for runtime probes, by (tgid, function id).
 	std::map<std::pair<uint32_t, uint64_t>, usdtprof_name> read_names() const;
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> anomalies() const;
@@ -148,7 +151,8 @@ public:
 private:
 	Engine() = default;
 	// A map of command names (char[16]) by id.
-	static std::map<uint32_t, std::string> read_comms(int fd);
+	// A map of NUL-terminated texts of `size` bytes (comms, titles) by id.
+	static std::map<uint32_t, std::string> read_comms(int fd, size_t size = 16);
 	// The program a probe of this role runs.
 	const bpf_program *program_of(usdtprof_role role) const;
 	// Makes the probes do nothing from now on; returns the time taken after that.

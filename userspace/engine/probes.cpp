@@ -42,6 +42,26 @@ usdtprof_arg_spec site_arg(const FoundSite &f, unsigned arg)
 	return *spec;
 }
 
+// USDTPROF_DERIVED_OWNER: the class the probe names lies `klass` bytes past
+// arg 0 in memory (Ruby's args struct): placed in args[proof_arg], beside
+// the identity's arguments. A site whose arg 0 is no memory operand has no
+// such neighbour: its identity goes without the verdict.
+void place_owner_class(const FoundSite &f, usdtprof_probe_spec &spec)
+{
+	usdtprof_derived &d = spec.derived;
+	if (!d.used || d.kind != USDTPROF_DERIVED_OWNER)
+		return;
+	usdtprof_arg_spec name = site_arg(f, 0);
+	if (name.kind != USDTPROF_ARG_REG_DEREF || d.proof_arg < spec.nargs || d.proof_arg >= USDTPROF_MAX_IDENT_ARGS) {
+		d.used = 0;
+		return;
+	}
+	name.offset += d.klass;
+	name.size = 8;
+	name.is_signed = 0;
+	spec.args[d.proof_arg] = name;
+}
+
 usdtprof_probe_spec probe_spec(const FoundSite &f)
 {
 	const ProbeRole &p = f.probe;
@@ -67,6 +87,7 @@ usdtprof_probe_spec probe_spec(const FoundSite &f)
 		spec.derived = p.derived;
 		for (uint32_t i = 0; i < spec.nargs; i++)
 			spec.args[i] = site_arg(f, p.ident_args[i]);
+		place_owner_class(f, spec);
 		for (size_t i = 0; i < p.parts.size() && i < USDTPROF_NAME_PARTS; i++) {
 			spec.parts[i].type = p.parts[i].type;
 			spec.parts[i].arg = site_arg(f, p.parts[i].arg);

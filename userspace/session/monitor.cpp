@@ -29,6 +29,7 @@
 #include "base/output_file.h"
 #include "report/formats.h"
 #include "target/process.h"
+#include "target/presets.h"
 #include "serve/pusher.h"
 #include "session/targets.h"
 #include "base/unique_fd.h"
@@ -587,12 +588,14 @@ Profile MonitorSession::interval_profile(const Interval &iv, const IntervalDelta
 		auto known = processes().find(int(tgid));
 		profile.processes.push_back(known != processes().end() ? known->second : describe_process(int(tgid), comms));
 	}
+	apply_titles(profile.processes, engine_->read_process_titles());
 	FunctionNamer namer(attached_, engine_->read_names(), maps(), opened_);
 	if (calibration_) {
 		profile.calibration = calibration_->calibration;
 		namer.set_cost_kinds(calibration_->spec_kinds, calibration_->native_kind);
 	}
-	*names_cut = add_call_paths(profile, delta.records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); });
+	*names_cut = add_call_paths(profile, delta.records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); },
+				    process_root_labels(profile.processes));
 	// The kernel's counters are cumulative; an interval shows its own.
 	auto anomalies = engine_->anomalies();
 	for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)

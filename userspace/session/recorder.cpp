@@ -737,6 +737,7 @@ int record(const RecordOptions &o)
 											    : describe_process(int(tgid), comms));
 		}
 	}
+	apply_titles(profile.processes, (*engine)->read_process_titles());
 	std::string comm = describe_process(pid).comm;
 	if (tree && tree->processes().empty()) {
 		std::string searched, hints;
@@ -779,7 +780,7 @@ int record(const RecordOptions &o)
 	if (calibration)
 		namer.set_cost_kinds(calibration->spec_kinds, calibration->native_kind);
 	NameLookup lookup = [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); };
-	if (size_t cut = add_call_paths(profile, records, lookup))
+	if (size_t cut = add_call_paths(profile, records, lookup, process_root_labels(profile.processes)))
 		fprintf(stderr, "usdtprof: %zu function names or locations longer than %zu bytes were cut\n", cut,
 			kMaxNameBytes);
 

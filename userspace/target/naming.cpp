@@ -263,9 +263,12 @@ FunctionName php_function_name(const usdtprof_name &n, const ProbeRole &)
 	return {cls.empty() ? fn : cls + "::" + fn, location(text(n, 1), n.num[2])};
 }
 
+// Ruby's notation: Foo#m an instance method (or a module's), Foo.m a
+// singleton method of Foo (a class method), when the probe proved it.
 FunctionName ruby_method_name(const usdtprof_name &n, const ProbeRole &)
 {
-	return {text(n, 0) + "#" + text(n, 1), location(text(n, 2), n.num[3])};
+	const char *separator = n.num[0] == USDTPROF_OWNER_SINGLETON ? "." : "#";
+	return {text(n, 0) + separator + text(n, 1), location(text(n, 2), n.num[3])};
 }
 
 FunctionName java_captured_name(const usdtprof_name &n, const ProbeRole &)

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <sys/stat.h>
 
 #include "target/naming.h"
@@ -73,15 +74,24 @@ std::string php_check(int pid)
 
 // ruby:[c]method__entry/return(class, method, file, line). The class name
 // is a fresh copy at each call, so it is keyed by content; method names are
-// interned symbols.
+// interned symbols. A singleton method is named for its class by the probes:
+// Ruby methods' entries and returns also tell whether it is one
+// (kRuby31MethodOwner, a verdict captured with the class). C methods'
+// probes fire outside the method's frame (before Ruby pushes it, after it
+// pops it), where nothing tells: Time.now stays Time#now.
 std::vector<ProbeRole> ruby_roles()
 {
 	const std::vector<NamePart> parts = {
 		{USDTPROF_PART_STR, 0}, {USDTPROF_PART_STR, 1}, {USDTPROF_PART_STR, 2}, {USDTPROF_PART_INT, 3}};
-	return {runtime("ruby", "method__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0b01, parts, ruby_method_name),
-		runtime("ruby", "method__return", USDTPROF_ROLE_EXIT, {0, 1}, 0b01, parts, ruby_method_name),
+	std::vector<NamePart> verdict_parts = parts;
+	verdict_parts[0].type = USDTPROF_PART_STR_VERDICT;
+	std::vector<ProbeRole> roles = {
+		runtime("ruby", "method__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0b01, verdict_parts, ruby_method_name),
+		runtime("ruby", "method__return", USDTPROF_ROLE_EXIT, {0, 1}, 0b01, verdict_parts, ruby_method_name),
 		runtime("ruby", "cmethod__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0b01, parts, ruby_method_name),
 		runtime("ruby", "cmethod__return", USDTPROF_ROLE_EXIT, {0, 1}, 0b01, parts, ruby_method_name)};
+	roles[0].derived = roles[1].derived = kRuby31MethodOwner;
+	return roles;
 }
 
 // hotspot:method__entry/return(thread, class, class length, method, method
@@ -318,6 +328,37 @@ bool php_dtrace_enabled(std::string_view environ)
 	return false;
 }
 
+std::string process_root_label(const ProfileProcess &process)
+{
+	static const std::regex worker(R"(^postgres: (?:[^:]*: )?parallel worker for PID ([0-9]{1,10})(?: .*)?$)");
+	std::smatch leader;
+	if (process.cmdline.empty() || !std::regex_match(process.cmdline.front(), leader, worker))
+		return "";
+	return "[parallel worker for pid " + leader[1].str() + "]";
+}
+
+std::map<uint32_t, std::string> process_root_labels(const std::vector<ProfileProcess> &processes)
+{
+	std::map<uint32_t, std::string> labels;
+	for (const ProfileProcess &p : processes)
+		if (std::string label = process_root_label(p); !label.empty())
+			labels[uint32_t(p.pid)] = label;
+	return labels;
+}
+
+void apply_titles(std::vector<ProfileProcess> &processes, const std::map<uint32_t, std::string> &titles)
+{
+	for (ProfileProcess &p : processes) {
+		auto title = titles.find(uint32_t(p.pid));
+		if (title == titles.end() || title->second.empty())
+			continue;
+		ProfileProcess titled = p;
+		titled.cmdline = {title->second};
+		if (p.cmdline.empty() || (process_root_label(p).empty() && !process_root_label(titled).empty()))
+			p.cmdline = std::move(titled.cmdline);
+	}
+}
+
 const std::vector<Preset> &presets()
 {
 	static const std::vector<Preset> table = {
@@ -326,7 +367,8 @@ const std::vector<Preset> &presets()
 		{.name = "php", .summary = "PHP: php:function__entry/return, named Class::function", .roles = php_roles,
 		 .check = php_check, .launch_env = {{"USE_ZEND_DTRACE", "1"}}},
 		{.name = "ruby",
-		 .summary = "Ruby: ruby:method__entry/return and cmethod__entry/return, named Class#method",
+		 .summary = "Ruby: ruby:method__entry/return and cmethod__entry/return, named Class#method "
+			    "(singleton methods Class.method)",
 		 .roles = ruby_roles,
 		 .launch_env = {{"RUBYOPT", "-r{repair}"}, {"RUBYOPT", "-r{script}"}},
 		 .launch_script = kRubyHooks,

@@ -2,11 +2,13 @@
 // which arguments identify a function and how to name it. Data, not BPF code.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "profile/profile.h"
 #include "target/probe_roles.h"
 #include "target/target_file.h"
 
@@ -63,7 +65,25 @@ int ruby_repaired_signal();
 // state byte at 32 with compact 0x20 and ascii 0x40) is arg1.
 constexpr usdtprof_derived kPython311Qualname = {
 	.used = 1, .reg = USDTPROF_REG_BX, .object = 32, .proof = 120, .proof_arg = 1, .value = 128,
-	.text = 48, .flags = 32, .flag_mask = 0x60, .pad = 0};
+	.text = 48, .flags = 32, .flag_mask = 0x60, .kind = USDTPROF_DERIVED_STRING, .reg2 = 0, .ep = 0, .me = 0,
+	.svar_me = 0, .owner = 0, .klass = 0, .imemo_mask = 0, .imemo_ment = 0, .imemo_svar = 0, .pad = 0};
+
+// Ruby 3.1's method__entry/return name a singleton method's class, not its
+// singleton class (rb_dtrace_setup takes the attached object): Util.twice
+// and Util#twice both read "Util". The method entry tells them apart
+// (usdtprof_derived, USDTPROF_DERIVED_OWNER), reached in Debian's 3.1.2
+// through the execution context, in %r12 where vm_dtrace's callers keep it
+// and in %rbx in hook_before_rewind (exceptions): ec->cfp (16), cfp->ep
+// (32), ep[-2] the method entry or a vm_svar holding it (cref_or_me, 8),
+// its owner (32); flags: T_IMEMO 0x1a with the imemo type at bit 12 (svar
+// 2, ment 6). The class the probe names is the args struct's klass, 32
+// bytes past its classname (arg 0); its singleton class is its own class
+// (RBasic.klass, 8).
+constexpr usdtprof_derived kRuby31MethodOwner = {
+	.used = 1, .reg = USDTPROF_REG_R12, .object = 16, .proof = 0, .proof_arg = 2, .value = 8, .text = 0,
+	.flags = 0, .flag_mask = 0, .kind = USDTPROF_DERIVED_OWNER, .reg2 = USDTPROF_REG_BX, .ep = 32, .me = -16,
+	.svar_me = 8, .owner = 32, .klass = 32, .imemo_mask = 0xf01f, .imemo_ment = 0x601a, .imemo_svar = 0x201a,
+	.pad = 0};
 
 // The frame of postgresql:sort__start/done: from the tuplesort's start, before
 // its input is read, to its end at the executor's end.
@@ -76,6 +96,19 @@ std::vector<const Preset *> detect_presets(const std::vector<TargetFilePtr> &fil
 // Whether a NUL-separated environment (/proc/PID/environ) turns PHP's
 // probes on: USE_ZEND_DTRACE set to a non-zero integer, wherever it stands.
 bool php_dtrace_enabled(std::string_view environ);
+// The frame the roots of a process that works for another hang under, ""
+// for none: a PostgreSQL parallel worker (its title, the first word of its
+// cmdline, "postgres: [CLUSTER: ]parallel worker for PID N") runs part of
+// its leader's statement but fires no statement probe of its own; its
+// frames go under "[parallel worker for pid N]".
+std::string process_root_label(const ProfileProcess &process);
+// process_root_label of each process that has one, by pid.
+std::map<uint32_t, std::string> process_root_labels(const std::vector<ProfileProcess> &processes);
+// Gives processes the titles the kernel kept (Engine::read_process_titles,
+// taken at their first event) as their command line where they have none
+// (gone before /proc was read) or where only the title earns a label (seen
+// by a scan between their fork and their title: a PostgreSQL worker).
+void apply_titles(std::vector<ProfileProcess> &processes, const std::map<uint32_t, std::string> &titles);
 // The presets that use provider:name.
 std::vector<std::string> probe_presets(std::string_view provider, std::string_view name);
 

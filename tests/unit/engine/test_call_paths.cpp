@@ -144,3 +144,35 @@ TEST_CASE("add_call_paths caps what a target names and counts the cuts", "[call_
 	for (const std::string &l : p.locations)
 		CHECK(l.size() <= kMaxNameBytes);
 }
+
+TEST_CASE("call paths: the roots of a process that works for another hang under one labelled frame")
+{
+	// Process 200 (a worker) has two roots, process 100 one; only 200 is labelled.
+	std::vector<PathRecord> records = {record(1, 0, 0x10, 100), record(2, 0, 0x20, 200, 2), record(3, 0, 0x30, 200, 3),
+					   record(4, 3, 0x40, 200)};
+	std::map<uint64_t, std::string> names = {{0x10, "SELECT"}, {0x20, "buffer read"}, {0x30, "sort"}, {0x40, "lwlock wait"}};
+	Profile p;
+	add_call_paths(
+		p, records, [&](uint32_t, uint64_t func) -> Result<FunctionName> { return FunctionName{names.at(func), ""}; },
+		{{200, "[parallel worker for pid 100]"}});
+	REQUIRE(p.nodes.size() == 5);
+	std::map<std::string, std::string> parent_of;
+	uint32_t label = kNoParent;
+	for (uint32_t i = 0; i < p.nodes.size(); i++) {
+		REQUIRE((p.nodes[i].parent == kNoParent || p.nodes[i].parent < i));
+		parent_of[name_of(p, i)] = p.nodes[i].parent == kNoParent ? "" : name_of(p, p.nodes[i].parent);
+		if (name_of(p, i) == "[parallel worker for pid 100]")
+			label = i;
+	}
+	REQUIRE(parent_of == std::map<std::string, std::string>{{"SELECT", ""},
+								 {"[parallel worker for pid 100]", ""},
+								 {"buffer read", "[parallel worker for pid 100]"},
+								 {"sort", "[parallel worker for pid 100]"},
+								 {"lwlock wait", "sort"}});
+	REQUIRE(label != kNoParent);
+	REQUIRE(p.nodes[label].pid == 200);
+	REQUIRE(p.nodes[label].calls == 1);
+	REQUIRE(p.nodes[label].self_ns == 0);
+	// As long as its roots: 2 * 20 + 3 * 20 ns.
+	REQUIRE(p.nodes[label].total_ns == 100);
+}

@@ -136,3 +136,56 @@ TEST_CASE("php: closures are named by where they run, other functions as PHP nam
 	for (const ProbeRole &r : usdtprof::find_preset("php")->roles())
 		CHECK(r.ident_args == std::vector<unsigned>{0, 3, 1, 2});
 }
+
+TEST_CASE("ruby: a method proved a singleton method is Class.method, any other Class#method", "[presets]")
+{
+	const auto roles = usdtprof::find_preset("ruby")->roles();
+	const ProbeRole &method = roles.front();
+	auto name = [&](int64_t verdict) {
+		return ruby_method_name(captured({{0, "Util"}, {1, "twice"}, {2, "/srv/u.rb"}}, {{0, verdict}, {3, 7}}),
+					method);
+	};
+	CHECK(name(USDTPROF_OWNER_SINGLETON).name == "Util.twice");
+	CHECK(name(USDTPROF_OWNER_CLASS).name == "Util#twice");
+	CHECK(name(0).name == "Util#twice"); // unproved, or a C method's probe
+	CHECK(name(USDTPROF_OWNER_SINGLETON).location == "/srv/u.rb:7");
+	// Ruby methods' probes read the verdict, with the class it is about beside the identity's
+	// arguments; C methods' cannot (they fire outside the method's frame).
+	for (const ProbeRole &r : roles) {
+		INFO(r.name);
+		bool ruby_method = !r.name.starts_with("c");
+		CHECK(r.derived.used == (ruby_method ? 1u : 0u));
+		CHECK((r.parts.front().type == USDTPROF_PART_STR_VERDICT) == ruby_method);
+		if (ruby_method) {
+			CHECK(r.derived.kind == USDTPROF_DERIVED_OWNER);
+			CHECK(r.derived.proof_arg >= r.ident_args.size());
+			CHECK(r.derived.proof_arg < USDTPROF_MAX_IDENT_ARGS);
+		}
+	}
+}
+
+TEST_CASE("postgres: a parallel worker's frames go under one naming its leader, no other process's",
+	  "[presets]")
+{
+	auto label = [](std::vector<std::string> cmdline) {
+		ProfileProcess p;
+		p.pid = 7;
+		p.comm = "postgres";
+		p.cmdline = std::move(cmdline);
+		return process_root_label(p);
+	};
+	CHECK(label({"postgres: parallel worker for PID 4242"}) == "[parallel worker for pid 4242]");
+	CHECK(label({"postgres: parallel worker for PID 4242 ", "", ""}) == "[parallel worker for pid 4242]");
+	CHECK(label({"postgres: main: parallel worker for PID 17"}) == "[parallel worker for pid 17]");
+	CHECK(label({"postgres: postgres postgres [local] SELECT"}).empty());
+	CHECK(label({"postgres: checkpointer "}).empty());
+	CHECK(label({"/usr/lib/postgresql/15/bin/postgres", "-D", "/srv/pg"}).empty());
+	CHECK(label({"python3", "parallel worker for PID 4242"}).empty());
+	CHECK(label({}).empty());
+	ProfileProcess backend, worker;
+	backend.pid = 10;
+	backend.cmdline = {"postgres: postgres postgres [local] SELECT"};
+	worker.pid = 11;
+	worker.cmdline = {"postgres: parallel worker for PID 10"};
+	CHECK(process_root_labels({backend, worker}) == std::map<uint32_t, std::string>{{11, "[parallel worker for pid 10]"}});
+}
