@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <fstream>
+#include <filesystem>
+#include <set>
 #include <sstream>
 
 #include "harness.h"
@@ -136,6 +138,55 @@ TEST_CASE("record -p attaches to a running process")
 	REQUIRE(function(report, "inner")["calls"] == 15);
 	require_time(function(report, "outer")["total_ns"], 5 * 10 * kMs, slack_ns(t.all_stdout()));
 	REQUIRE(report["processes"][0]["pid"] == pid);
+}
+
+TEST_CASE("record -p A,B: several running processes, each with its own calls, until both exit", "[record-pids]")
+{
+	std::string dir = temp_dir(), data = dir + "/two.data";
+	Background a({target("nested"), "--wait", "2"});
+	Background b({target("recursion"), "--wait"});
+	a.wait_for_line("ready");
+	b.wait_for_line("ready");
+	int ia = a.pid(), ib = b.pid();
+	std::string pa = std::to_string(ia), pb = std::to_string(ib);
+	// The same process twice is attached once: its calls are counted once.
+	Background rec({usdtprof(), "record", "-p", pa + "," + pb, "-p", pa, "-o", data});
+	rec.wait_for_line("recording", true);
+	kill(a.pid(), SIGUSR1);
+	kill(b.pid(), SIGUSR1);
+	REQUIRE(a.wait() == 7);
+	REQUIRE(b.wait() == 0);
+	INFO(rec.rest_of_stderr());
+	REQUIRE(rec.wait() == 0);
+	REQUIRE_THAT(rec.rest_of_stderr(), Contains("target exited"));
+
+	auto report = report_json(data);
+	require_no_anomalies(report);
+	REQUIRE(function(report, "outer")["calls"] == 2);
+	REQUIRE(function(report, "inner")["calls"] == 6);
+	REQUIRE(function(report, "rec")["calls"] == 20);
+	std::set<int> pids;
+	for (const auto &p : report["processes"])
+		pids.insert(p["pid"].get<int>());
+	REQUIRE(pids == std::set<int>{ia, ib});
+}
+
+TEST_CASE("several -p: a missing one refuses before anything; monitor takes one", "[record-pids]")
+{
+	std::string dir = temp_dir();
+	Background a({target("nested"), "--wait", "1"});
+	a.wait_for_line("ready");
+	std::string pa = std::to_string(a.pid());
+	Output o = run({usdtprof(), "record", "-p", pa + ",999999", "-o", dir + "/x.data"});
+	REQUIRE(o.status == 1);
+	REQUIRE(o.err == "usdtprof: no process with pid 999999\n");
+	o = run({usdtprof(), "monitor", "-p", pa, "-p", pa, "-d", "1", "-o", dir + "/m"});
+	REQUIRE(o.status == 2);
+	REQUIRE_THAT(o.err, Contains("monitor takes one -p PID"));
+	REQUIRE(!std::filesystem::exists(dir + "/x.data"));
+	REQUIRE(!std::filesystem::exists(dir + "/m"));
+	kill(a.pid(), SIGKILL);
+	a.wait();
 }
 
 TEST_CASE("frames open when recording stops are counted up to the stop and marked open")

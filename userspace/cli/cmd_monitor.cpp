@@ -48,7 +48,7 @@ Command add_monitor_command(CLI::App &parent)
 		->capture_default_str()
 		->check(CLI::Range(1u, 1u << 24));
 	return {app, [o] {
-			if ((o->target.pid != 0) == !o->target.binary.empty())
+			if (o->target.pids.empty() == o->target.binary.empty())
 				throw UserError("monitor needs exactly one of -p PID or --binary PATH", 2);
 			return monitor(*o);
 		}};

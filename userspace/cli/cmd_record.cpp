@@ -22,7 +22,10 @@ const CLI::Validator kPositive(
 
 void add_target_options(CLI::App *app, RecordOptions &o)
 {
-	app->add_option("-p,--pid", o.pid, "Process to attach to")->check(kPositive);
+	app->add_option("-p,--pid", o.pids, "Process to attach to; several: -p 1,2 or -p again (record, trace)")
+		->delimiter(',')
+		->check(kPositive)
+		->allow_extra_args(false);
 	app->add_option("--binary", o.binary, "Attach to every process running this file, new ones too");
 	app->add_option("--runtime", o.runtime, "Use this preset only (" + preset_names() + "); default: detected");
 	// One value per flag, repeated: a vector option would also take the command's own dashed arguments.
@@ -52,7 +55,7 @@ void add_launch_options(CLI::App *app, RecordOptions &o)
 
 void require_one_target(const RecordOptions &o, const char *command)
 {
-	if ((o.pid != 0) + !o.command.empty() + !o.binary.empty() != 1)
+	if (!o.pids.empty() + !o.command.empty() + !o.binary.empty() != 1)
 		throw UserError(std::string(command) + " needs exactly one of -p PID, --binary PATH or -- CMD", 2);
 }
 

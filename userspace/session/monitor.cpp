@@ -292,7 +292,7 @@ private:
 	{
 		return binary_processes_ ? binary_processes_->maps() : pid_maps_;
 	}
-	bool target_gone() const { return t_.pid && !process_exists(t_.pid); }
+	bool target_gone() const { return pid_ && !process_exists(pid_); }
 	Runs run_totals() const;
 	void scan();
 	std::vector<int> target_pids();
@@ -308,6 +308,7 @@ private:
 
 	const MonitorOptions &o_;
 	const RecordOptions &t_;
+	int pid_; // -p's process; 0 for --binary
 	std::vector<ProbeRole> custom_;
 	Signals signals_;
 	MonitorOutputs outputs_;
@@ -341,8 +342,11 @@ private:
 std::vector<ProbeRole> prepare(const MonitorOptions &o)
 {
 	std::vector<ProbeRole> custom = custom_roles(o.target);
-	if (o.target.pid && !process_exists(o.target.pid))
-		throw UserError("no process with pid " + std::to_string(o.target.pid));
+	if (o.target.pids.size() > 1)
+		throw UserError("monitor takes one -p PID (several are for record and trace)", 2);
+	for (int pid : o.target.pids)
+		if (!process_exists(pid))
+			throw UserError("no process with pid " + std::to_string(pid));
 	if (!o.target.binary.empty() && access(o.target.binary.c_str(), R_OK) != 0)
 		throw UserError("cannot read " + o.target.binary + ": " + strerror(errno));
 	raise_descriptor_limit();
@@ -352,7 +356,7 @@ std::vector<ProbeRole> prepare(const MonitorOptions &o)
 // Signals are blocked before the outputs start: the /metrics server's
 // threads inherit the mask, so SIGINT and SIGHUP reach the signalfd.
 MonitorSession::MonitorSession(const MonitorOptions &o)
-	: o_(o), t_(o.target), custom_(prepare(o)), signals_(), outputs_(o)
+	: o_(o), t_(o.target), pid_(o.target.pids.empty() ? 0 : o.target.pids.front()), custom_(prepare(o)), signals_(), outputs_(o)
 {
 	// After the outputs' options held (a bad credential, a port in use): nothing made for nothing.
 	make_dir(o.dir);
@@ -366,20 +370,20 @@ MonitorSession::MonitorSession(const MonitorOptions &o)
 		throw UserError("cannot measure the probe cost: " + trap_ns.error().message);
 	trap_ns_ = *trap_ns;
 
-	FilesByPid files = target_files(t_, t_.pid, binary_processes_, opened_);
+	FilesByPid files = target_files(t_, pid_, binary_processes_, opened_);
 	chosen_ = choose_presets(t_, files);
-	sites_ = plan_sites(t_, t_.pid, false, files, chosen_, custom_);
+	sites_ = plan_sites(t_, pid_, false, files, chosen_, custom_);
 	skip_gone_ = binary_processes_.has_value();
 	attached_ = attach_sites(*engine_, sites_, skip_gone_);
 	calibration_ = calibrate_or_warn(*engine_, o.offcpu, false);
-	if (t_.pid) {
-		pid_process_[t_.pid] = describe_process(t_.pid);
-		if (auto m = read_proc_maps(t_.pid))
-			pid_maps_[t_.pid] = std::move(*m);
+	if (pid_) {
+		pid_process_[pid_] = describe_process(pid_);
+		if (auto m = read_proc_maps(pid_))
+			pid_maps_[pid_] = std::move(*m);
 	}
 	log_line("monitoring %s: %zu probe sites, a hit costs %.0f ns (trap) plus the program; budget %.2g%%, "
 		 "every %.3g s into %s; Ctrl-C to stop",
-		 t_.pid ? pid_text(t_.pid).c_str() : ("every process of " + t_.binary).c_str(),
+		 pid_ ? pid_text(pid_).c_str() : ("every process of " + t_.binary).c_str(),
 		 engine_->attached_sites(), trap_ns_, o.budget * 100, o.interval_s, o.dir.c_str());
 	last_own_cpu_ = own_cpu_ns();
 	last_runs_ = run_totals();
@@ -412,8 +416,8 @@ void MonitorSession::scan()
 
 std::vector<int> MonitorSession::target_pids()
 {
-	if (t_.pid)
-		return {t_.pid};
+	if (pid_)
+		return {pid_};
 	scan();
 	std::vector<int> pids;
 	for (const auto &[p, process] : processes())
@@ -445,7 +449,7 @@ bool MonitorSession::wait(Interval &iv, Clock::time_point end, std::chrono::dura
 {
 	auto window_end = duty_ < 1 && attached_now_ ? at_mono_ns(iv.window_open) + to_clock(length * duty_) : end;
 	for (Clock::time_point until = std::min(window_end, end);;) {
-		Wake w = signals_.wait_until(until, t_.pid);
+		Wake w = signals_.wait_until(until, pid_);
 		if (w == Wake::Reopen) {
 			make_dir(o_.dir);
 			log_line("SIGHUP: outputs reopened");
@@ -632,7 +636,7 @@ void MonitorSession::publish(const Interval &iv, Profile &profile, size_t names_
 	outputs_.metrics.set_health(health_);
 	if (outputs_.pusher)
 		outputs_.pusher->push({pprof, iv.begin_unix / 1000000000, profile.stop_unix_ns / 1000000000,
-				       t_.pid ? int32_t(t_.pid) : 0});
+				       pid_ ? int32_t(pid_) : 0});
 }
 
 void MonitorSession::run()
@@ -686,7 +690,7 @@ void MonitorSession::run()
 		// A target gone by now may have counted calls since the read: one
 		// more (last) interval reads them.
 		if (stopping && target_gone())
-			log_line("%s exited", pid_text(t_.pid).c_str());
+			log_line("%s exited", pid_text(pid_).c_str());
 	}
 	log_line("stopped after %llu intervals, %llu probe hits", (unsigned long long)health_.intervals,
 		 (unsigned long long)health_.probe_hits);

@@ -52,12 +52,19 @@ sigset_t stop_signals()
 	return set;
 }
 
-// tick runs at least every 50 ms, to drain the trace buffer.
-StopReason wait_for_stop(int pid, double duration_s, const std::function<void()> &tick)
+// tick runs at least every 50 ms, to drain the trace buffer. The target has
+// exited when every process of pids has (none: no target to wait for).
+StopReason wait_for_stop(const std::vector<int> &pids, double duration_s, const std::function<void()> &tick)
 {
 	sigset_t set = stop_signals();
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
-	int pfd = pid ? open_pidfd(pid) : -1; // pid 0: no target to wait for
+	std::vector<pollfd> fds{{sfd, POLLIN, 0}};
+	std::vector<int> running; // without a pidfd: polled with kill(0)
+	for (int pid : pids)
+		if (int pfd = open_pidfd(pid); pfd >= 0)
+			fds.push_back({pfd, POLLIN, 0});
+		else
+			running.push_back(pid);
 	auto deadline = std::chrono::steady_clock::now() +
 			std::chrono::duration<double>(duration_s > 0 ? duration_s : 1e9);
 	StopReason reason = StopReason::Duration;
@@ -66,8 +73,7 @@ StopReason wait_for_stop(int pid, double duration_s, const std::function<void()>
 			deadline - std::chrono::steady_clock::now());
 		if (left.count() <= 0)
 			break;
-		pollfd fds[2] = {{sfd, POLLIN, 0}, {pfd, POLLIN, 0}};
-		int n = poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 50)));
+		int n = poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(left.count(), 50)));
 		tick();
 		if (n < 0 && errno != EINTR)
 			break;
@@ -77,14 +83,19 @@ StopReason wait_for_stop(int pid, double duration_s, const std::function<void()>
 			reason = StopReason::Signal;
 			break;
 		}
-		if (fds[1].revents || (pid && pfd < 0 && !process_exists(pid))) {
+		for (size_t i = fds.size(); i-- > 1;)
+			if (fds[i].revents) {
+				close(fds[i].fd);
+				fds.erase(fds.begin() + long(i));
+			}
+		std::erase_if(running, [](int pid) { return !process_exists(pid); });
+		if (!pids.empty() && fds.size() == 1 && running.empty()) {
 			reason = StopReason::TargetExited;
 			break;
 		}
 	}
-	close(sfd);
-	if (pfd >= 0)
-		close(pfd);
+	for (const pollfd &f : fds)
+		close(f.fd);
 	return reason;
 }
 
@@ -573,12 +584,23 @@ void check_record_options(const RecordOptions &o)
 	check_output_path(o.output);
 	if (o.trace)
 		check_output_path(o.trace->output);
-	if (o.pid && !process_exists(o.pid))
-		throw UserError("no process with pid " + std::to_string(o.pid));
+	for (int pid : o.pids)
+		if (!process_exists(pid))
+			throw UserError("no process with pid " + std::to_string(pid));
 	if (!o.binary.empty() && access(o.binary.c_str(), R_OK) != 0)
 		throw UserError("cannot read " + o.binary + ": " + strerror(errno));
 	if (!o.command.empty() && o.follow)
 		choose_presets(o, {}); // an unknown --runtime is refused before the launch
+}
+
+// -p's pids, each once (a process attached twice would count each call twice).
+std::vector<int> unique_pids(const std::vector<int> &pids)
+{
+	std::vector<int> out;
+	for (int pid : pids)
+		if (std::find(out.begin(), out.end(), pid) == out.end())
+			out.push_back(pid);
+	return out;
 }
 
 // One recording, in the steps record() takes: start (a followed or held
@@ -587,7 +609,7 @@ void check_record_options(const RecordOptions &o)
 class RecordSession {
 public:
 	RecordSession(const RecordOptions &o, std::vector<ProbeRole> custom, std::unique_ptr<Engine> engine)
-		: o_(o), custom_(std::move(custom)), engine_(std::move(engine)), pid_(o.pid),
+		: o_(o), custom_(std::move(custom)), engine_(std::move(engine)), pids_(unique_pids(o.pids)),
 		  log_{o.trace ? o.trace->max_events : 0, {}, 0}
 	{
 		profile_.command = o.command;
@@ -597,8 +619,10 @@ public:
 	{
 		if (!o_.command.empty() && o_.follow)
 			launch_followed();
+		else if (!o_.command.empty())
+			launch_held();
 		else
-			attach_held_or_running();
+			attach_running();
 		start_ns_ = engine_->start_ns();
 		profile_.start_unix_ns = unix_now_ns() - int64_t(monotonic_now() - start_ns_);
 		if (child_)
@@ -610,7 +634,7 @@ public:
 	StopReason wait()
 	{
 		int ticks = 0;
-		return wait_for_stop(pid_, o_.duration_s, [&] {
+		return wait_for_stop(pids_, o_.duration_s, [&] {
 			engine_->drain_events(collector());
 			if (binary_processes_ && ++ticks % 4 == 0)
 				attach_new_processes();
@@ -648,7 +672,8 @@ public:
 		if (binary_processes_)
 			describe_binary_processes(records);
 		apply_titles(profile_.processes, engine_->read_process_titles());
-		comm_ = describe_process(pid_).comm;
+		if (int pid = command_pid())
+			comm_ = describe_process(pid).comm;
 		return records;
 	}
 
@@ -666,7 +691,7 @@ public:
 			 o_.runtime.empty() ? ("any preset (" + preset_names() + ")").c_str()
 					   : ("the " + o_.runtime + " preset").c_str(),
 			 searched.empty() ? o_.command[0].c_str() : searched.c_str(), hints.c_str());
-		wait_for_command(pid_, comm_, o_.kill_on_stop);
+		wait_for_command(command_pid(), comm_, o_.kill_on_stop);
 		followed_->wait();
 		return 1;
 	}
@@ -722,7 +747,7 @@ public:
 	{
 		if (!child_ && !followed_)
 			return 0;
-		wait_for_command(pid_, comm_, o_.kill_on_stop);
+		wait_for_command(command_pid(), comm_, o_.kill_on_stop);
 		return followed_ ? followed_->wait() : child_->wait();
 	}
 
@@ -730,7 +755,7 @@ private:
 	const RecordOptions &o_;
 	const std::vector<ProbeRole> custom_;
 	std::unique_ptr<Engine> engine_;
-	int pid_;
+	std::vector<int> pids_; // the processes recorded: -p's, or the launched command
 	std::optional<HeldChild> child_;
 	TargetFiles opened_;
 	std::unique_ptr<FollowedCommand> followed_;
@@ -746,6 +771,9 @@ private:
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> anomalies_{};
 	std::optional<CalibrationResult> calibration_;
 	std::string comm_;
+
+	// The launched command's pid; 0 for running processes.
+	int command_pid() const { return child_ || followed_ ? pids_.front() : 0; }
 
 	// Calibration's events (usdtprof's own) are not the target's.
 	std::function<void(const usdtprof_event &)> collector()
@@ -766,57 +794,78 @@ private:
 		if (!launched)
 			throw UserError(launched.error().message);
 		followed_ = std::move(*launched);
-		pid_ = followed_->pid();
+		pids_ = {followed_->pid()};
 	}
 
-	// A held launch (restarted once if its runtime needs an environment
-	// variable), or the running processes of -p or --binary.
-	void attach_held_or_running()
+	// A held launch, restarted once if its runtime needs an environment
+	// variable. It runs none of its code before its release: its recording
+	// starts there, not at the attach.
+	void launch_held()
 	{
 		FilesByPid files;
-		if (!o_.command.empty()) {
-			for (int attempt = 0; attempt < 2; attempt++) {
-				auto launched = HeldChild::launch(o_.command);
-				if (!launched)
-					throw UserError(launched.error().message);
-				child_.reset();
-				child_.emplace(std::move(*launched));
-				files = launch_files(child_->pid(), opened_);
-				chosen_ = choose_presets(o_, files);
-				// The held command has run none of its code: when its runtime
-				// needs an environment variable, it starts again with it.
-				if (!apply_launch_env(chosen_, o_.ruby_call_hook))
-					break;
-			}
-			pid_ = child_->pid();
-		} else {
-			files = target_files(o_, pid_, binary_processes_, opened_);
+		for (int attempt = 0; attempt < 2; attempt++) {
+			auto launched = HeldChild::launch(o_.command);
+			if (!launched)
+				throw UserError(launched.error().message);
+			child_.reset();
+			child_.emplace(std::move(*launched));
+			files = launch_files(child_->pid(), opened_);
 			chosen_ = choose_presets(o_, files);
+			// The held command has run none of its code: when its runtime
+			// needs an environment variable, it starts again with it.
+			if (!apply_launch_env(chosen_, o_.ruby_call_hook))
+				break;
 		}
-		if (pid_)
-			if (auto maps = read_proc_maps(pid_))
-				attach_maps_[pid_] = std::move(*maps);
-		sites_ = plan_sites(o_, pid_, child_.has_value(), files, chosen_, custom_);
-		if (pid_)
-			profile_.processes.push_back(describe_process(pid_));
-		attached_ = attach_sites(*engine_, sites_, binary_processes_.has_value());
-		if (binary_processes_)
+		pids_ = {child_->pid()};
+		add_process(child_->pid(), files, chosen_);
+		attached_ = attach_sites(*engine_, sites_, false);
+		engine_->set_start_ns(monotonic_now());
+	}
+
+	// The running processes of -p (each with the presets its own files have)
+	// or of --binary.
+	void attach_running()
+	{
+		if (!o_.binary.empty()) {
+			FilesByPid files = target_files(o_, 0, binary_processes_, opened_);
+			chosen_ = choose_presets(o_, files);
+			sites_ = plan_sites(o_, 0, false, files, chosen_, custom_);
+			attached_ = attach_sites(*engine_, sites_, true);
 			engine_->share_tables(binary_processes_->running());
-		// A launched command runs none of its code before its release: its
-		// recording starts there, not at the first attach.
-		if (child_)
-			engine_->set_start_ns(monotonic_now());
+			return;
+		}
+		for (int pid : pids_) {
+			FilesByPid files = target_files(o_, pid, binary_processes_, opened_);
+			std::vector<const Preset *> chosen = choose_presets(o_, files);
+			add_process(pid, files, chosen);
+			for (const Preset *p : chosen)
+				if (std::find(chosen_.begin(), chosen_.end(), p) == chosen_.end())
+					chosen_.push_back(p);
+		}
+		attached_ = attach_sites(*engine_, sites_, false);
+	}
+
+	// One process's sites, planned after those of the processes before it.
+	void add_process(int pid, const FilesByPid &files, const std::vector<const Preset *> &chosen)
+	{
+		if (auto maps = read_proc_maps(pid))
+			attach_maps_[pid] = std::move(*maps);
+		auto sites = plan_sites(o_, pid, child_.has_value(), files, chosen, custom_, sites_.size());
+		sites_.insert(sites_.end(), sites.begin(), sites.end());
+		profile_.processes.push_back(describe_process(pid));
 	}
 
 	void announce()
 	{
 		if (tree_) {
-			tree_->announce(pid_);
+			tree_->announce(command_pid());
 			return;
 		}
-		std::string used = preset_list(chosen_);
+		std::string used = preset_list(chosen_), what;
+		for (int pid : pids_)
+			what += (what.empty() ? "" : ", ") + pid_text(pid);
 		log_line("recording %s%s%s: %zu probe sites attached; Ctrl-C to stop",
-			 pid_ ? pid_text(pid_).c_str() : ("every process of " + o_.binary).c_str(),
+			 pids_.empty() ? ("every process of " + o_.binary).c_str() : what.c_str(),
 			 used.empty() ? "" : " with ", used.c_str(), engine_->attached_sites());
 	}
 

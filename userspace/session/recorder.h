@@ -17,7 +17,7 @@ struct TraceOptions {
 };
 
 struct RecordOptions {
-	int pid = 0;                      // attach to this process, or
+	std::vector<int> pids;            // attach to these processes (-p, several), or
 	std::vector<std::string> command; // launch this command, or
 	std::string binary;               // attach to every process running this file, new ones too
 	bool follow = true;               // a launched command: follow it through exec and into its children

@@ -289,14 +289,15 @@ void say_semaphore_notes(const std::vector<FoundSite> &sites, const std::vector<
 }
 
 std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched, const FilesByPid &files,
-				  const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom)
+				  const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom,
+				  size_t already)
 {
 	// Probes that will not fire: explained, not recorded as an empty profile.
 	if (pid && !launched)
 		for (const Preset *p : chosen)
 			if (std::string why = p->check ? p->check(pid) : ""; !why.empty())
 				throw UserError(pid_text(pid) + ": " + why);
-	auto sites = more_sites(o, files, chosen, custom, 0);
+	auto sites = more_sites(o, files, chosen, custom, already);
 	say_semaphore_notes(sites, chosen);
 	std::string target = pid ? pid_text(pid) : o.binary;
 	// The executable searched, as the kernel names it (or --binary as given).

@@ -74,9 +74,11 @@ bool has_probe_sites(const std::vector<FoundSite> &sites);
 void say_semaphore_notes(const std::vector<FoundSite> &sites, const std::vector<const Preset *> &chosen);
 // The sites to attach in files for the presets and custom probes. For a
 // process usdtprof did not launch, a preset's requirement the process lacks
-// is an error that explains it; no site at all is an error. Throws UserError.
+// is an error that explains it; no site at all is an error. already: the
+// sites planned before these (of other processes). Throws UserError.
 std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched, const FilesByPid &files,
-				  const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom);
+				  const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom,
+				  size_t already = 0);
 // The sites in more files (of processes started since, or of a followed
 // command's new image), already planned before them. No checks, nothing said.
 // Ruby's cmethod probes of a process not repaired (ruby_repaired) are left
