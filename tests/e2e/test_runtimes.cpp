@@ -1097,8 +1097,9 @@ TEST_CASE("postgres: report --per-process names each backend's root \"postgres (
 // of their own: their frames (buffer reads of their share of the scan, their lock waits) went to
 // the root of their process, beside statements, outside any. Each worker's frames now hang under
 // "[parallel worker for pid LEADER]", from its title ("postgres: parallel worker for PID N"),
-// kept by the kernel for workers gone before usdtprof reads /proc.
-TEST_CASE("postgres: a parallel query's workers are labelled with their leader, none of their frames a root",
+// kept by the kernel for workers gone before usdtprof reads /proc, and that frame under the
+// statement its leader was running when the worker started.
+TEST_CASE("postgres: a parallel query's workers are under their leader's statement, labelled, none of their frames a root",
 	  "[runtimes][pg-parallel]")
 {
 	PgServer pg("-c log_connections=on -c parallel_setup_cost=0 -c parallel_tuple_cost=0 "
@@ -1123,37 +1124,60 @@ TEST_CASE("postgres: a parallel query's workers are labelled with their leader, 
 	REQUIRE(status == 0);
 
 	const std::string label = "[parallel worker for pid " + std::to_string(backends[0]) + "]";
-	Output o = run({e2e::usdtprof(), "report", "--per-process", "--format", "json", data});
-	INFO(o.err);
-	REQUIRE(o.status == 0);
-	auto per_process = nlohmann::json::parse(o.out);
-	std::set<std::string> workers;
-	for (const auto &p : per_process["paths"])
-		if (p["stack"].size() == 2 && p["stack"][1] == label) {
-			workers.insert(p["stack"][0].get<std::string>());
-			REQUIRE(p["calls"] == 1);
-			REQUIRE(p["total_ns"].get<double>() > 0);
-		}
-	REQUIRE(int(workers.size()) == launched);
-	// Every frame of a worker is under its label; it read the table's buffers there (inside its
-	// partial sort when the plan has one).
-	for (const std::string &worker : workers) {
-		INFO(worker);
-		uint64_t buffer_reads = 0;
-		for (const auto &p : per_process["paths"])
-			if (p["stack"].size() >= 2 && p["stack"][0] == worker) {
-				REQUIRE(p["stack"][1] == label);
-				if (p["stack"].back() == "buffer read")
-					buffer_reads += p["calls"].get<uint64_t>();
-			}
-		REQUIRE(buffer_reads > 0);
-	}
-	// Merged, the workers are one labelled root, a call each.
-	auto merged = report_json(data);
-	REQUIRE(path(merged, label)["calls"] == launched);
-	// The profile keeps each worker's title as its command line.
 	auto profile = usdtprof::load_profile(data);
 	REQUIRE(profile);
+	auto name_of = [&](uint32_t node) { return profile->functions.at(profile->nodes.at(node).function); };
+	// One labelled frame per worker, a call each, each a child of the leader's one statement.
+	std::set<int32_t> workers;
+	for (uint32_t i = 0; i < profile->nodes.size(); i++) {
+		const usdtprof::PathNode &n = profile->nodes[i];
+		if (name_of(i) != label)
+			continue;
+		INFO("worker " << n.pid);
+		workers.insert(n.pid);
+		REQUIRE(n.calls == 1);
+		REQUIRE(n.total_ns > 0);
+		REQUIRE(n.parent != usdtprof::kNoParent);
+		const usdtprof::PathNode &statement = profile->nodes[n.parent];
+		REQUIRE(statement.pid == backends[0]);
+		REQUIRE(statement.parent == usdtprof::kNoParent);
+		REQUIRE(statement.calls == 1);
+		REQUIRE_THAT(name_of(n.parent), StartsWith("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT b, count(*)"));
+	}
+	REQUIRE(int(workers.size()) == launched);
+	REQUIRE(workers.count(backends[0]) == 0);
+	// Every frame of a worker is below its label; it read the table's buffers there (inside its
+	// partial sort when the plan has one).
+	for (int32_t worker : workers) {
+		INFO("worker " << worker);
+		uint64_t buffer_reads = 0;
+		for (uint32_t i = 0; i < profile->nodes.size(); i++) {
+			const usdtprof::PathNode &n = profile->nodes[i];
+			if (n.pid != worker)
+				continue;
+			uint32_t top = i;
+			while (profile->nodes[top].parent != usdtprof::kNoParent &&
+			       profile->nodes[profile->nodes[top].parent].pid == worker)
+				top = profile->nodes[top].parent;
+			REQUIRE(name_of(top) == label);
+			if (name_of(i) == "buffer read")
+				buffer_reads += n.calls;
+		}
+		REQUIRE(buffer_reads > 0);
+	}
+	// Merged, the workers are one labelled child of the statement, a call each, and no root.
+	auto merged = report_json(data);
+	std::string statement_label;
+	for (const auto &p : merged["paths"])
+		if (p["stack"].back() == label) {
+			REQUIRE(statement_label.empty());
+			REQUIRE(p["stack"].size() == 2);
+			REQUIRE(p["calls"] == launched);
+			statement_label = p["stack"][0].get<std::string>() + ";" + label;
+		}
+	REQUIRE(!statement_label.empty());
+	REQUIRE(path(merged, statement_label + ";buffer read")["calls"].get<uint64_t>() > 0);
+	// The profile keeps each worker's title as its command line.
 	int titled = 0;
 	for (const auto &p : profile->processes)
 		titled += !p.cmdline.empty() &&

@@ -780,7 +780,8 @@ int record(const RecordOptions &o)
 	if (calibration)
 		namer.set_cost_kinds(calibration->spec_kinds, calibration->native_kind);
 	NameLookup lookup = [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); };
-	if (size_t cut = add_call_paths(profile, records, lookup, process_root_labels(profile.processes)))
+	if (size_t cut = add_call_paths(profile, records, lookup, process_root_labels(profile.processes),
+					(*engine)->read_worker_statements()))
 		fprintf(stderr, "usdtprof: %zu function names or locations longer than %zu bytes were cut\n", cut,
 			kMaxNameBytes);
 
