@@ -133,20 +133,15 @@ struct {
  * query text, IDENT_SQL), and of its leader's statement for each PostgreSQL
  * parallel worker, taken at the worker's first event (when its leader is in
  * the statement that launched it): userspace hangs the worker's frames there. */
-struct {
+struct path_by_pid {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 65536);
 	__type(key, __u32);
 	__type(value, __u64);
-} statements SEC(".maps");
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
-	__type(value, __u64);
-} worker_statements SEC(".maps");
+};
+struct path_by_pid statements SEC(".maps");
+struct path_by_pid worker_statements SEC(".maps");
 
 /* How many paths and names each process holds, for its share of those
  * shared tables (path_share, name_share). */

@@ -969,6 +969,18 @@ struct PgServer {
 		return pids;
 	}
 	size_t log_size() const { return std::filesystem::file_size(vars.at("PG_DIR") + "/server.log"); }
+	// The one backend that logged a connection from the log's byte offset on, after stopping the
+	// recording that watched it (it wrote its profile).
+	int one_backend_recorded(size_t offset, Background &recording) const
+	{
+		std::vector<int> backends = backends_since(offset);
+		REQUIRE(backends.size() == 1);
+		REQUIRE(kill(recording.pid(), SIGINT) == 0);
+		int status = recording.wait();
+		INFO(recording.rest_of_stderr());
+		REQUIRE(status == 0);
+		return backends[0];
+	}
 };
 
 struct PgbenchRecording {
@@ -1116,14 +1128,9 @@ TEST_CASE("postgres: a parallel query's workers are under their leader's stateme
 	REQUIRE(std::regex_search(q.out, m, launched_line));
 	const int launched = std::stoi(m[1]);
 	REQUIRE(launched >= 1);
-	std::vector<int> backends = pg.backends_since(log_from);
-	REQUIRE(backends.size() == 1);
-	REQUIRE(kill(rec.pid(), SIGINT) == 0);
-	int status = rec.wait();
-	INFO(rec.rest_of_stderr());
-	REQUIRE(status == 0);
+	const int leader = pg.one_backend_recorded(log_from, rec);
 
-	const std::string label = "[parallel worker for pid " + std::to_string(backends[0]) + "]";
+	const std::string label = "[parallel worker for pid " + std::to_string(leader) + "]";
 	auto profile = usdtprof::load_profile(data);
 	REQUIRE(profile);
 	auto name_of = [&](uint32_t node) { return profile->functions.at(profile->nodes.at(node).function); };
@@ -1139,13 +1146,13 @@ TEST_CASE("postgres: a parallel query's workers are under their leader's stateme
 		REQUIRE(n.total_ns > 0);
 		REQUIRE(n.parent != usdtprof::kNoParent);
 		const usdtprof::PathNode &statement = profile->nodes[n.parent];
-		REQUIRE(statement.pid == backends[0]);
+		REQUIRE(statement.pid == leader);
 		REQUIRE(statement.parent == usdtprof::kNoParent);
 		REQUIRE(statement.calls == 1);
 		REQUIRE_THAT(name_of(n.parent), StartsWith("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT b, count(*)"));
 	}
 	REQUIRE(int(workers.size()) == launched);
-	REQUIRE(workers.count(backends[0]) == 0);
+	REQUIRE(workers.count(leader) == 0);
 	// Every frame of a worker is below its label; it read the table's buffers there (inside its
 	// partial sort when the plan has one).
 	for (int32_t worker : workers) {
@@ -1181,8 +1188,73 @@ TEST_CASE("postgres: a parallel query's workers are under their leader's stateme
 	int titled = 0;
 	for (const auto &p : profile->processes)
 		titled += !p.cmdline.empty() &&
-			  p.cmdline.front().find("parallel worker for PID " + std::to_string(backends[0])) != std::string::npos;
+			  p.cmdline.front().find("parallel worker for PID " + std::to_string(leader)) != std::string::npos;
 	REQUIRE(titled == launched);
+}
+
+// PostgreSQL's transaction probes do not nest with its statements' (a block's transaction starts
+// inside its BEGIN and ends inside its COMMIT; a statement's own transaction starts inside it):
+// as a pair they would be popped by the statements' exits; as a span they are timed beside the
+// call tree. One psql session runs three blocks committed, two rolled back and one that sleeps
+// 200 ms in the server; its backend also runs one transaction of its own at its start (it reads
+// the catalogs while it sets up the session: InitPostgres).
+TEST_CASE("postgres: --span transaction__start/commit/abort counts each transaction of a session, off the call stack",
+	  "[runtimes][pg-span][spans]")
+{
+	PgServer pg("-c log_connections=on");
+	const std::string spec = "postgresql:transaction__start/transaction__commit/transaction__abort";
+	std::string data = temp_dir() + "/profile.data";
+	Background rec({e2e::usdtprof(), "record", "--binary", kPostgres, "-o", data, "--span", spec});
+	rec.wait_for_line("recording", true);
+	size_t log_from = pg.log_size();
+	auto started = std::chrono::steady_clock::now();
+	std::vector<std::string> psql = {"psql", "-X", "-q"};
+	for (const char *block : {"BEGIN; SELECT 1; COMMIT", "BEGIN; SELECT 2; COMMIT", "BEGIN; SELECT 3; COMMIT",
+				  "BEGIN; SELECT 4; ROLLBACK", "BEGIN; SELECT 5; ROLLBACK",
+				  "BEGIN; SELECT pg_sleep(0.2); COMMIT"})
+		psql.insert(psql.end(), {"-c", block});
+	pg.client(psql);
+	const uint64_t session_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+						     std::chrono::steady_clock::now() - started)
+						     .count());
+	const int backend = pg.one_backend_recorded(log_from, rec);
+
+	Output o = run({e2e::usdtprof(), "report", "--per-process", "--format", "json", data});
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	auto per_process = nlohmann::json::parse(o.out);
+	INFO(per_process["spans"].dump());
+	nlohmann::json session;
+	for (const auto &sp : per_process["spans"])
+		if (sp["pid"] == backend)
+			session = sp;
+	REQUIRE(session.is_object());
+	REQUIRE(session["name"] == spec);
+	REQUIRE(session["count"] == 7);
+	REQUIRE(session["open"] == 0);
+	REQUIRE(session["restarted"] == 0);
+	REQUIRE(session["unstarted"] == 0);
+	// The sleeping block is the longest; all of them lie within the client's session.
+	REQUIRE(session["max_ns"].get<uint64_t>() >= 200'000'000);
+	REQUIRE(session["total_ns"].get<uint64_t>() >= 200'000'000);
+	REQUIRE(session["total_ns"].get<uint64_t>() <= session_ns);
+	REQUIRE(session["p50_ns"].get<uint64_t>() < 200'000'000);
+	uint64_t in_histogram = 0;
+	for (const auto &b : session["histogram"])
+		in_histogram += b["count"].get<uint64_t>();
+	REQUIRE(in_histogram == 7);
+	// The statements are the call tree's, whole: each block's statements are roots, none under a
+	// transaction frame (there is none), and none repaired as a mismatch.
+	auto merged = report_json(data);
+	uint64_t sleeping_ns = 0;
+	for (const auto &f : merged["functions"]) {
+		std::string name = f["name"];
+		REQUIRE_THAT(name, !Contains("transaction"));
+		if (name.find("pg_sleep(") != std::string::npos)
+			sleeping_ns += f["total_ns"].get<uint64_t>();
+	}
+	REQUIRE(sleeping_ns >= 200'000'000);
+	REQUIRE(merged["anomalies"]["exit_mismatch"] == 0);
 }
 
 TEST_CASE("bpftrace -c cannot attach to ruby:method__return in libruby; usdtprof record -- ruby can", "[runtimes]")
