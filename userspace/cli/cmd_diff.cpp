@@ -47,12 +47,7 @@ Command add_diff_command(CLI::App &parent)
 			std::string out = a->format == "json"	? render_diff_json(d, a->options)
 					  : a->format == "html" ? render_diff_html(d, a->options, "usdtprof diff " + a->base + " " + a->now)
 								: render_diff_text(d, a->options);
-			if (a->output.empty()) {
-				fwrite(out.data(), 1, out.size(), stdout);
-				return 0;
-			}
-			if (auto r = write_output(a->output, out); !r)
-				throw UserError(r.error().message);
+			write_result(a->output, [&](Sink &sink) { sink.write(out); });
 			return 0;
 		}};
 }

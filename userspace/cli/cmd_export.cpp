@@ -54,13 +54,7 @@ Command add_export_command(CLI::App &parent)
 										: std::string(time_mode_name(time)) + " time") +
 							": no " + a->format + " stacks to write");
 			};
-			if (a->output.empty()) {
-				StdioSink out(stdout);
-				produce(out);
-				return 0;
-			}
-			if (auto r = write_output(a->output, produce); !r)
-				throw UserError(r.error().message);
+			write_result(a->output, produce);
 			return 0;
 		}};
 }

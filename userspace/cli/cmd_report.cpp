@@ -12,23 +12,6 @@
 
 namespace usdtprof::cli {
 
-namespace {
-
-// To stdout, or through write_output to the file -o names, as it is made.
-int write_result(const std::string &output, const OutputProducer &produce)
-{
-	if (output.empty()) {
-		StdioSink out(stdout);
-		produce(out);
-		return 0;
-	}
-	if (auto r = write_output(output, produce); !r)
-		throw UserError(r.error().message);
-	return 0;
-}
-
-} // namespace
-
 Command add_report_command(CLI::App &parent)
 {
 	struct Args {
@@ -80,11 +63,12 @@ Command add_report_command(CLI::App &parent)
 							     a->options, a->format == "json", a->callers, a->callees);
 				if (!out)
 					throw UserError(inputs_name(a->in) + ": " + out.error().message);
-				return write_result(a->output, [&](Sink &sink) { sink.write(*out); });
+				write_result(a->output, [&](Sink &sink) { sink.write(*out); });
+				return 0;
 			}
 			const Format &format = *find_format(a->format, kUseReport);
-			return write_result(a->output,
-					    [&](Sink &sink) { format.profile(std::move(profile), a->options, sink); });
+			write_result(a->output, [&](Sink &sink) { format.profile(std::move(profile), a->options, sink); });
+			return 0;
 		}};
 }
 

@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
+#include "base/output_file.h"
+
 namespace usdtprof {
 struct RecordOptions;
 struct Profile;
@@ -37,6 +39,11 @@ void add_input_options(CLI::App *app, InputArgs &in);
 usdtprof::Profile load_inputs(const InputArgs &in, bool raw);
 // The inputs as error messages name them: "usdtprof.data", "a.data b.data".
 std::string inputs_name(const InputArgs &in);
+
+// Writes what produce makes to -o's file (write_output: replaced atomically,
+// never through a link; a device or FIFO written through) or, without -o, to
+// stdout. Throws UserError.
+void write_result(const std::string &output, const OutputProducer &produce);
 
 Command add_record_command(CLI::App &parent);
 Command add_report_command(CLI::App &parent);

@@ -112,32 +112,29 @@ void FollowedCommand::Tracer::started(Result<int> result)
 // control stops stay stops), and holds its first image at its entry point.
 Result<int> FollowedCommand::Tracer::start(const std::vector<std::string> &argv)
 {
-	int report[2], go[2];
-	if (pipe2(report, O_CLOEXEC) || pipe2(go, O_CLOEXEC))
+	int go[2];
+	if (pipe2(go, O_CLOEXEC))
 		return Error{"cannot launch the command"};
-	std::vector<char *> args = exec_args(argv);
-	pid_t pid = fork();
-	if (pid < 0)
-		return Error{std::string("fork: ") + strerror(errno)};
-	if (pid == 0) {
-		close(report[0]);
+	// Never run the command untraced: the tracer seizes it first.
+	auto forked = fork_command(argv, [&] {
 		close(go[1]);
 		char c;
-		// Never run the command untraced: the tracer seizes it first.
-		exec_in_child(args.data(), report[1], read(go[0], &c, 1) == 1);
-	}
-	close(report[1]);
+		return read(go[0], &c, 1) == 1;
+	});
 	close(go[0]);
+	if (!forked) {
+		close(go[1]);
+		return forked.error();
+	}
+	int pid = forked->pid;
 	bool seized = ptrace(PTRACE_SEIZE, pid, 0, kOptions) == 0;
 	int seize_err = errno;
 	if (seized)
 		(void)!write(go[1], "g", 1);
 	close(go[1]);
-	int err = 0;
-	ssize_t n = read(report[0], &err, sizeof(err));
-	close(report[0]);
+	int err = exec_error(*forked);
 	int status;
-	if (!seized || n == sizeof(err)) {
+	if (!seized || err) {
 		waitpid(pid, &status, __WALL);
 		return Error{"cannot run " + argv[0] + ": " + strerror(seized ? err : seize_err)};
 	}

@@ -91,16 +91,11 @@ Result<void> run_to_entry(int pid)
 	return {};
 }
 
-std::vector<char *> exec_args(const std::vector<std::string> &argv)
-{
-	std::vector<char *> args;
-	for (const auto &a : argv)
-		args.push_back(const_cast<char *>(a.c_str()));
-	args.push_back(nullptr);
-	return args;
-}
+namespace {
 
-void exec_in_child(char *const *args, int report_fd, bool may_exec)
+// The child side of a launch: restores the signals usdtprof blocks and, if
+// may_exec, execs args; on failure writes errno to report_fd and exits 127.
+[[noreturn]] void exec_in_child(char *const *args, int report_fd, bool may_exec)
 {
 	// usdtprof blocks these for its signalfd; the command must not inherit that.
 	sigset_t stop;
@@ -110,41 +105,62 @@ void exec_in_child(char *const *args, int report_fd, bool may_exec)
 	sigprocmask(SIG_UNBLOCK, &stop, nullptr);
 	if (may_exec)
 		execvp(args[0], args);
-	int err = errno;
+	int err = errno ? errno : ECANCELED; // not 0: 0 would read as "exec'd"
 	(void)!write(report_fd, &err, sizeof(err));
 	_exit(127);
 }
 
+} // namespace
+
+Result<ForkedCommand> fork_command(const std::vector<std::string> &argv, const std::function<bool()> &may_exec)
+{
+	int report[2];
+	if (argv.empty() || pipe2(report, O_CLOEXEC))
+		return Error{"cannot launch the command"};
+	// Made before the fork: a child of a multithreaded process may not allocate.
+	std::vector<char *> args;
+	for (const auto &a : argv)
+		args.push_back(const_cast<char *>(a.c_str()));
+	args.push_back(nullptr);
+	pid_t pid = fork();
+	if (pid < 0) {
+		int err = errno;
+		close(report[0]);
+		close(report[1]);
+		return Error{std::string("fork: ") + strerror(err)};
+	}
+	if (pid == 0) {
+		close(report[0]);
+		exec_in_child(args.data(), report[1], may_exec());
+	}
+	close(report[1]);
+	return ForkedCommand{pid, UniqueFd(report[0])};
+}
+
+int exec_error(const ForkedCommand &child)
+{
+	int err = 0;
+	return read(child.exec_report.get(), &err, sizeof(err)) == sizeof(err) ? err : 0;
+}
+
 Result<HeldChild> HeldChild::launch(const std::vector<std::string> &argv)
 {
-	int pipefd[2];
-	if (argv.empty() || pipe2(pipefd, O_CLOEXEC))
-		return Error{"cannot launch the command"};
-	std::vector<char *> args = exec_args(argv);
-	pid_t pid = fork();
-	if (pid < 0)
-		return Error{std::string("fork: ") + strerror(errno)};
-	if (pid == 0) {
-		close(pipefd[0]);
-		// Never run the command unheld: probes would miss its start.
-		exec_in_child(args.data(), pipefd[1], ptrace(PTRACE_TRACEME, 0, 0, 0) == 0);
-	}
-	close(pipefd[1]);
-	int err = 0;
-	ssize_t n = read(pipefd[0], &err, sizeof(err));
-	close(pipefd[0]);
-	HeldChild child(pid);
+	// Never run the command unheld: probes would miss its start.
+	auto forked = fork_command(argv, [] { return ptrace(PTRACE_TRACEME, 0, 0, 0) == 0; });
+	if (!forked)
+		return forked.error();
+	HeldChild child(forked->pid);
 	int status;
-	if (n == sizeof(err)) {
-		waitpid(pid, &status, 0);
+	if (int err = exec_error(*forked)) {
+		waitpid(forked->pid, &status, 0);
 		child.pid_ = 0;
 		return Error{"cannot run " + argv[0] + ": " + strerror(err)};
 	}
-	if (!wait_for_trap(pid, status)) {
+	if (!wait_for_trap(forked->pid, status)) {
 		child.pid_ = 0;
 		return Error{"the command ended before it started (" + exit_text(status) + ")"};
 	}
-	if (auto r = run_to_entry(pid); !r)
+	if (auto r = run_to_entry(forked->pid); !r)
 		return r.error();
 	return child;
 }

@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "profile/profile.h"
 #include "target/proc_maps.h"
 #include "base/result.h"
+#include "base/unique_fd.h"
 
 namespace usdtprof {
 
@@ -33,12 +35,17 @@ private:
 	bool held_ = true;
 };
 
-// argv as execvp takes it (pointing into argv): made before a fork, since a
-// child of a multithreaded process may not allocate.
-std::vector<char *> exec_args(const std::vector<std::string> &argv);
-// The child side of a launch: restores the signals usdtprof blocks and, if
-// may_exec, execs args; on failure writes errno to report_fd and exits 127.
-[[noreturn]] void exec_in_child(char *const *args, int report_fd, bool may_exec);
+// A forked child that is to exec a command: its pid, and the read end of a
+// pipe on which it writes errno if it cannot exec (end of file once it has).
+struct ForkedCommand {
+	int pid = 0;
+	UniqueFd exec_report;
+};
+// Forks a child that restores the signals usdtprof blocks and execs argv if
+// may_exec() (called in the child, before the exec) returns true.
+Result<ForkedCommand> fork_command(const std::vector<std::string> &argv, const std::function<bool()> &may_exec);
+// Waits for the child's exec: 0 once it has exec'd, else the errno it reported.
+int exec_error(const ForkedCommand &child);
 // Runs a just-exec'd, ptrace-stopped process up to its entry point, so that
 // the dynamic loader has mapped its libraries, by planting a breakpoint there.
 Result<void> run_to_entry(int pid);
