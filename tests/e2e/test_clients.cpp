@@ -189,14 +189,27 @@ void check_traces(const std::string &file, const json &report)
 		REQUIRE(shown.count(s) == 1);
 }
 
-// -raw: the exact values of every sample, and every function's name.
-void check_raw(const std::string &file, const json &report)
+// go tool pprof -raw of a file: each sample's values (calls, self) and
+// location ids (leaf first), and each location's function name.
+struct RawProfile {
+	std::vector<std::pair<std::vector<int64_t>, std::vector<uint64_t>>> samples;
+	std::map<uint64_t, std::string> names;
+
+	std::string stack(const std::vector<uint64_t> &leaf_first) const // root first, joined
+	{
+		std::vector<std::string> stack;
+		for (auto id = leaf_first.rbegin(); id != leaf_first.rend(); ++id)
+			stack.push_back(names.at(*id));
+		return join(stack);
+	}
+};
+
+RawProfile read_raw(const std::string &file)
 {
 	Output o = pprof({"-raw"}, file);
 	std::istringstream lines(o.out);
 	std::string line;
-	std::vector<std::pair<std::vector<int64_t>, std::vector<uint64_t>>> samples; // calls, self; location ids leaf first
-	std::map<uint64_t, std::string> names;
+	RawProfile raw;
 	static const std::regex sample(R"(^\s+(\d+)\s+(\d+)(?:\s+\d+)*: ([\d ]+?)\s*$)");
 	// "ID: 0x0 M=1 NAME FILE:LINE s=START_LINE(SYSTEM_NAME)": a file has no
 	// space here, but Python's "<frozen importlib._bootstrap>".
@@ -208,13 +221,20 @@ void check_raw(const std::string &file, const json &report)
 			std::istringstream in(m[3].str());
 			for (uint64_t id; in >> id;)
 				ids.push_back(id);
-			samples.push_back({{std::stoll(m[1]), std::stoll(m[2])}, ids});
+			raw.samples.push_back({{std::stoll(m[1]), std::stoll(m[2])}, ids});
 		} else if (std::regex_match(line, m, location)) {
-			names[std::stoull(m[1])] = m[2];
+			raw.names[std::stoull(m[1])] = m[2];
 		}
 	}
+	return raw;
+}
+
+// -raw: the exact values of every sample, and every function's name.
+void check_raw(const std::string &file, const json &report)
+{
+	RawProfile raw = read_raw(file);
 	std::set<std::string> functions, report_functions;
-	for (const auto &[id, name] : names)
+	for (const auto &[id, name] : raw.names)
 		functions.insert(name);
 	for (const json &f : report["functions"])
 		report_functions.insert(f["name"].get<std::string>());
@@ -222,13 +242,10 @@ void check_raw(const std::string &file, const json &report)
 	size_t expected = 0;
 	for (const json &p : report["paths"])
 		expected += p["calls"] > 0 || p["self_ns"] > 0;
-	REQUIRE(samples.size() == expected);
-	for (const auto &[values, ids] : samples) {
-		std::vector<std::string> stack;
-		for (auto id = ids.rbegin(); id != ids.rend(); ++id)
-			stack.push_back(names.at(*id));
-		INFO(join(stack));
-		json p = path(report, join(stack));
+	REQUIRE(raw.samples.size() == expected);
+	for (const auto &[values, ids] : raw.samples) {
+		INFO(raw.stack(ids));
+		json p = path(report, raw.stack(ids));
 		REQUIRE(!p.is_null());
 		REQUIRE(values[0] == p["calls"].get<int64_t>());
 		REQUIRE(values[1] == p["self_ns"].get<int64_t>());
@@ -258,6 +275,44 @@ TEST_CASE("clients: go tool pprof shows a C++ profile with its template names in
 	check_pprof(pb, report);
 	// The profiled program is named, as pprof's header shows it.
 	REQUIRE_THAT(pprof({"-top"}, pb).out, Catch::Matchers::StartsWith("File: clients\n"));
+}
+
+TEST_CASE("clients: go tool pprof reads a 20,000-path export, written sample by sample, with every path's exact "
+	  "values",
+	  "[clients][pprof][scale]")
+{
+	std::string dir = temp_dir(), data = dir + "/large.data", pb = dir + "/large.pb.gz";
+	std::string gen = (fs::path(usdtprof()).parent_path() / "tools" / "gen_profile").string();
+	Output g = run({gen, "--paths", "20000", "--depth", "40", "-o", data});
+	INFO(g.err);
+	REQUIRE(g.status == 0);
+	REQUIRE(run({usdtprof(), "export", data, "--format", "pprof", "-o", pb}).status == 0);
+	json report = report_json(data);
+	RawProfile raw = read_raw(pb);
+	// Calls and self time per stack: the report merges a process's paths by
+	// name, pprof keeps each path a sample.
+	std::map<std::string, std::pair<int64_t, int64_t>> shown;
+	for (const auto &[values, ids] : raw.samples) {
+		auto &[calls, self] = shown[raw.stack(ids)];
+		calls += values[0];
+		self += values[1];
+	}
+	size_t expected = 0;
+	int64_t total_self = 0;
+	for (const json &p : report["paths"]) {
+		if (p["calls"] == 0 && p["self_ns"] == 0)
+			continue;
+		expected++;
+		std::string stack = join(p["stack"].get<std::vector<std::string>>());
+		INFO(stack);
+		REQUIRE(shown.count(stack) == 1);
+		REQUIRE(shown[stack].first == p["calls"].get<int64_t>());
+		REQUIRE(shown[stack].second == p["self_ns"].get<int64_t>());
+		total_self += p["self_ns"].get<int64_t>();
+	}
+	REQUIRE(expected > 15000);
+	REQUIRE(shown.size() == expected); // no stack pprof shows that the report has not
+	REQUIRE(total_self == report["total_self_ns"].get<int64_t>());
 }
 
 TEST_CASE("clients: go tool pprof keeps Python's <module>, <lambda>, <dictcomp> and <frozen ...> names apart",

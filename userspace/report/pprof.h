@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "base/sink.h"
 #include "profile/profile.h"
 #include "report/report.h"
 
@@ -15,6 +16,9 @@ namespace usdtprof {
 // The default sample type is time's: self_time, self_oncpu_time or
 // self_offcpu_time, so pprof's cum is the report's total in that domain.
 // See docs/pprof.md.
+// Written into `out` as it is made, gzipped on the way: only the tables of
+// functions, locations and strings are held, never the samples.
+void write_pprof(const Profile &profile, TimeMode time, Sink &out);
 std::string render_pprof(const Profile &profile, TimeMode time = TimeMode::Wall);
 
 } // namespace usdtprof

@@ -1,6 +1,7 @@
 #include "session/recorder.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -159,26 +160,6 @@ void check_output_path(const std::string &output)
 {
 	if (auto r = check_output(output); !r)
 		throw UserError(r.error().message);
-}
-
-// The command's executable, as execvp finds it.
-std::string resolve_command(const std::string &name)
-{
-	if (name.find('/') != std::string::npos)
-		return name;
-	const char *path = getenv("PATH");
-	std::string dirs = path ? path : "/usr/bin:/bin";
-	for (size_t start = 0; start <= dirs.size();) {
-		size_t end = dirs.find(':', start);
-		std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
-		std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-		if (access(candidate.c_str(), X_OK) == 0)
-			return candidate;
-		if (end == std::string::npos)
-			break;
-		start = end + 1;
-	}
-	return name;
 }
 
 // Launch scripts live in kLaunchDir: a directory only root can write, in /run
@@ -576,9 +557,19 @@ std::optional<CalibrationResult> calibrate_or_warn(Engine &engine, bool offcpu_h
 	return *r;
 }
 
-int record(const RecordOptions &o)
+namespace {
+
+// steady_clock is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
+uint64_t monotonic_now()
 {
-	std::vector<ProbeRole> custom = custom_roles(o);
+	return uint64_t(
+		std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+			.count());
+}
+
+// What record refuses before it loads anything. Throws UserError.
+void check_record_options(const RecordOptions &o)
+{
 	check_output_path(o.output);
 	if (o.trace)
 		check_output_path(o.trace->output);
@@ -586,9 +577,301 @@ int record(const RecordOptions &o)
 		throw UserError("no process with pid " + std::to_string(o.pid));
 	if (!o.binary.empty() && access(o.binary.c_str(), R_OK) != 0)
 		throw UserError("cannot read " + o.binary + ": " + strerror(errno));
-	bool follow = !o.command.empty() && o.follow;
-	if (follow)
+	if (!o.command.empty() && o.follow)
 		choose_presets(o, {}); // an unknown --runtime is refused before the launch
+}
+
+// One recording, in the steps record() takes: start (a followed or held
+// launch, or an attach to running processes), wait for the stop, stop and
+// read, calibrate, name the paths and save. Throws UserError.
+class RecordSession {
+public:
+	RecordSession(const RecordOptions &o, std::vector<ProbeRole> custom, std::unique_ptr<Engine> engine)
+		: o_(o), custom_(std::move(custom)), engine_(std::move(engine)), pid_(o.pid),
+		  log_{o.trace ? o.trace->max_events : 0, {}, 0}
+	{
+		profile_.command = o.command;
+	}
+
+	void start()
+	{
+		if (!o_.command.empty() && o_.follow)
+			launch_followed();
+		else
+			attach_held_or_running();
+		start_ns_ = engine_->start_ns();
+		profile_.start_unix_ns = unix_now_ns() - int64_t(monotonic_now() - start_ns_);
+		if (child_)
+			if (auto r = child_->release(); !r)
+				throw UserError(r.error().message);
+		announce();
+	}
+
+	StopReason wait()
+	{
+		int ticks = 0;
+		return wait_for_stop(pid_, o_.duration_s, [&] {
+			engine_->drain_events(collector());
+			if (binary_processes_ && ++ticks % 4 == 0)
+				attach_new_processes();
+		});
+	}
+
+	// The profile covers what the probes could see: from the start to the
+	// stop, after which no hit counts. Returns the paths the kernel holds.
+	std::vector<PathRecord> stop()
+	{
+		if (tree_) {
+			tree_->stop(*followed_, [&] { stop_ns_ = engine_->stop(); });
+			attached_ = tree_->attached();
+			attach_maps_ = tree_->maps();
+			profile_.processes = tree_->processes();
+		} else {
+			stop_ns_ = engine_->stop();
+		}
+		profile_.stop_unix_ns = unix_now_ns() - int64_t(monotonic_now() - stop_ns_);
+		engine_->drain_events(collector());
+		if (auto r = engine_->flush_open_frames(); !r)
+			throw UserError(r.error().message);
+		profile_.duration_ns = stop_ns_ - start_ns_;
+		anomalies_ = engine_->anomalies();
+		for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
+			profile_.anomalies[anomaly_name(a)] = anomalies_[a];
+		warn_unnested_pairs(custom_, engine_->pair_mismatches());
+		profile_.spans = profile_spans(custom_, engine_->read_spans());
+		// A process that has exited maps nothing any more: then native names are
+		// read from the files it mapped at attach time.
+		for (auto &[p, maps] : attach_maps_)
+			if (auto fresh = read_proc_maps(p); fresh && !fresh->empty() && !(tree_ && tree_->reimaged(p)))
+				maps = std::move(*fresh);
+		std::vector<PathRecord> records = engine_->read_paths();
+		if (binary_processes_)
+			describe_binary_processes(records);
+		apply_titles(profile_.processes, engine_->read_process_titles());
+		comm_ = describe_process(pid_).comm;
+		return records;
+	}
+
+	// A followed command that ran no program with probes: says so.
+	bool found_no_probes() const { return tree_ && tree_->processes().empty(); }
+	int say_no_probes()
+	{
+		std::string searched, hints;
+		for (const std::string &s : tree_->searched()) {
+			searched += (searched.empty() ? "" : ", ") + s;
+			hints += probeless_runtime_hint(s);
+		}
+		log_line("no probes of %s in %s (the programs the launched command and the processes it started ran)%s; "
+			 "nothing written",
+			 o_.runtime.empty() ? ("any preset (" + preset_names() + ")").c_str()
+					   : ("the " + o_.runtime + " preset").c_str(),
+			 searched.empty() ? o_.command[0].c_str() : searched.c_str(), hints.c_str());
+		wait_for_command(pid_, comm_, o_.kill_on_stop);
+		followed_->wait();
+		return 1;
+	}
+
+	// Calibrated last: every probe kind used is known, a launched command
+	// has exited (the machine is quieter), and the recording's duration is
+	// not lengthened. The target's paths, all read, leave the table (a full
+	// one would keep no calibration); the probes count again, at usdtprof's
+	// own sites only.
+	void calibrate(const std::vector<PathRecord> &records)
+	{
+		std::vector<uint64_t> read;
+		for (const PathRecord &r : records)
+			read.push_back(r.path);
+		engine_->delete_paths(read);
+		engine_->open_window();
+		calibration_ = calibrate_or_warn(*engine_, true, o_.trace.has_value());
+		engine_->stop();
+		if (calibration_)
+			profile_.calibration = calibration_->calibration;
+	}
+
+	// Names the paths, writes the profile (and the trace) and says so.
+	void save(const std::vector<PathRecord> &records, StopReason reason)
+	{
+		profile_.probes = attached_.probes;
+		refresh_comms();
+		FunctionNamer namer(attached_, engine_->read_names(), attach_maps_, opened_);
+		if (calibration_)
+			namer.set_cost_kinds(calibration_->spec_kinds, calibration_->native_kind);
+		NameLookup lookup = [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); };
+		if (size_t cut = add_call_paths(profile_, records, lookup, process_root_labels(profile_.processes),
+						engine_->read_worker_statements()))
+			fprintf(stderr, "usdtprof: %zu function names or locations longer than %zu bytes were cut\n", cut,
+				kMaxNameBytes);
+		if (auto r = save_profile(profile_, o_.output); !r)
+			throw UserError(r.error().message);
+		uint64_t calls = 0;
+		for (const PathNode &n : profile_.nodes)
+			calls += n.calls;
+		const char *why = reason == StopReason::Signal	     ? "stopped by signal"
+				  : reason == StopReason::TargetExited ? "target exited"
+								       : "duration elapsed";
+		log_line("%s; wrote %s (%zu call paths, %llu calls, %.3f s)", why, o_.output.c_str(),
+			 profile_.nodes.size(), (unsigned long long)calls, profile_.duration_ns / 1e9);
+		if (o_.trace)
+			write_trace(*o_.trace, log_, anomalies_[USDTPROF_ANOM_LOST_EVENTS], start_ns_, stop_ns_, profile_,
+				    lookup, engine_->read_thread_comms());
+	}
+
+	// The exit status: the launched command's, once it has exited; 0 for a
+	// recording of running processes.
+	int wait_for_command_exit()
+	{
+		if (!child_ && !followed_)
+			return 0;
+		wait_for_command(pid_, comm_, o_.kill_on_stop);
+		return followed_ ? followed_->wait() : child_->wait();
+	}
+
+private:
+	const RecordOptions &o_;
+	const std::vector<ProbeRole> custom_;
+	std::unique_ptr<Engine> engine_;
+	int pid_;
+	std::optional<HeldChild> child_;
+	TargetFiles opened_;
+	std::unique_ptr<FollowedCommand> followed_;
+	std::optional<FollowedTree> tree_;
+	std::optional<BinaryProcesses> binary_processes_;
+	std::vector<const Preset *> chosen_;
+	std::vector<FoundSite> sites_;
+	std::map<int, std::vector<Mapping>> attach_maps_;
+	AttachedProbes attached_;
+	Profile profile_;
+	EventLog log_;
+	uint64_t start_ns_ = 0, stop_ns_ = 0;
+	std::array<uint64_t, USDTPROF_ANOM_COUNT> anomalies_{};
+	std::optional<CalibrationResult> calibration_;
+	std::string comm_;
+
+	// Calibration's events (usdtprof's own) are not the target's.
+	std::function<void(const usdtprof_event &)> collector()
+	{
+		return [this](const usdtprof_event &e) {
+			if (e.pid != uint32_t(getpid()))
+				log_.add(e);
+		};
+	}
+
+	void launch_followed()
+	{
+		tree_.emplace(o_, *engine_, custom_, opened_);
+		// The command runs none of its code before it is launched: its
+		// recording starts there, not at the first attach.
+		engine_->set_start_ns(monotonic_now());
+		auto launched = FollowedCommand::launch(o_.command, tree_->callbacks());
+		if (!launched)
+			throw UserError(launched.error().message);
+		followed_ = std::move(*launched);
+		pid_ = followed_->pid();
+	}
+
+	// A held launch (restarted once if its runtime needs an environment
+	// variable), or the running processes of -p or --binary.
+	void attach_held_or_running()
+	{
+		FilesByPid files;
+		if (!o_.command.empty()) {
+			for (int attempt = 0; attempt < 2; attempt++) {
+				auto launched = HeldChild::launch(o_.command);
+				if (!launched)
+					throw UserError(launched.error().message);
+				child_.reset();
+				child_.emplace(std::move(*launched));
+				files = launch_files(child_->pid(), opened_);
+				chosen_ = choose_presets(o_, files);
+				// The held command has run none of its code: when its runtime
+				// needs an environment variable, it starts again with it.
+				if (!apply_launch_env(chosen_, o_.ruby_call_hook))
+					break;
+			}
+			pid_ = child_->pid();
+		} else {
+			files = target_files(o_, pid_, binary_processes_, opened_);
+			chosen_ = choose_presets(o_, files);
+		}
+		if (pid_)
+			if (auto maps = read_proc_maps(pid_))
+				attach_maps_[pid_] = std::move(*maps);
+		sites_ = plan_sites(o_, pid_, child_.has_value(), files, chosen_, custom_);
+		if (pid_)
+			profile_.processes.push_back(describe_process(pid_));
+		attached_ = attach_sites(*engine_, sites_, binary_processes_.has_value());
+		if (binary_processes_)
+			engine_->share_tables(binary_processes_->running());
+		// A launched command runs none of its code before its release: its
+		// recording starts there, not at the first attach.
+		if (child_)
+			engine_->set_start_ns(monotonic_now());
+	}
+
+	void announce()
+	{
+		if (tree_) {
+			tree_->announce(pid_);
+			return;
+		}
+		std::string used = preset_list(chosen_);
+		log_line("recording %s%s%s: %zu probe sites attached; Ctrl-C to stop",
+			 pid_ ? pid_text(pid_).c_str() : ("every process of " + o_.binary).c_str(),
+			 used.empty() ? "" : " with ", used.c_str(), engine_->attached_sites());
+	}
+
+	// --binary: processes started since, their libraries attached for each
+	// of them only.
+	void attach_new_processes()
+	{
+		if (std::vector<int> fresh = binary_processes_->scan(); !fresh.empty()) {
+			auto more = more_sites(o_, binary_processes_->files(fresh), chosen_, custom_, sites_.size());
+			merge_attached(attached_, attach_sites(*engine_, more, true));
+			sites_.insert(sites_.end(), more.begin(), more.end());
+		}
+		engine_->share_tables(binary_processes_->running());
+	}
+
+	// --binary: every process with a path or a span, as seen or as the kernel
+	// kept its name.
+	void describe_binary_processes(const std::vector<PathRecord> &records)
+	{
+		binary_processes_->scan();
+		for (const auto &[p, maps] : binary_processes_->maps())
+			attach_maps_.emplace(p, maps);
+		std::set<uint32_t> tgids;
+		for (const PathRecord &r : records)
+			tgids.insert(r.stats.tgid);
+		for (const ProfileSpan &sp : profile_.spans)
+			tgids.insert(uint32_t(sp.pid));
+		auto comms = engine_->read_process_comms();
+		for (uint32_t tgid : tgids) {
+			auto seen = binary_processes_->seen().find(int(tgid));
+			profile_.processes.push_back(seen != binary_processes_->seen().end() ? seen->second
+											       : describe_process(int(tgid), comms));
+		}
+	}
+
+	// Names set since the attach (prctl, pthread_setname_np): as they are now,
+	// or were at the exit.
+	void refresh_comms()
+	{
+		auto comms = engine_->read_process_comms();
+		for (ProfileProcess &p : profile_.processes)
+			if (std::string now = has_exited(p.pid) ? "" : describe_process(p.pid).comm; !now.empty())
+				p.comm = now;
+			else if (auto c = comms.find(uint32_t(p.pid)); c != comms.end())
+				p.comm = c->second;
+	}
+};
+
+} // namespace
+
+int record(const RecordOptions &o)
+{
+	std::vector<ProbeRole> custom = custom_roles(o);
+	check_record_options(o);
 	// Blocked from here on, read by wait_for_stop: a signal during attach then
 	// stops the recording as soon as it starts, and the profile is saved.
 	sigset_t stop = stop_signals();
@@ -596,213 +879,15 @@ int record(const RecordOptions &o)
 	auto engine = Engine::load(o.max_paths, o.trace ? kTraceBufferBytes : 0);
 	if (!engine)
 		throw UserError(engine.error().message);
-
-	std::optional<HeldChild> child;
-	TargetFiles opened;
-	std::unique_ptr<FollowedCommand> followed;
-	std::optional<FollowedTree> tree;
-	std::optional<BinaryProcesses> binary_processes;
-	int pid = o.pid;
-	FilesByPid files;
-	std::vector<const Preset *> chosen;
-	std::vector<FoundSite> sites;
-	std::map<int, std::vector<Mapping>> attach_maps;
-	AttachedProbes attached;
-	Profile profile;
-	profile.command = o.command;
-	// steady_clock is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
-	auto monotonic_now = [] {
-		return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-					std::chrono::steady_clock::now().time_since_epoch())
-					.count());
-	};
-	if (follow) {
-		tree.emplace(o, **engine, custom, opened);
-		// The command runs none of its code before it is launched: its
-		// recording starts there, not at the first attach.
-		(*engine)->set_start_ns(monotonic_now());
-		auto launched = FollowedCommand::launch(o.command, tree->callbacks());
-		if (!launched)
-			throw UserError(launched.error().message);
-		followed = std::move(*launched);
-		pid = followed->pid();
-	} else {
-		if (!o.command.empty()) {
-			std::string executable = resolve_command(o.command[0]);
-			for (int attempt = 0; attempt < 2; attempt++) {
-				auto launched = HeldChild::launch(o.command);
-				if (!launched)
-					throw UserError(launched.error().message);
-				child.reset();
-				child.emplace(std::move(*launched));
-				files = launch_files(child->pid(), opened);
-				chosen = choose_presets(o, files);
-				// The held command has run none of its code: when its runtime
-				// needs an environment variable, it starts again with it.
-				if (!apply_launch_env(chosen, o.ruby_call_hook))
-					break;
-			}
-			pid = child->pid();
-		} else {
-			files = target_files(o, pid, binary_processes, opened);
-			chosen = choose_presets(o, files);
-		}
-		if (pid)
-			if (auto maps = read_proc_maps(pid))
-				attach_maps[pid] = std::move(*maps);
-		sites = plan_sites(o, pid, child.has_value(), files, chosen, custom);
-		if (pid)
-			profile.processes.push_back(describe_process(pid));
-		attached = attach_sites(**engine, sites, binary_processes.has_value());
-		if (binary_processes)
-			(*engine)->share_tables(binary_processes->running());
-		// A launched command runs none of its code before its release: its
-		// recording starts there, not at the first attach.
-		if (child)
-			(*engine)->set_start_ns(monotonic_now());
-	}
-	uint64_t start_ns = (*engine)->start_ns();
-	profile.start_unix_ns = unix_now_ns() - int64_t(monotonic_now() - start_ns);
-	if (child)
-		if (auto r = child->release(); !r)
-			throw UserError(r.error().message);
-	if (follow) {
-		tree->announce(pid);
-	} else {
-		std::string used = preset_list(chosen);
-		log_line("recording %s%s%s: %zu probe sites attached; Ctrl-C to stop",
-			 pid ? pid_text(pid).c_str() : ("every process of " + o.binary).c_str(),
-			used.empty() ? "" : " with ", used.c_str(), (*engine)->attached_sites());
-	}
-
-	EventLog log{o.trace ? o.trace->max_events : 0, {}, 0};
-	// Calibration's events (usdtprof's own) are not the target's.
-	std::function<void(const usdtprof_event &)> collect = [&](const usdtprof_event &e) {
-		if (e.pid != uint32_t(getpid()))
-			log.add(e);
-	};
-	int ticks = 0;
-	StopReason reason = wait_for_stop(pid, o.duration_s, [&] {
-		(*engine)->drain_events(collect);
-		if (binary_processes && ++ticks % 4 == 0) {
-			if (std::vector<int> fresh = binary_processes->scan(); !fresh.empty()) {
-				// Their libraries, attached for each of them only.
-				auto more = more_sites(o, binary_processes->files(fresh), chosen, custom, sites.size());
-				merge_attached(attached, attach_sites(**engine, more, true));
-				sites.insert(sites.end(), more.begin(), more.end());
-			}
-			(*engine)->share_tables(binary_processes->running());
-		}
-	});
-	// The profile covers what the probes could see: from the start to the
-	// stop, after which no hit counts.
-	uint64_t stop_ns = 0;
-	if (tree) {
-		tree->stop(*followed, [&] { stop_ns = (*engine)->stop(); });
-		attached = tree->attached();
-		attach_maps = tree->maps();
-		profile.processes = tree->processes();
-	} else {
-		stop_ns = (*engine)->stop();
-	}
-	profile.stop_unix_ns = unix_now_ns() - int64_t(monotonic_now() - stop_ns);
-	(*engine)->drain_events(collect);
-	if (auto r = (*engine)->flush_open_frames(); !r)
-		throw UserError(r.error().message);
-	profile.duration_ns = stop_ns - start_ns;
-	auto anomalies = (*engine)->anomalies();
-	for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
-		profile.anomalies[anomaly_name(a)] = anomalies[a];
-	warn_unnested_pairs(custom, (*engine)->pair_mismatches());
-	profile.spans = profile_spans(custom, (*engine)->read_spans());
-	// A process that has exited maps nothing any more: then native names are
-	// read from the files it mapped at attach time.
-	for (auto &[p, maps] : attach_maps)
-		if (auto fresh = read_proc_maps(p); fresh && !fresh->empty() && !(tree && tree->reimaged(p)))
-			maps = std::move(*fresh);
-	std::vector<PathRecord> records = (*engine)->read_paths();
-	if (binary_processes) {
-		binary_processes->scan();
-		for (const auto &[p, maps] : binary_processes->maps())
-			attach_maps.emplace(p, maps);
-		std::set<uint32_t> tgids;
-		for (const PathRecord &r : records)
-			tgids.insert(r.stats.tgid);
-		for (const ProfileSpan &sp : profile.spans)
-			tgids.insert(uint32_t(sp.pid));
-		auto comms = (*engine)->read_process_comms();
-		for (uint32_t tgid : tgids) {
-			auto seen = binary_processes->seen().find(int(tgid));
-			profile.processes.push_back(seen != binary_processes->seen().end() ? seen->second
-											    : describe_process(int(tgid), comms));
-		}
-	}
-	apply_titles(profile.processes, (*engine)->read_process_titles());
-	std::string comm = describe_process(pid).comm;
-	if (tree && tree->processes().empty()) {
-		std::string searched, hints;
-		for (const std::string &s : tree->searched()) {
-			searched += (searched.empty() ? "" : ", ") + s;
-			hints += probeless_runtime_hint(s);
-		}
-		log_line("no probes of %s in %s (the programs the launched command and the processes it started ran)%s; "
-			 "nothing written",
-			 o.runtime.empty() ? ("any preset (" + preset_names() + ")").c_str()
-					  : ("the " + o.runtime + " preset").c_str(),
-			searched.empty() ? o.command[0].c_str() : searched.c_str(), hints.c_str());
-		wait_for_command(pid, comm, o.kill_on_stop);
-		followed->wait();
-		return 1;
-	}
-	profile.probes = attached.probes;
-	// Calibrated last: every probe kind used is known, a launched command
-	// has exited (the machine is quieter), and the recording's duration is
-	// not lengthened. The target's paths, all read, leave the table (a full
-	// one would keep no calibration); the probes count again, at usdtprof's
-	// own sites only.
-	std::vector<uint64_t> read;
-	for (const PathRecord &r : records)
-		read.push_back(r.path);
-	(*engine)->delete_paths(read);
-	(*engine)->open_window();
-	std::optional<CalibrationResult> calibration = calibrate_or_warn(**engine, true, o.trace.has_value());
-	(*engine)->stop();
-	if (calibration)
-		profile.calibration = calibration->calibration;
-	// Names set since the attach (prctl, pthread_setname_np): as they are now, or were at the exit.
-	auto comms = (*engine)->read_process_comms();
-	for (ProfileProcess &p : profile.processes)
-		if (std::string now = has_exited(p.pid) ? "" : describe_process(p.pid).comm; !now.empty())
-			p.comm = now;
-		else if (auto c = comms.find(uint32_t(p.pid)); c != comms.end())
-			p.comm = c->second;
-	FunctionNamer namer(attached, (*engine)->read_names(), attach_maps, opened);
-	if (calibration)
-		namer.set_cost_kinds(calibration->spec_kinds, calibration->native_kind);
-	NameLookup lookup = [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); };
-	if (size_t cut = add_call_paths(profile, records, lookup, process_root_labels(profile.processes),
-					(*engine)->read_worker_statements()))
-		fprintf(stderr, "usdtprof: %zu function names or locations longer than %zu bytes were cut\n", cut,
-			kMaxNameBytes);
-
-	if (auto r = save_profile(profile, o.output); !r)
-		throw UserError(r.error().message);
-	uint64_t calls = 0;
-	for (const PathNode &n : profile.nodes)
-		calls += n.calls;
-	const char *why = reason == StopReason::Signal ? "stopped by signal"
-			  : reason == StopReason::TargetExited ? "target exited"
-							       : "duration elapsed";
-	log_line("%s; wrote %s (%zu call paths, %llu calls, %.3f s)", why,
-		o.output.c_str(), profile.nodes.size(), (unsigned long long)calls,
-		profile.duration_ns / 1e9);
-	if (o.trace)
-		write_trace(*o.trace, log, anomalies[USDTPROF_ANOM_LOST_EVENTS], start_ns, stop_ns,
-			    profile, lookup, (*engine)->read_thread_comms());
-	if (!child && !followed)
-		return 0;
-	wait_for_command(pid, comm, o.kill_on_stop);
-	return followed ? followed->wait() : child->wait();
+	RecordSession session(o, std::move(custom), std::move(*engine));
+	session.start();
+	StopReason reason = session.wait();
+	std::vector<PathRecord> records = session.stop();
+	if (session.found_no_probes())
+		return session.say_no_probes();
+	session.calibrate(records);
+	session.save(records, reason);
+	return session.wait_for_command_exit();
 }
 
 } // namespace usdtprof

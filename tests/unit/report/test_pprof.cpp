@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 #include <zlib.h>
@@ -290,4 +292,75 @@ TEST_CASE("pprof: names with invalid UTF-8 become valid strings (U+FFFD), so the
 		found |= s == "bad\xef\xbf\xbd\xef\xbf\xbd name";
 	}
 	CHECK(found);
+}
+
+namespace {
+
+// Many call paths of many functions, some beyond the function table, over
+// three processes: enough samples to pass through many of the gzip stream's
+// 64 KiB buffers.
+Profile many_paths_profile(size_t paths)
+{
+	Profile p = sample_profile();
+	p.nodes.clear();
+	for (size_t i = 0; i < paths; i++) {
+		// A tree of 50 paths, at most 20 deep, then the next.
+		uint32_t parent = i % 50 == 0 ? kNoParent : uint32_t(i - 1 - (i * 7919) % std::min<size_t>(i % 50, 20));
+		int32_t pid = parent == kNoParent ? int32_t(100 * (1 + i % 3)) : p.nodes[parent].pid;
+		uint32_t function = uint32_t((i * 104729) % 7); // 5 and 6 are not in the table
+		uint64_t self = (i * 31) % 1000, offcpu = i % 5 == 0 ? self / 2 : 0;
+		p.nodes.push_back({parent, function, pid, i % 4, 0, self, self, offcpu});
+	}
+	return p;
+}
+
+// A Sink that fails after `limit` bytes, as a full disk does.
+class FailingSink : public Sink {
+public:
+	explicit FailingSink(size_t limit) : limit_(limit) {}
+	void write(const char *, size_t size) override
+	{
+		written += size;
+		if (written > limit_)
+			throw std::runtime_error("disk full");
+	}
+	using Sink::write;
+	size_t written = 0;
+
+private:
+	size_t limit_;
+};
+
+} // namespace
+
+TEST_CASE("pprof: written sample by sample, the bytes are protobuf's own serialization of the whole message",
+	  "[pprof]")
+{
+	Profile p = many_paths_profile(200000);
+	for (TimeMode time : {TimeMode::Wall, TimeMode::Cpu}) {
+		std::string bytes = gunzip(render_pprof(p, time));
+		pp::Profile out;
+		REQUIRE(out.ParseFromString(bytes));
+		size_t with_values = 0;
+		for (const PathNode &n : p.nodes)
+			with_values += n.calls > 0 || n.self_ns > 0;
+		CHECK(size_t(out.sample_size()) == with_values);
+		CHECK(out.function_size() == 7);
+		CHECK(out.location_size() == 7);
+		std::string whole;
+		REQUIRE(out.SerializeToString(&whole));
+		CHECK(whole.size() == bytes.size());
+		CHECK(whole == bytes); // fields in order, nothing duplicated or split
+	}
+}
+
+TEST_CASE("pprof: a Sink that fails stops the export with the Sink's error", "[pprof]")
+{
+	Profile p = many_paths_profile(200000);
+	StringSink whole;
+	write_pprof(p, TimeMode::Wall, whole);
+	REQUIRE(whole.text.size() > 3 * 65536);
+	FailingSink out(65536);
+	CHECK_THROWS_WITH(write_pprof(p, TimeMode::Wall, out), "disk full");
+	CHECK(out.written < whole.text.size());
 }
