@@ -129,6 +129,20 @@ struct {
 	__type(value, char[USDTPROF_TITLE_LEN]);
 } process_titles SEC(".maps");
 
+/* The path of each process's latest statement (a root frame named by its
+ * query text, IDENT_SQL), and of its leader's statement for each PostgreSQL
+ * parallel worker, taken at the worker's first event (when its leader is in
+ * the statement that launched it): userspace hangs the worker's frames there. */
+struct path_by_pid {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u64);
+};
+struct path_by_pid statements SEC(".maps");
+struct path_by_pid worker_statements SEC(".maps");
+
 /* How many paths and names each process holds, for its share of those
  * shared tables (path_share, name_share). */
 struct process_usage {
@@ -831,6 +845,45 @@ static __always_inline void place_missed_switch_in(struct usdtprof_thread_stack 
 	end_offcpu(st, arrival < now ? arrival : now);
 }
 
+#define WORKER_MARK "parallel worker for PID "
+#define WORKER_MARK_LEN (sizeof(WORKER_MARK) - 1)
+
+/* The pid after "parallel worker for PID " in a title, 0 if none: a
+ * PostgreSQL parallel worker's title names its leader. */
+static __always_inline __u32 leader_in_title(const char *title)
+{
+	const char mark[] = WORKER_MARK;
+	__u32 i, k, pid = 0;
+
+	for (i = 0; i + WORKER_MARK_LEN < USDTPROF_TITLE_LEN; i++) {
+		for (k = 0; k < WORKER_MARK_LEN; k++)
+			if (title[(i + k) & (USDTPROF_TITLE_LEN - 1)] != mark[k])
+				break;
+		if (k == WORKER_MARK_LEN)
+			break;
+	}
+	if (i + WORKER_MARK_LEN >= USDTPROF_TITLE_LEN)
+		return 0;
+	for (k = i + WORKER_MARK_LEN; k < USDTPROF_TITLE_LEN && k < i + WORKER_MARK_LEN + 10; k++) {
+		char c = title[k & (USDTPROF_TITLE_LEN - 1)];
+		if (c < '0' || c > '9')
+			break;
+		pid = pid * 10 + (c - '0');
+	}
+	return pid;
+}
+
+/* A parallel worker's first event: its leader is inside the statement that
+ * launched it, whose path the worker's frames go under (worker_statements). */
+static __always_inline void remember_leader_statement(__u32 tgid, const char *title)
+{
+	__u32 leader = leader_in_title(title);
+	__u64 *statement = leader ? bpf_map_lookup_elem(&statements, &leader) : 0;
+
+	if (statement)
+		bpf_map_update_elem(&worker_statements, &tgid, statement, BPF_NOEXIST);
+}
+
 /* The current process's title (process_titles), read through the scratch
  * name: beyond what the hit's stack can spare. */
 static __noinline void remember_title(__u32 tgid)
@@ -842,8 +895,10 @@ static __noinline void remember_title(__u32 tgid)
 
 	if (!s || !mm)
 		return;
-	if (bpf_probe_read_user_str(s->name.text[0], USDTPROF_TITLE_LEN, (void *)mm->arg_start) > 0)
-		bpf_map_update_elem(&process_titles, &tgid, s->name.text[0], BPF_NOEXIST);
+	if (bpf_probe_read_user_str(s->name.text[0], USDTPROF_TITLE_LEN, (void *)mm->arg_start) <= 0)
+		return;
+	bpf_map_update_elem(&process_titles, &tgid, s->name.text[0], BPF_NOEXIST);
+	remember_leader_statement(tgid, s->name.text[0]);
 }
 
 /* The calling thread's stack, created on its first event. */
@@ -1124,6 +1179,8 @@ int usdt_entry(struct pt_regs *ctx)
 		f->path = other_path(parent_path, st->tgid);
 		f->coarse = 1;
 	}
+	if (d == 0 && spec->ident == USDTPROF_IDENT_SQL && !f->coarse)
+		bpf_map_update_elem(&statements, &st->tgid, &f->path, BPF_ANY);
 	f->start = now;
 	f->resume = now;
 	f->self = 0;

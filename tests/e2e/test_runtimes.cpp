@@ -969,6 +969,18 @@ struct PgServer {
 		return pids;
 	}
 	size_t log_size() const { return std::filesystem::file_size(vars.at("PG_DIR") + "/server.log"); }
+	// The one backend that logged a connection from the log's byte offset on, after stopping the
+	// recording that watched it (it wrote its profile).
+	int one_backend_recorded(size_t offset, Background &recording) const
+	{
+		std::vector<int> backends = backends_since(offset);
+		REQUIRE(backends.size() == 1);
+		REQUIRE(kill(recording.pid(), SIGINT) == 0);
+		int status = recording.wait();
+		INFO(recording.rest_of_stderr());
+		REQUIRE(status == 0);
+		return backends[0];
+	}
 };
 
 struct PgbenchRecording {
@@ -1097,8 +1109,9 @@ TEST_CASE("postgres: report --per-process names each backend's root \"postgres (
 // of their own: their frames (buffer reads of their share of the scan, their lock waits) went to
 // the root of their process, beside statements, outside any. Each worker's frames now hang under
 // "[parallel worker for pid LEADER]", from its title ("postgres: parallel worker for PID N"),
-// kept by the kernel for workers gone before usdtprof reads /proc.
-TEST_CASE("postgres: a parallel query's workers are labelled with their leader, none of their frames a root",
+// kept by the kernel for workers gone before usdtprof reads /proc, and that frame under the
+// statement its leader was running when the worker started.
+TEST_CASE("postgres: a parallel query's workers are under their leader's statement, labelled, none of their frames a root",
 	  "[runtimes][pg-parallel]")
 {
 	PgServer pg("-c log_connections=on -c parallel_setup_cost=0 -c parallel_tuple_cost=0 "
@@ -1115,50 +1128,133 @@ TEST_CASE("postgres: a parallel query's workers are labelled with their leader, 
 	REQUIRE(std::regex_search(q.out, m, launched_line));
 	const int launched = std::stoi(m[1]);
 	REQUIRE(launched >= 1);
-	std::vector<int> backends = pg.backends_since(log_from);
-	REQUIRE(backends.size() == 1);
-	REQUIRE(kill(rec.pid(), SIGINT) == 0);
-	int status = rec.wait();
-	INFO(rec.rest_of_stderr());
-	REQUIRE(status == 0);
+	const int leader = pg.one_backend_recorded(log_from, rec);
 
-	const std::string label = "[parallel worker for pid " + std::to_string(backends[0]) + "]";
+	const std::string label = "[parallel worker for pid " + std::to_string(leader) + "]";
+	auto profile = usdtprof::load_profile(data);
+	REQUIRE(profile);
+	auto name_of = [&](uint32_t node) { return profile->functions.at(profile->nodes.at(node).function); };
+	// One labelled frame per worker, a call each, each a child of the leader's one statement.
+	std::set<int32_t> workers;
+	for (uint32_t i = 0; i < profile->nodes.size(); i++) {
+		const usdtprof::PathNode &n = profile->nodes[i];
+		if (name_of(i) != label)
+			continue;
+		INFO("worker " << n.pid);
+		workers.insert(n.pid);
+		REQUIRE(n.calls == 1);
+		REQUIRE(n.total_ns > 0);
+		REQUIRE(n.parent != usdtprof::kNoParent);
+		const usdtprof::PathNode &statement = profile->nodes[n.parent];
+		REQUIRE(statement.pid == leader);
+		REQUIRE(statement.parent == usdtprof::kNoParent);
+		REQUIRE(statement.calls == 1);
+		REQUIRE_THAT(name_of(n.parent), StartsWith("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT b, count(*)"));
+	}
+	REQUIRE(int(workers.size()) == launched);
+	REQUIRE(workers.count(leader) == 0);
+	// Every frame of a worker is below its label; it read the table's buffers there (inside its
+	// partial sort when the plan has one).
+	for (int32_t worker : workers) {
+		INFO("worker " << worker);
+		uint64_t buffer_reads = 0;
+		for (uint32_t i = 0; i < profile->nodes.size(); i++) {
+			const usdtprof::PathNode &n = profile->nodes[i];
+			if (n.pid != worker)
+				continue;
+			uint32_t top = i;
+			while (profile->nodes[top].parent != usdtprof::kNoParent &&
+			       profile->nodes[profile->nodes[top].parent].pid == worker)
+				top = profile->nodes[top].parent;
+			REQUIRE(name_of(top) == label);
+			if (name_of(i) == "buffer read")
+				buffer_reads += n.calls;
+		}
+		REQUIRE(buffer_reads > 0);
+	}
+	// Merged, the workers are one labelled child of the statement, a call each, and no root.
+	auto merged = report_json(data);
+	std::string statement_label;
+	for (const auto &p : merged["paths"])
+		if (p["stack"].back() == label) {
+			REQUIRE(statement_label.empty());
+			REQUIRE(p["stack"].size() == 2);
+			REQUIRE(p["calls"] == launched);
+			statement_label = p["stack"][0].get<std::string>() + ";" + label;
+		}
+	REQUIRE(!statement_label.empty());
+	REQUIRE(path(merged, statement_label + ";buffer read")["calls"].get<uint64_t>() > 0);
+	// The profile keeps each worker's title as its command line.
+	int titled = 0;
+	for (const auto &p : profile->processes)
+		titled += !p.cmdline.empty() &&
+			  p.cmdline.front().find("parallel worker for PID " + std::to_string(leader)) != std::string::npos;
+	REQUIRE(titled == launched);
+}
+
+// PostgreSQL's transaction probes do not nest with its statements' (a block's transaction starts
+// inside its BEGIN and ends inside its COMMIT; a statement's own transaction starts inside it):
+// as a pair they would be popped by the statements' exits; as a span they are timed beside the
+// call tree. One psql session runs three blocks committed, two rolled back and one that sleeps
+// 200 ms in the server; its backend also runs one transaction of its own at its start (it reads
+// the catalogs while it sets up the session: InitPostgres).
+TEST_CASE("postgres: --span transaction__start/commit/abort counts each transaction of a session, off the call stack",
+	  "[runtimes][pg-span][spans]")
+{
+	PgServer pg("-c log_connections=on");
+	const std::string spec = "postgresql:transaction__start/transaction__commit/transaction__abort";
+	std::string data = temp_dir() + "/profile.data";
+	Background rec({e2e::usdtprof(), "record", "--binary", kPostgres, "-o", data, "--span", spec});
+	rec.wait_for_line("recording", true);
+	size_t log_from = pg.log_size();
+	auto started = std::chrono::steady_clock::now();
+	std::vector<std::string> psql = {"psql", "-X", "-q"};
+	for (const char *block : {"BEGIN; SELECT 1; COMMIT", "BEGIN; SELECT 2; COMMIT", "BEGIN; SELECT 3; COMMIT",
+				  "BEGIN; SELECT 4; ROLLBACK", "BEGIN; SELECT 5; ROLLBACK",
+				  "BEGIN; SELECT pg_sleep(0.2); COMMIT"})
+		psql.insert(psql.end(), {"-c", block});
+	pg.client(psql);
+	const uint64_t session_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+						     std::chrono::steady_clock::now() - started)
+						     .count());
+	const int backend = pg.one_backend_recorded(log_from, rec);
+
 	Output o = run({e2e::usdtprof(), "report", "--per-process", "--format", "json", data});
 	INFO(o.err);
 	REQUIRE(o.status == 0);
 	auto per_process = nlohmann::json::parse(o.out);
-	std::set<std::string> workers;
-	for (const auto &p : per_process["paths"])
-		if (p["stack"].size() == 2 && p["stack"][1] == label) {
-			workers.insert(p["stack"][0].get<std::string>());
-			REQUIRE(p["calls"] == 1);
-			REQUIRE(p["total_ns"].get<double>() > 0);
-		}
-	REQUIRE(int(workers.size()) == launched);
-	// Every frame of a worker is under its label; it read the table's buffers there (inside its
-	// partial sort when the plan has one).
-	for (const std::string &worker : workers) {
-		INFO(worker);
-		uint64_t buffer_reads = 0;
-		for (const auto &p : per_process["paths"])
-			if (p["stack"].size() >= 2 && p["stack"][0] == worker) {
-				REQUIRE(p["stack"][1] == label);
-				if (p["stack"].back() == "buffer read")
-					buffer_reads += p["calls"].get<uint64_t>();
-			}
-		REQUIRE(buffer_reads > 0);
-	}
-	// Merged, the workers are one labelled root, a call each.
+	INFO(per_process["spans"].dump());
+	nlohmann::json session;
+	for (const auto &sp : per_process["spans"])
+		if (sp["pid"] == backend)
+			session = sp;
+	REQUIRE(session.is_object());
+	REQUIRE(session["name"] == spec);
+	REQUIRE(session["count"] == 7);
+	REQUIRE(session["open"] == 0);
+	REQUIRE(session["restarted"] == 0);
+	REQUIRE(session["unstarted"] == 0);
+	// The sleeping block is the longest; all of them lie within the client's session.
+	REQUIRE(session["max_ns"].get<uint64_t>() >= 200'000'000);
+	REQUIRE(session["total_ns"].get<uint64_t>() >= 200'000'000);
+	REQUIRE(session["total_ns"].get<uint64_t>() <= session_ns);
+	REQUIRE(session["p50_ns"].get<uint64_t>() < 200'000'000);
+	uint64_t in_histogram = 0;
+	for (const auto &b : session["histogram"])
+		in_histogram += b["count"].get<uint64_t>();
+	REQUIRE(in_histogram == 7);
+	// The statements are the call tree's, whole: each block's statements are roots, none under a
+	// transaction frame (there is none), and none repaired as a mismatch.
 	auto merged = report_json(data);
-	REQUIRE(path(merged, label)["calls"] == launched);
-	// The profile keeps each worker's title as its command line.
-	auto profile = usdtprof::load_profile(data);
-	REQUIRE(profile);
-	int titled = 0;
-	for (const auto &p : profile->processes)
-		titled += !p.cmdline.empty() &&
-			  p.cmdline.front().find("parallel worker for PID " + std::to_string(backends[0])) != std::string::npos;
-	REQUIRE(titled == launched);
+	uint64_t sleeping_ns = 0;
+	for (const auto &f : merged["functions"]) {
+		std::string name = f["name"];
+		REQUIRE_THAT(name, !Contains("transaction"));
+		if (name.find("pg_sleep(") != std::string::npos)
+			sleeping_ns += f["total_ns"].get<uint64_t>();
+	}
+	REQUIRE(sleeping_ns >= 200'000'000);
+	REQUIRE(merged["anomalies"]["exit_mismatch"] == 0);
 }
 
 TEST_CASE("bpftrace -c cannot attach to ruby:method__return in libruby; usdtprof record -- ruby can", "[runtimes]")

@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 namespace usdtprof {
 
 size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup,
-		      const std::map<uint32_t, std::string> &process_roots)
+		      const std::map<uint32_t, std::string> &process_roots,
+		      const std::map<uint32_t, uint64_t> &label_parents)
 {
 	size_t names_cut = 0;
 	std::unordered_map<uint64_t, size_t> by_path;
@@ -55,25 +58,40 @@ size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, 
 		}
 		return it->second;
 	};
+	std::vector<uint32_t> node_of(records.size(), kNoParent);
+	std::function<uint32_t(size_t)> place;
 	// The roots of a process that works for another hang under one frame
-	// that says so (process_roots), created before them.
+	// that says so (process_roots), created before them, itself under the
+	// path given in label_parents when there is one (a parallel worker's
+	// leader's statement), placed first. A label being placed has no parent:
+	// processes naming each other make no cycle.
 	std::map<uint32_t, uint32_t> labelled_root;
+	std::set<uint32_t> labelling;
 	auto root_parent = [&](uint32_t tgid) {
 		auto label = process_roots.find(tgid);
 		if (label == process_roots.end())
 			return kNoParent;
-		auto [it, added] = labelled_root.try_emplace(tgid, uint32_t(profile.nodes.size()));
-		if (added) {
-			PathNode root;
-			root.function = add_function({label->second, ""});
-			root.pid = int32_t(tgid);
-			root.calls = 1;
-			profile.nodes.push_back(root);
+		if (auto it = labelled_root.find(tgid); it != labelled_root.end())
+			return it->second;
+		uint32_t parent = kNoParent;
+		auto under = label_parents.find(tgid);
+		auto record = under == label_parents.end() ? by_path.end() : by_path.find(under->second);
+		if (record != by_path.end() && labelling.insert(tgid).second) {
+			parent = place(record->second);
+			labelling.erase(tgid);
 		}
-		return it->second;
+		if (auto it = labelled_root.find(tgid); it != labelled_root.end())
+			return it->second;
+		PathNode root;
+		root.parent = parent;
+		root.function = add_function({label->second, ""});
+		root.pid = int32_t(tgid);
+		root.calls = 1;
+		labelled_root[tgid] = uint32_t(profile.nodes.size());
+		profile.nodes.push_back(root);
+		return labelled_root[tgid];
 	};
-	std::vector<uint32_t> node_of(records.size(), kNoParent);
-	for (size_t i = 0; i < records.size(); i++) {
+	place = [&](size_t i) {
 		// Collect the unplaced ancestors, then place them top-down.
 		std::vector<size_t> chain;
 		for (size_t j = i; node_of[j] == kNoParent;) {
@@ -100,12 +118,17 @@ size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, 
 			node.self_ns = s.self_ns;
 			node.self_offcpu_ns = s.self_offcpu_ns;
 			node.total_ns = s.total_ns;
+			if (node_of[*it] != kNoParent)
+				continue; // placed by root_parent, under a label's parent
 			node_of[*it] = uint32_t(profile.nodes.size());
 			if (!s.parent && node.parent != kNoParent)
 				profile.nodes[node.parent].total_ns += node.total_ns;
 			profile.nodes.push_back(node);
 		}
-	}
+		return node_of[i];
+	};
+	for (size_t i = 0; i < records.size(); i++)
+		place(i);
 	if (profile.calibration)
 		profile.calibration->function_kinds.resize(profile.functions.size(), -1);
 	if (std::any_of(locations.begin(), locations.end(), [](const std::string &l) { return !l.empty(); }))

@@ -27,9 +27,14 @@ struct PathRecord {
 // record whose parent is missing (dropped when the map was full) goes under a
 // "[parent dropped]" root of its process.
 // The roots of a process in process_roots hang under one frame of the name
-// given there (process_root_label, presets.h), one call, as long as they.
+// given there (process_root_label, presets.h), one call, as long as they;
+// that frame is a child of the path label_parents gives the process, when
+// it is among the records (a PostgreSQL parallel worker's leader's statement,
+// Engine::read_worker_statements), its total not added to that path's: the
+// worker ran beside its leader, whose statement's time stays its own.
 // Returns how many distinct functions had their name or location cut.
 size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup,
-		      const std::map<uint32_t, std::string> &process_roots = {});
+		      const std::map<uint32_t, std::string> &process_roots = {},
+		      const std::map<uint32_t, uint64_t> &label_parents = {});
 
 } // namespace usdtprof

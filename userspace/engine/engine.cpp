@@ -362,6 +362,8 @@ void Engine::delete_names(uint32_t tgid)
 			bpf_map_delete_elem(fd, &k);
 	bpf_map_delete_elem(bpf_map__fd(skel_->maps.process_comms), &tgid);
 	bpf_map_delete_elem(bpf_map__fd(skel_->maps.process_titles), &tgid);
+	bpf_map_delete_elem(bpf_map__fd(skel_->maps.statements), &tgid);
+	bpf_map_delete_elem(bpf_map__fd(skel_->maps.worker_statements), &tgid);
 	bpf_map_delete_elem(bpf_map__fd(skel_->maps.process_usage), &tgid);
 }
 
@@ -504,6 +506,16 @@ std::map<uint32_t, std::string> Engine::read_thread_comms() const
 std::map<uint32_t, std::string> Engine::read_process_titles() const
 {
 	return read_comms(bpf_map__fd(skel_->maps.process_titles), USDTPROF_TITLE_LEN);
+}
+
+std::map<uint32_t, uint64_t> Engine::read_worker_statements() const
+{
+	int fd = bpf_map__fd(skel_->maps.worker_statements);
+	std::map<uint32_t, uint64_t> out;
+	for (uint32_t tgid : map_keys<uint32_t>(fd))
+		if (uint64_t path = 0; bpf_map_lookup_elem(fd, &tgid, &path) == 0)
+			out[tgid] = path;
+	return out;
 }
 
 std::map<uint32_t, uint64_t> Engine::pair_mismatches() const

@@ -136,6 +136,9 @@ public:
 	// Each such process's title as its argument area showed it at its first
 	// event (what /proc/PID/cmdline shows of it), by tgid.
 	std::map<uint32_t, std::string> read_process_titles() const;
+	// The path of the leader's statement of each PostgreSQL parallel worker,
+	// as the worker's first event found it, by the worker's tgid.
+	std::map<uint32_t, uint64_t> read_worker_statements() const;
 	// Names the kernel captured for runtime probes, by (tgid, function id).
 	std::map<std::pair<uint32_t, uint64_t>, usdtprof_name> read_names() const;
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> anomalies() const;

@@ -599,7 +599,7 @@ Profile MonitorSession::interval_profile(const Interval &iv, const IntervalDelta
 		namer.set_cost_kinds(calibration_->spec_kinds, calibration_->native_kind);
 	}
 	*names_cut = add_call_paths(profile, delta.records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); },
-				    process_root_labels(profile.processes));
+				    process_root_labels(profile.processes), engine_->read_worker_statements());
 	// The kernel's counters are cumulative; an interval shows its own.
 	auto anomalies = engine_->anomalies();
 	for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)

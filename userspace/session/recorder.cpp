@@ -723,7 +723,8 @@ public:
 		if (calibration_)
 			namer.set_cost_kinds(calibration_->spec_kinds, calibration_->native_kind);
 		NameLookup lookup = [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); };
-		if (size_t cut = add_call_paths(profile_, records, lookup, process_root_labels(profile_.processes)))
+		if (size_t cut = add_call_paths(profile_, records, lookup, process_root_labels(profile_.processes),
+						engine_->read_worker_statements()))
 			fprintf(stderr, "usdtprof: %zu function names or locations longer than %zu bytes were cut\n", cut,
 				kMaxNameBytes);
 		if (auto r = save_profile(profile_, o_.output); !r)

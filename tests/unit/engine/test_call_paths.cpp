@@ -176,3 +176,53 @@ TEST_CASE("call paths: the roots of a process that works for another hang under 
 	// As long as its roots: 2 * 20 + 3 * 20 ns.
 	REQUIRE(p.nodes[label].total_ns == 100);
 }
+
+TEST_CASE("call paths: a worker's labelled frame hangs under its leader's statement, whose time stays its own")
+{
+	// Worker 200's roots come before its leader's statement (path 1, of 100) in the records.
+	std::vector<PathRecord> records = {record(2, 0, 0x20, 200, 2), record(3, 0, 0x30, 200, 3),
+					   record(1, 0, 0x10, 100), record(5, 1, 0x20, 100)};
+	std::map<uint64_t, std::string> names = {{0x10, "SELECT"}, {0x20, "buffer read"}, {0x30, "sort"}};
+	auto lookup = [&](uint32_t, uint64_t func) -> Result<FunctionName> { return FunctionName{names.at(func), ""}; };
+	Profile p;
+	add_call_paths(p, records, lookup, {{200, "[parallel worker for pid 100]"}}, {{200, 1}});
+	REQUIRE(p.nodes.size() == 5);
+	std::map<std::string, std::string> parent_of;
+	uint32_t statement = kNoParent, label = kNoParent;
+	for (uint32_t i = 0; i < p.nodes.size(); i++) {
+		REQUIRE((p.nodes[i].parent == kNoParent || p.nodes[i].parent < i));
+		std::string parent = p.nodes[i].parent == kNoParent ? "" : name_of(p, p.nodes[i].parent);
+		parent_of[name_of(p, i) + "@" + std::to_string(p.nodes[i].pid)] = parent;
+		if (name_of(p, i) == "SELECT")
+			statement = i;
+		if (name_of(p, i) == "[parallel worker for pid 100]")
+			label = i;
+	}
+	REQUIRE(parent_of == std::map<std::string, std::string>{{"SELECT@100", ""},
+								 {"buffer read@100", "SELECT"},
+								 {"[parallel worker for pid 100]@200", "SELECT"},
+								 {"buffer read@200", "[parallel worker for pid 100]"},
+								 {"sort@200", "[parallel worker for pid 100]"}});
+	REQUIRE(p.nodes[label].total_ns == 100);
+	REQUIRE(p.nodes[statement].total_ns == 20); // the leader's own, the worker's beside it
+	REQUIRE(p.nodes[statement].calls == 1);
+
+	// A statement path not among the records (deleted, or of another interval): the label is a root.
+	Profile q;
+	add_call_paths(q, {records[0], records[1]}, lookup, {{200, "[parallel worker for pid 100]"}}, {{200, 1}});
+	REQUIRE(q.nodes.size() == 3);
+	REQUIRE(q.nodes[0].parent == kNoParent);
+	REQUIRE(name_of(q, 0) == "[parallel worker for pid 100]");
+}
+
+TEST_CASE("call paths: processes whose labels name each other's statements make no cycle")
+{
+	std::vector<PathRecord> records = {record(1, 0, 0x10, 100), record(2, 0, 0x10, 200)};
+	Profile p;
+	add_call_paths(
+		p, records, [&](uint32_t, uint64_t) -> Result<FunctionName> { return FunctionName{"SELECT", ""}; },
+		{{100, "[parallel worker for pid 200]"}, {200, "[parallel worker for pid 100]"}}, {{100, 2}, {200, 1}});
+	REQUIRE(p.nodes.size() == 4);
+	for (uint32_t i = 0; i < p.nodes.size(); i++)
+		REQUIRE((p.nodes[i].parent == kNoParent || p.nodes[i].parent < i));
+}
