@@ -584,11 +584,7 @@ void check_record_options(const RecordOptions &o)
 	check_output_path(o.output);
 	if (o.trace)
 		check_output_path(o.trace->output);
-	for (int pid : o.pids)
-		if (!process_exists(pid))
-			throw UserError("no process with pid " + std::to_string(pid));
-	if (!o.binary.empty() && access(o.binary.c_str(), R_OK) != 0)
-		throw UserError("cannot read " + o.binary + ": " + strerror(errno));
+	check_target_exists(o);
 	if (!o.command.empty() && o.follow)
 		choose_presets(o, {}); // an unknown --runtime is refused before the launch
 }

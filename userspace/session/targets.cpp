@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <set>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <map>
 #include <sys/stat.h>
@@ -105,6 +107,15 @@ FilesByPid target_files(const RecordOptions &o, int pid, std::optional<BinaryPro
 	if (!maps)
 		throw UserError(maps.error().message);
 	return {{pid, files.of_process(pid, *maps)}};
+}
+
+void check_target_exists(const RecordOptions &o)
+{
+	for (int pid : o.pids)
+		if (!process_exists(pid))
+			throw UserError("no process with pid " + std::to_string(pid));
+	if (!o.binary.empty() && access(o.binary.c_str(), R_OK) != 0)
+		throw UserError("cannot read " + o.binary + ": " + strerror(errno));
 }
 
 std::vector<ProbeRole> custom_roles(const RecordOptions &o)

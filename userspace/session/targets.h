@@ -63,6 +63,10 @@ private:
 FilesByPid target_files(const RecordOptions &o, int pid, std::optional<BinaryProcesses> &binary_processes,
 			TargetFiles &files);
 
+// What the target options name exists: each -p's process, --binary's file.
+// Throws UserError.
+void check_target_exists(const RecordOptions &o);
+
 // The probes of --pair and --task. Throws UserError (exit 2) for a bad spec.
 std::vector<ProbeRole> custom_roles(const RecordOptions &o);
 // The presets that apply: --runtime's, or those whose probes the files have.
