@@ -196,6 +196,24 @@ void require_time(const nlohmann::json &value, double known_ns, double slack_ns)
 	REQUIRE(value.get<double>() <= known_ns * 1.02 + slack_ns);
 }
 
+nlohmann::json parse_report(const std::string &text)
+{
+	nlohmann::json report = nlohmann::json::parse(text);
+	REQUIRE(report.at("version") == 2);
+	nlohmann::json &paths = report.at("paths");
+	for (size_t i = 0; i < paths.size(); i++) {
+		nlohmann::json &p = paths[i];
+		REQUIRE(p.at("id") == i);
+		REQUIRE_FALSE(p.contains("stack"));
+		const nlohmann::json &parent = p.at("parent");
+		REQUIRE((parent.is_null() || (parent.is_number_unsigned() && parent.get<size_t>() < i)));
+		nlohmann::json stack = parent.is_null() ? nlohmann::json::array() : paths[parent.get<size_t>()].at("stack");
+		stack.push_back(p.at("name"));
+		p["stack"] = std::move(stack);
+	}
+	return report;
+}
+
 nlohmann::json report_json(const std::string &profile, bool raw)
 {
 	std::vector<std::string> argv = {usdtprof(), "report", "--format", "json", profile};
@@ -204,7 +222,7 @@ nlohmann::json report_json(const std::string &profile, bool raw)
 	Output o = run(argv);
 	INFO(o.err);
 	REQUIRE(o.status == 0);
-	return nlohmann::json::parse(o.out);
+	return parse_report(o.out);
 }
 
 nlohmann::json function(const nlohmann::json &report, const std::string &name)

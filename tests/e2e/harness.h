@@ -51,7 +51,12 @@ double slack_ns(const std::string &target_stdout);
 // the run's slack (load stretches spins; usdtprof must never undercount).
 void require_time(const nlohmann::json &value, double known_ns, double slack_ns);
 
-// `usdtprof report --format json FILE`, parsed; raw: times as measured
+// A JSON report parsed, each path given the "stack" a consumer rebuilds from
+// its parents (docs/report-json.md, version 2: each path has its id, its
+// parent's id and its own name); fails the test if the report is not version
+// 2 or a path has a stack of its own or a parent that is not an earlier path.
+nlohmann::json parse_report(const std::string &text);
+// `usdtprof report --format json FILE` through parse_report; raw: times as measured
 // (--raw), for checks of the kernel's bookkeeping against a target's own clock.
 nlohmann::json report_json(const std::string &profile, bool raw = false);
 // The functions[] entry named name (fails the test if absent).

@@ -123,7 +123,7 @@ nlohmann::json per_process_json(const std::string &data)
 	Output o = run({usdtprof(), "report", "--format", "json", "--per-process", data});
 	INFO(o.err);
 	REQUIRE(o.status == 0);
-	return nlohmann::json::parse(o.out);
+	return e2e::parse_report(o.out);
 }
 
 // Calls per path (stack joined with ';') whose first frame starts with root_prefix.

@@ -78,7 +78,7 @@ Recording record(const std::vector<std::string> &command, int expected_status = 
 	// As measured (--raw): the target's own clock reads frame its spins, the probes' cost included.
 	Output raw = run({usdtprof(), "report", "--format", "json", "--raw", r.data});
 	REQUIRE(raw.status == 0);
-	r.report = json::parse(raw.out);
+	r.report = e2e::parse_report(raw.out);
 	return r;
 }
 

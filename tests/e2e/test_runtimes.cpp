@@ -1017,7 +1017,7 @@ const PgbenchRecording &pgbench_recording()
 		Output o = run({e2e::usdtprof(), "report", "--per-process", "--format", "json", r.data});
 		INFO(o.err);
 		REQUIRE(o.status == 0);
-		r.per_process = nlohmann::json::parse(o.out);
+		r.per_process = e2e::parse_report(o.out);
 		recording = std::move(r);
 	}
 	return *recording;
@@ -1222,7 +1222,7 @@ TEST_CASE("postgres: --span transaction__start/commit/abort counts each transact
 	Output o = run({e2e::usdtprof(), "report", "--per-process", "--format", "json", data});
 	INFO(o.err);
 	REQUIRE(o.status == 0);
-	auto per_process = nlohmann::json::parse(o.out);
+	auto per_process = e2e::parse_report(o.out);
 	INFO(per_process["spans"].dump());
 	nlohmann::json session;
 	for (const auto &sp : per_process["spans"])

@@ -131,7 +131,7 @@ json report_in(const std::string &data, const std::string &time, bool tree = fal
 		argv.push_back("--tree");
 	Output o = run(argv);
 	REQUIRE(o.status == 0);
-	return json::parse(o.out);
+	return e2e::parse_report(o.out);
 }
 
 } // namespace

@@ -30,8 +30,12 @@ def run(usdtprof, target, work_ns, batches=20):
                                         capture_output=True, text=True, check=True).stdout)
     cal = rep["calibration"]["kinds"][0]
     rows = []
+    # Report JSON version 2 (docs/report-json.md): each path names its parent
+    # by id, an earlier path; its stack is its parent's and its own name.
+    stacks = []
     for p in rep["paths"]:
-        s = p["stack"]
+        stacks.append((stacks[p["parent"]] if p["parent"] is not None else []) + [p["name"]])
+    for p, s in zip(rep["paths"], stacks):
         if len(s) < 2 or not s[0].startswith("batch"):
             continue
         b = int(s[0][5:])

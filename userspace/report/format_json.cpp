@@ -17,6 +17,10 @@ namespace {
 
 using json = nlohmann::ordered_json; // keeps keys in schema order
 
+// docs/report-json.md: 2 since paths name their parent (version 1 had no
+// "version" key and a "stack" per path).
+constexpr int kReportJsonVersion = 2;
+
 // The measured times beside the compensated ones, and the uncertainty.
 void add_raw(json &j, uint64_t self_ns, uint64_t raw_self_ns, uint64_t raw_total_ns, uint64_t uncertain_ns)
 {
@@ -99,7 +103,10 @@ void number_field(std::string &out, const char *name, uint64_t value)
 	out.append(digits, std::to_chars(digits, digits + sizeof digits, value).ptr);
 }
 
-// The paths array, "paths": [ ... ] as dump(2) would indent it.
+// The paths array, "paths": [ ... ] as dump(2) would indent it: each path
+// names its parent by id (its index) and holds its own frame's name, so the
+// output grows with the paths, not with paths x depth (version 2; version 1
+// repeated every path's whole stack).
 void write_paths(Sink &out, const CallTree &tree, const CallTree *raw_tree)
 {
 	if (tree.nodes.empty()) {
@@ -108,24 +115,22 @@ void write_paths(Sink &out, const CallTree &tree, const CallTree *raw_tree)
 	}
 	std::vector<std::string> names(tree.names.size()); // each name quoted and escaped once
 	std::vector<bool> quoted(tree.names.size());
-	std::vector<uint32_t> stack;
 	std::string text;
+	char digits[24];
 	for (uint32_t i = 0; i < tree.nodes.size(); i++) {
 		const TreeNode &n = tree.nodes[i];
-		stack.clear();
-		for (uint32_t p = i; p != kNoParent; p = tree.nodes[p].parent)
-			stack.push_back(tree.nodes[p].name);
-		text = i ? ",\n    {\n      \"stack\": [" : "[\n    {\n      \"stack\": [";
-		for (size_t k = stack.size(); k-- > 0;) {
-			uint32_t name = stack[k];
-			if (!quoted[name]) {
-				names[name] = JsonReportWriter::dump(tree.names[name]);
-				quoted[name] = true;
-			}
-			text += "\n        ";
-			text += names[name];
-			text += k ? "," : "\n      ]";
+		if (!quoted[n.name]) {
+			names[n.name] = JsonReportWriter::dump(tree.names[n.name]);
+			quoted[n.name] = true;
 		}
+		text = i ? ",\n    {\n      \"id\": " : "[\n    {\n      \"id\": ";
+		text.append(digits, std::to_chars(digits, digits + sizeof digits, i).ptr);
+		if (n.parent == kNoParent)
+			text += ",\n      \"parent\": null";
+		else
+			number_field(text, "parent", n.parent);
+		text += ",\n      \"name\": ";
+		text += names[n.name];
 		number_field(text, "calls", n.calls);
 		number_field(text, "open", n.open);
 		number_field(text, "self_ns", n.self_ns);
@@ -183,6 +188,8 @@ void write_json(Sink &out, const Profile &profile, const CallTree &tree, const R
 		processes.push_back(std::move(process));
 	}
 	JsonReportWriter report(out);
+	report.key("version");
+	report.value(kReportJsonVersion);
 	report.key("time");
 	report.value(time_mode_name(tree.time));
 	report.key("functions");

@@ -84,6 +84,19 @@ std::vector<std::string> function_order(const Profile &p, SortKey key, size_t li
 	return names;
 }
 
+// A JSON report path's stack, from its parents (report JSON version 2:
+// each path names its parent by id, the index of an earlier path).
+json path_stack(const json &report, size_t id)
+{
+	json stack = json::array();
+	for (json at = id; !at.is_null(); at = report["paths"][at.get<size_t>()]["parent"]) {
+		const json &path = report["paths"][at.get<size_t>()];
+		REQUIRE(path["id"] == at);
+		stack.insert(stack.begin(), path["name"]);
+	}
+	return stack;
+}
+
 } // namespace
 
 TEST_CASE("report: tree merges paths by name across processes", "[report]")
@@ -262,12 +275,22 @@ TEST_CASE("report: json", "[report]")
 	}
 	CHECK(j["functions"][0]["name"] == "work");
 	CHECK(j["functions"][0]["self_ns"] == 7'000'000);
+	CHECK(j["version"] == 2);
 	REQUIRE(j["paths"].size() == 5);
-	CHECK(j["paths"][0]["stack"] == json{"main"});
-	CHECK(j["paths"][2]["stack"] == json{"main", "work", "util::parse"});
-	for (const json &path : j["paths"])
+	CHECK(path_stack(j, 0) == json{"main"});
+	CHECK(path_stack(j, 2) == json{"main", "work", "util::parse"});
+	// Each path: its id (its index), its parent's id (an earlier path) or null, its own name only.
+	CHECK(j["paths"][0]["parent"].is_null());
+	CHECK(j["paths"][2]["parent"] == 1);
+	CHECK(j["paths"][2]["name"] == "util::parse");
+	for (size_t i = 0; i < j["paths"].size(); i++) {
+		const json &path = j["paths"][i];
+		CHECK(path["id"] == i);
+		CHECK((path["parent"].is_null() || path["parent"].get<size_t>() < i));
+		CHECK_FALSE(path.contains("stack"));
 		for (const char *k : {"calls", "open", "self_ns", "total_ns"})
 			CHECK(path[k].is_number_unsigned());
+	}
 	for (const char *k : {"exit_mismatch", "exit_no_frame", "depth_overflow", "agg_full", "dropped_ns", "no_storage",
 		     "lost_events"})
 		CHECK(j["anomalies"][k].is_number_unsigned());
@@ -464,9 +487,13 @@ TEST_CASE("report: a task's work counts in its creator's inclusive time, not its
 	INFO(flat);
 	CHECK(flat.find("110 us  11.4%     871 us     871 us  spawn\n") != std::string::npos);
 	json j = json::parse(render_as("json", p, o));
-	for (const json &path : j["paths"])
-		if (path["stack"] == json{"main", "spawn"})
-			CHECK(path["total_ns"] == 871'000);
+	size_t spawns = 0;
+	for (size_t i = 0; i < j["paths"].size(); i++)
+		if (path_stack(j, i) == json{"main", "spawn"}) {
+			CHECK(j["paths"][i]["total_ns"] == 871'000);
+			spawns++;
+		}
+	CHECK(spawns == 1);
 	// Folded weights add up to the same totals.
 	uint64_t under_spawn = 0;
 	std::istringstream folded(render_folded(t));
