@@ -115,7 +115,7 @@ TEST_CASE("report --raw shows the measured times; the text report says what was 
 	CHECK(text.out.find("native nop5 own ") != std::string::npos); // our header's sites
 	Output raw = run({usdtprof(), "report", "--raw", "--format", "json", data});
 	REQUIRE(raw.status == 0);
-	auto r = nlohmann::json::parse(raw.out);
+	auto r = e2e::parse_report(raw.out);
 	REQUIRE(r["calibration"]["compensated"] == false);
 	auto leaf = path(r, "batch00;mid;leaf");
 	REQUIRE(leaf.is_object());
