@@ -56,6 +56,18 @@ std::string human_ns(uint64_t ns)
 
 double percent(uint64_t part, uint64_t whole) { return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0; }
 
+std::string duration_cells(const CallTree &tree, const Distribution *d)
+{
+	if (tree.dists.empty())
+		return "";
+	if (!d)
+		return line(" %10s %10s %10s %10s", "min", "p50", "p99", "max");
+	if (d->empty())
+		return line(" %10s %10s %10s %10s", "-", "-", "-", "-");
+	return line(" %10s %10s %10s %10s", human_ns(d->min_ns).c_str(), human_ns(dist_quantile(*d, 0.5)).c_str(),
+		    human_ns(dist_quantile(*d, 0.99)).c_str(), human_ns(d->max_ns).c_str());
+}
+
 std::string open_marker(uint64_t open) { return open ? " (" + std::to_string(open) + " open)" : ""; }
 
 uint64_t average(const FunctionSummary &f) { return f.calls ? f.total_ns / f.calls : 0; }
@@ -295,7 +307,11 @@ CallTree build_call_tree(const Profile &profile)
 			tree.nodes.push_back({.name = name, .parent = parent});
 			if (parent == kNoParent)
 				tree.roots.push_back(node);
+			if (profile.distributions)
+				tree.dists.emplace_back();
 		}
+		if (profile.distributions)
+			add_distribution(tree.dists[node], pn.dist);
 		TreeNode &n = tree.nodes[node];
 		n.calls += pn.calls;
 		n.open += pn.open;
@@ -378,6 +394,8 @@ std::vector<FunctionSummary> summarize_functions(const CallTree &tree)
 		f.self_oncpu_ns += n.self_oncpu_ns;
 		f.self_offcpu_ns += n.self_offcpu_ns;
 		f.uncertain_ns += n.uncertain_ns;
+		if (!tree.dists.empty())
+			add_distribution(f.dist, tree.dists[i]);
 		// Only outermost activations add to total: an inner one's time is inside the outer's.
 		if (nested[i])
 			f.recursive = true;
