@@ -194,29 +194,30 @@ void write_distributions(const Profile &profile, Encoder &out)
 
 void read_distributions(Decoder &in, Profile &p)
 {
-	uint64_t count = in.varint("distributions");
+	uint64_t count = in.varint(named("distributions"));
 	if (count > p.nodes.size())
 		corrupt("distributions: " + std::to_string(count) + " announced, more than the " +
 			std::to_string(p.nodes.size()) + " nodes");
 	size_t at = SIZE_MAX;
 	for (uint64_t k = 0; k < count; k++) {
 		std::string w = "distributions[" + std::to_string(k) + "].";
-		uint64_t step = in.varint(w + "node");
+		auto at_field = [&w](const char *field) { return [&w, field] { return w + field; }; };
+		uint64_t step = in.varint(at_field("node"));
 		if (step == 0 || step > p.nodes.size() - (at + 1))
 			corrupt(w + "node: not a later node");
 		at += step;
 		PathNode &node = p.nodes[at];
 		Distribution &d = node.dist;
-		d.min_ns = in.varint(w + "min_ns");
-		d.max_ns = in.varint(w + "max_ns");
+		d.min_ns = in.varint(at_field("min_ns"));
+		d.max_ns = in.varint(at_field("max_ns"));
 		if (d.min_ns > d.max_ns)
 			corrupt(w + "min_ns exceeds max_ns");
-		uint64_t buckets = in.varint(w + "buckets");
+		uint64_t buckets = in.varint(at_field("buckets"));
 		if (buckets == 0 || buckets > kDistBuckets)
 			corrupt(w + "buckets: expected 1 to " + std::to_string(kDistBuckets));
 		uint64_t counted = 0;
 		for (uint64_t j = 0; j < buckets; j++) {
-			uint64_t b = in.varint(w + "bucket"), n = in.varint(w + "count");
+			uint64_t b = in.varint(at_field("bucket")), n = in.varint(at_field("count"));
 			if (b >= kDistBuckets || (!d.buckets.empty() && b <= d.buckets.back().first) || n == 0)
 				corrupt(w + "buckets: expected ascending buckets below " + std::to_string(kDistBuckets) +
 					" with non-zero counts");
