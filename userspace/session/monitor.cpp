@@ -292,7 +292,7 @@ private:
 	{
 		return binary_processes_ ? binary_processes_->maps() : pid_maps_;
 	}
-	bool target_gone() const { return pid_ && !process_exists(pid_); }
+	bool target_gone() const { return pid() && !process_exists(pid()); }
 	Runs run_totals() const;
 	void scan();
 	std::vector<int> target_pids();
@@ -308,7 +308,8 @@ private:
 
 	const MonitorOptions &o_;
 	const RecordOptions &t_;
-	int pid_; // -p's process; 0 for --binary
+	// -p's process (monitor takes one); 0 for --binary
+	int pid() const { return t_.pids.empty() ? 0 : t_.pids.front(); }
 	std::vector<ProbeRole> custom_;
 	Signals signals_;
 	MonitorOutputs outputs_;
@@ -344,11 +345,7 @@ std::vector<ProbeRole> prepare(const MonitorOptions &o)
 	std::vector<ProbeRole> custom = custom_roles(o.target);
 	if (o.target.pids.size() > 1)
 		throw UserError("monitor takes one -p PID (several are for record and trace)", 2);
-	for (int pid : o.target.pids)
-		if (!process_exists(pid))
-			throw UserError("no process with pid " + std::to_string(pid));
-	if (!o.target.binary.empty() && access(o.target.binary.c_str(), R_OK) != 0)
-		throw UserError("cannot read " + o.target.binary + ": " + strerror(errno));
+	check_target_exists(o.target);
 	raise_descriptor_limit();
 	return custom;
 }
@@ -356,7 +353,7 @@ std::vector<ProbeRole> prepare(const MonitorOptions &o)
 // Signals are blocked before the outputs start: the /metrics server's
 // threads inherit the mask, so SIGINT and SIGHUP reach the signalfd.
 MonitorSession::MonitorSession(const MonitorOptions &o)
-	: o_(o), t_(o.target), pid_(o.target.pids.empty() ? 0 : o.target.pids.front()), custom_(prepare(o)), signals_(), outputs_(o)
+	: o_(o), t_(o.target), custom_(prepare(o)), signals_(), outputs_(o)
 {
 	// After the outputs' options held (a bad credential, a port in use): nothing made for nothing.
 	make_dir(o.dir);
@@ -370,20 +367,20 @@ MonitorSession::MonitorSession(const MonitorOptions &o)
 		throw UserError("cannot measure the probe cost: " + trap_ns.error().message);
 	trap_ns_ = *trap_ns;
 
-	FilesByPid files = target_files(t_, pid_, binary_processes_, opened_);
+	FilesByPid files = target_files(t_, pid(), binary_processes_, opened_);
 	chosen_ = choose_presets(t_, files);
-	sites_ = plan_sites(t_, pid_, false, files, chosen_, custom_);
+	sites_ = plan_sites(t_, pid(), false, files, chosen_, custom_);
 	skip_gone_ = binary_processes_.has_value();
 	attached_ = attach_sites(*engine_, sites_, skip_gone_);
 	calibration_ = calibrate_or_warn(*engine_, o.offcpu, false);
-	if (pid_) {
-		pid_process_[pid_] = describe_process(pid_);
-		if (auto m = read_proc_maps(pid_))
-			pid_maps_[pid_] = std::move(*m);
+	if (pid()) {
+		pid_process_[pid()] = describe_process(pid());
+		if (auto m = read_proc_maps(pid()))
+			pid_maps_[pid()] = std::move(*m);
 	}
 	log_line("monitoring %s: %zu probe sites, a hit costs %.0f ns (trap) plus the program; budget %.2g%%, "
 		 "every %.3g s into %s; Ctrl-C to stop",
-		 pid_ ? pid_text(pid_).c_str() : ("every process of " + t_.binary).c_str(),
+		 pid() ? pid_text(pid()).c_str() : ("every process of " + t_.binary).c_str(),
 		 engine_->attached_sites(), trap_ns_, o.budget * 100, o.interval_s, o.dir.c_str());
 	last_own_cpu_ = own_cpu_ns();
 	last_runs_ = run_totals();
@@ -416,8 +413,8 @@ void MonitorSession::scan()
 
 std::vector<int> MonitorSession::target_pids()
 {
-	if (pid_)
-		return {pid_};
+	if (pid())
+		return {pid()};
 	scan();
 	std::vector<int> pids;
 	for (const auto &[p, process] : processes())
@@ -449,7 +446,7 @@ bool MonitorSession::wait(Interval &iv, Clock::time_point end, std::chrono::dura
 {
 	auto window_end = duty_ < 1 && attached_now_ ? at_mono_ns(iv.window_open) + to_clock(length * duty_) : end;
 	for (Clock::time_point until = std::min(window_end, end);;) {
-		Wake w = signals_.wait_until(until, pid_);
+		Wake w = signals_.wait_until(until, pid());
 		if (w == Wake::Reopen) {
 			make_dir(o_.dir);
 			log_line("SIGHUP: outputs reopened");
@@ -636,7 +633,7 @@ void MonitorSession::publish(const Interval &iv, Profile &profile, size_t names_
 	outputs_.metrics.set_health(health_);
 	if (outputs_.pusher)
 		outputs_.pusher->push({pprof, iv.begin_unix / 1000000000, profile.stop_unix_ns / 1000000000,
-				       pid_ ? int32_t(pid_) : 0});
+				       pid() ? int32_t(pid()) : 0});
 }
 
 void MonitorSession::run()
@@ -690,7 +687,7 @@ void MonitorSession::run()
 		// A target gone by now may have counted calls since the read: one
 		// more (last) interval reads them.
 		if (stopping && target_gone())
-			log_line("%s exited", pid_text(pid_).c_str());
+			log_line("%s exited", pid_text(pid()).c_str());
 	}
 	log_line("stopped after %llu intervals, %llu probe hits", (unsigned long long)health_.intervals,
 		 (unsigned long long)health_.probe_hits);

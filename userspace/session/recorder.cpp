@@ -453,14 +453,14 @@ private:
 		attach(pid, std::move(sites), std::move(maps), chosen);
 	}
 
-	// A Ruby held back (its cmethod probes) raises the signal once its
-	// repair script has run: they are attached before it goes on.
+	// A process with sites held back (a Ruby's C method probes) raises its
+	// preset's safe_signal once they are safe: they are attached before it
+	// goes on.
 	void on_signal(int pid, int sig)
 	{
 		std::lock_guard lock(mutex_);
 		auto held = held_.find(pid);
-		if (stopped_ || sig != ruby_repaired_signal() || held == held_.end() || held->second.empty() ||
-		    !ruby_repaired(pid))
+		if (stopped_ || held == held_.end() || held->second.empty() || !safe_now(held->second, pid, sig))
 			return;
 		std::vector<FoundSite> sites = std::move(held->second);
 		held_.erase(held);
@@ -472,6 +472,21 @@ private:
 		}
 		auto &all = sites_[pid];
 		all.insert(all.end(), sites.begin(), sites.end());
+	}
+
+	// Whether sig is the signal of the preset that held these sites, and
+	// they are safe now.
+	static bool safe_now(const std::vector<FoundSite> &held, int pid, int sig)
+	{
+		const ProbeRole &probe = held.front().probe;
+		for (const Preset &p : presets()) {
+			if (!p.safe_in || p.safe_signal != sig)
+				continue;
+			for (const ProbeRole &r : p.roles())
+				if (r.provider == probe.provider && r.name == probe.name)
+					return p.safe_in(probe, pid);
+		}
+		return false;
 	}
 
 	void on_fork(int pid, int parent)
@@ -530,7 +545,7 @@ private:
 	AttachedProbes attached_;
 	std::map<int, std::vector<Mapping>> maps_;
 	std::map<int, std::vector<FoundSite>> sites_;
-	std::map<int, std::vector<FoundSite>> held_; // sites attached once the process is repaired (Ruby)
+	std::map<int, std::vector<FoundSite>> held_; // sites attached once the process says they are safe (Ruby)
 	std::map<int, std::vector<const Preset *>> chosen_;
 	std::set<std::tuple<int, uint64_t, uint64_t>> attached_files_; // pid, device, inode
 	std::set<int> reimaged_; // pids that ran a second recorded image
@@ -638,11 +653,7 @@ void check_record_options(const RecordOptions &o)
 	check_output_path(o.output);
 	if (o.trace)
 		check_output_path(o.trace->output);
-	for (int pid : o.pids)
-		if (!process_exists(pid))
-			throw UserError("no process with pid " + std::to_string(pid));
-	if (!o.binary.empty() && access(o.binary.c_str(), R_OK) != 0)
-		throw UserError("cannot read " + o.binary + ": " + strerror(errno));
+	check_target_exists(o);
 	if (!o.command.empty() && o.follow)
 		choose_presets(o, {}); // an unknown --runtime is refused before the launch
 }

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <map>
 #include <sys/stat.h>
@@ -107,6 +110,15 @@ FilesByPid target_files(const RecordOptions &o, int pid, std::optional<BinaryPro
 	return {{pid, files.of_process(pid, *maps)}};
 }
 
+void check_target_exists(const RecordOptions &o)
+{
+	for (int pid : o.pids)
+		if (!process_exists(pid))
+			throw UserError("no process with pid " + std::to_string(pid));
+	if (!o.binary.empty() && access(o.binary.c_str(), R_OK) != 0)
+		throw UserError("cannot read " + o.binary + ": " + strerror(errno));
+}
+
 std::vector<ProbeRole> custom_roles(const RecordOptions &o)
 {
 	std::vector<ProbeRole> roles;
@@ -171,60 +183,18 @@ std::vector<const Preset *> choose_presets(const RecordOptions &o, const FilesBy
 
 std::string probeless_runtime_hint(const std::string &binary)
 {
-	// Runtimes that are often built without probes (pyenv, asdf, Temurin, PHP
-	// and Ruby from source), and the Debian build that has them.
-	static const struct {
-		const char *prefix, *what, *with_probes;
-	} known[] = {
-		{"python", "python built without USDT probes (configure --with-dtrace)", "/usr/bin/python3.11"},
-		{"ruby", "ruby built without USDT probes (configure --enable-dtrace)", "/usr/bin/ruby3.1"},
-		{"php", "php built without USDT probes (configure --enable-dtrace)", "/usr/bin/php8.2"},
-		{"java", "JVM built without USDT probes (configure --enable-dtrace)",
-		 "/usr/lib/jvm/java-17-openjdk-amd64/bin/java"},
-	};
 	std::error_code ec;
-	for (const auto &k : known) {
-		if (!std::filesystem::path(binary).filename().string().starts_with(k.prefix))
+	for (const Preset &p : presets()) {
+		if (!p.built_without || !std::filesystem::path(binary).filename().string().starts_with(p.name))
 			continue;
 		// binary is the kernel's name of a process's executable (or root's
 		// --binary): compared as a name, never resolved on a target's behalf.
-		auto suggested = std::filesystem::canonical(k.with_probes, ec);
+		auto suggested = std::filesystem::canonical(p.with_probes, ec);
 		if (ec || suggested == std::filesystem::path(binary))
 			return "";
-		return std::string("; it is a ") + k.what + ": " + k.with_probes + " has them, use it instead";
+		return std::string("; it is a ") + p.built_without + ": " + p.with_probes + " has them, use it instead";
 	}
 	return "";
-}
-
-// Ruby 3.1's cmethod probes read a freed class name (RubyVM::FrozenCore's)
-// in the target and can crash it, unless usdtprof's repair script ran there
-// (presets.cpp, kRubyRepair): those of other processes are moved to held.
-static void hold_unrepaired_ruby(std::vector<FoundSite> &sites, std::vector<FoundSite> *held)
-{
-	std::map<int, bool> repaired;
-	auto unsafe = [&](const FoundSite &f) {
-		if (f.site.provider != "ruby" || !f.site.name.starts_with("cmethod__"))
-			return false;
-		auto [it, fresh] = repaired.try_emplace(f.pid, false);
-		if (fresh)
-			it->second = f.pid && ruby_repaired(f.pid);
-		return !it->second;
-	};
-	std::vector<FoundSite> out;
-	for (const FoundSite &f : sites)
-		if (unsafe(f))
-			out.push_back(f);
-	std::erase_if(sites, unsafe);
-	static bool said = false;
-	if (held)
-		held->insert(held->end(), out.begin(), out.end());
-	else if (!out.empty() && !said) {
-		log_line("ruby: C method probes (cmethod__entry/return) not attached to %s: Ruby 3.1 can crash in them "
-			 "once its first GC has freed a class name; usdtprof repairs the Rubies it launches "
-			 "(record -- ruby ..., followed) and only those (docs/design.md)",
-			 out.front().pid ? pid_text(out.front().pid).c_str() : "every process of the binary");
-		said = true;
-	}
 }
 
 namespace {
@@ -247,6 +217,37 @@ const Preset *preset_of(const PresetOfProbe &presets, const ProbeRole &probe)
 	return it == presets.end() ? nullptr : it->second;
 }
 
+// Sites a preset says may not be attached in their process yet (Preset::
+// safe_in) are moved to held when given (attached once it is safe), or
+// dropped with the preset's note said once.
+void hold_unsafe_sites(std::vector<FoundSite> &sites, const PresetOfProbe &of, std::vector<FoundSite> *held)
+{
+	std::map<std::tuple<int, std::string, std::string>, bool> known; // safe_in may read /proc
+	auto unsafe = [&](const FoundSite &f) {
+		const Preset *p = preset_of(of, f.probe);
+		if (!p || !p->safe_in)
+			return false;
+		auto [it, fresh] = known.try_emplace({f.pid, f.probe.provider, f.probe.name}, false);
+		if (fresh)
+			it->second = !p->safe_in(f.probe, f.pid);
+		return it->second;
+	};
+	std::vector<FoundSite> out;
+	for (const FoundSite &f : sites)
+		if (unsafe(f))
+			out.push_back(f);
+	std::erase_if(sites, unsafe);
+	static std::set<const Preset *> said;
+	if (held)
+		held->insert(held->end(), out.begin(), out.end());
+	else if (!out.empty()) {
+		const Preset *p = preset_of(of, out.front().probe);
+		if (p->unsafe_note && said.insert(p).second)
+			log_line(p->unsafe_note, out.front().pid ? pid_text(out.front().pid).c_str()
+								  : "every process of the binary");
+	}
+}
+
 } // namespace
 
 std::vector<FoundSite> more_sites(const RecordOptions &o, const FilesByPid &files,
@@ -264,7 +265,7 @@ std::vector<FoundSite> more_sites(const RecordOptions &o, const FilesByPid &file
 		const Preset *p = preset_of(of, f.probe);
 		return p && p->wants_site && !p->wants_site(f.probe, f.file->path);
 	});
-	hold_unrepaired_ruby(sites, held);
+	hold_unsafe_sites(sites, of, held);
 	// Processes of a binary may be gone, and their maps unknown, before
 	// names are read: native names are then captured in the kernel too.
 	if (!o.binary.empty())

@@ -63,6 +63,10 @@ private:
 FilesByPid target_files(const RecordOptions &o, int pid, std::optional<BinaryProcesses> &binary_processes,
 			TargetFiles &files);
 
+// What the target options name exists: each -p's process, --binary's file.
+// Throws UserError.
+void check_target_exists(const RecordOptions &o);
+
 // The probes of --pair and --task. Throws UserError (exit 2) for a bad spec.
 std::vector<ProbeRole> custom_roles(const RecordOptions &o);
 // The presets that apply: --runtime's, or those whose probes the files have.
@@ -81,8 +85,9 @@ std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched
 				  size_t already = 0);
 // The sites in more files (of processes started since, or of a followed
 // command's new image), already planned before them. No checks, nothing said.
-// Ruby's cmethod probes of a process not repaired (ruby_repaired) are left
-// out: into held when given (attached once it is), else said once.
+// Sites a preset says are not safe in their process yet (Preset::safe_in,
+// Ruby's C method probes) are left out: into held when given (attached once
+// the process raises the preset's safe_signal), else said once.
 std::vector<FoundSite> more_sites(const RecordOptions &o, const FilesByPid &files,
 				  const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom,
 				  size_t already, std::vector<FoundSite> *held = nullptr);

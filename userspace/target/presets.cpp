@@ -448,13 +448,32 @@ void apply_titles(std::vector<ProfileProcess> &processes, const std::map<uint32_
 	}
 }
 
+// Whether pid is a Ruby that loaded the repair script: only then are its
+// cmethod probes safe (Ruby 3.1 reads a freed class name in them otherwise).
+static bool ruby_repaired(int pid)
+{
+	std::error_code ec;
+	std::filesystem::directory_iterator fds("/proc/" + std::to_string(pid) + "/fd", ec);
+	for (; !ec && fds != std::filesystem::directory_iterator(); fds.increment(ec))
+		if (std::filesystem::read_symlink(fds->path(), ec) == kRubyRepairScript)
+			return true;
+	return false;
+}
+
+static bool ruby_safe_in(const ProbeRole &probe, int pid)
+{
+	return !probe.name.starts_with("cmethod__") || (pid && ruby_repaired(pid));
+}
+
 const std::vector<Preset> &presets()
 {
 	static const std::vector<Preset> table = {
 		{.name = "native", .summary = "usdtprof's own header (include/usdtprof/usdtprof.h)",
 		 .roles = native_probe_roles},
 		{.name = "php", .summary = "PHP: php:function__entry/return, named Class::function", .roles = php_roles,
-		 .check = php_check, .launch_env = {{"USE_ZEND_DTRACE", "1"}}},
+		 .check = php_check, .launch_env = {{"USE_ZEND_DTRACE", "1"}},
+		 .built_without = "php built without USDT probes (configure --enable-dtrace)",
+		 .with_probes = "/usr/bin/php8.2"},
 		{.name = "ruby",
 		 .summary = "Ruby: ruby:method__entry/return and cmethod__entry/return, named Class#method "
 			    "(singleton methods Class.method)",
@@ -466,34 +485,30 @@ const std::vector<Preset> &presets()
 				   "methods only; --ruby-call-hook installs one (Ruby calls 3x slower, before the probes' "
 				   "own cost)",
 		 .repair_script = kRubyRepair,
-		 .repair_path = kRubyRepairScript},
+		 .repair_path = kRubyRepairScript,
+		 .safe_in = ruby_safe_in,
+		 .safe_signal = SIGURG, // ignored by default: raised by the repair script
+		 .unsafe_note = "ruby: C method probes (cmethod__entry/return) not attached to %s: Ruby 3.1 can crash "
+				"in them once its first GC has freed a class name; usdtprof repairs the Rubies it "
+				"launches (record -- ruby ..., followed) and only those (docs/design.md)",
+		 .built_without = "ruby built without USDT probes (configure --enable-dtrace)",
+		 .with_probes = "/usr/bin/ruby3.1"},
 		{.name = "java", .summary = "Java (HotSpot): hotspot:method__entry/return, named pkg.Class.method",
 		 .roles = java_roles, .check = java_check, .launch_env = {{"JAVA_TOOL_OPTIONS", "-XX:+DTraceMethodProbes"}},
 		 .late_library = java_library, .left_alone = java_left_alone, .attach_later = java_attach_later,
-		 .ready_to_attach = java_ready_to_attach},
+		 .ready_to_attach = java_ready_to_attach,
+		 .built_without = "JVM built without USDT probes (configure --enable-dtrace)",
+		 .with_probes = "/usr/lib/jvm/java-17-openjdk-amd64/bin/java"},
 		{.name = "python", .summary = "CPython: python:function__entry/return, named file.py:function",
 		 .roles = python_roles, .wants_site = python_wants_site,
 		 .semaphore_note = "python 3.11 skips function entries (CPython gh-98894): holding its python:line "
-				   "semaphore up so they fire, which slows the target down"},
+				   "semaphore up so they fire, which slows the target down",
+		 .built_without = "python built without USDT probes (configure --with-dtrace)",
+		 .with_probes = "/usr/bin/python3.11"},
 		{.name = "postgres", .summary = "PostgreSQL: one frame per statement shape, its phases and waits inside",
 		 .roles = postgres_roles},
 	};
 	return table;
-}
-
-bool ruby_repaired(int pid)
-{
-	std::error_code ec;
-	std::filesystem::directory_iterator fds("/proc/" + std::to_string(pid) + "/fd", ec);
-	for (; !ec && fds != std::filesystem::directory_iterator(); fds.increment(ec))
-		if (std::filesystem::read_symlink(fds->path(), ec) == kRubyRepairScript)
-			return true;
-	return false;
-}
-
-int ruby_repaired_signal()
-{
-	return SIGURG;
 }
 
 const Preset *find_preset(std::string_view name)

@@ -54,20 +54,26 @@ struct Preset {
 	bool (*ready_to_attach)(int pid) = nullptr;
 	// Loaded by every launched process of the runtime from repair_path:
 	// repairs what would make its probes crash it (Ruby 3.1), then says so
-	// (ruby_repaired).
+	// (safe_in).
 	const char *repair_script = nullptr;
 	const char *repair_path = nullptr;
+	// Whether the sites of probe may be attached in process pid now; those
+	// that may not are held until the process raises safe_signal and then
+	// may (the repair above ran there), or never attached, with unsafe_note
+	// said once. nullptr: always.
+	bool (*safe_in)(const ProbeRole &probe, int pid) = nullptr;
+	int safe_signal = 0;
+	const char *unsafe_note = nullptr; // "%s": the process, or "every process of the binary"
+	// A binary whose file name starts with this preset's name but has none of
+	// its probes: what it is, and the build that has them.
+	const char *built_without = nullptr;
+	const char *with_probes = nullptr;
 };
 
 // Where launch scripts live (a directory only root can write), and the Ruby
 // repair script, which a repaired Ruby keeps open.
 constexpr const char *kLaunchDir = "/run/usdtprof";
 constexpr const char *kRubyRepairScript = "/run/usdtprof/ruby-repair.rb";
-// Whether pid is a Ruby that loaded the repair script: only then are its
-// cmethod probes safe (Ruby 3.1 reads a freed class name in them otherwise).
-bool ruby_repaired(int pid);
-// The signal a repaired Ruby raises once repaired (SIGURG, ignored by default).
-int ruby_repaired_signal();
 
 // CPython 3.11's co_qualname beside python:function__entry/return's
 // arguments (usdtprof_derived): the frame in %rbx at both probes of Debian's
