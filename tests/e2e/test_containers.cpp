@@ -6,6 +6,11 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "serve/http.h"
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -243,4 +248,143 @@ TEST_CASE("security: a symlink planted in a container never leads usdtprof to a 
 	Output bad = run({e2e::usdtprof(), "record", "--binary", root + s.ctr + "/bin/shadow", "-d", "0.5", "-o", data});
 	REQUIRE(bad.status != 0);
 	REQUIRE(bad.err.find("No such file or directory") != std::string::npos);
+}
+
+namespace {
+
+// A cgroup named as Docker names a container's (docker-ID.scope), holding a
+// process of the host: what usdtprof reads of a container in production. On
+// a host without a writable cgroup2 hierarchy the test cannot run.
+struct DockerCgroup {
+	std::string id, dir;
+
+	DockerCgroup()
+	{
+		static const char *roots[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"};
+		char hex[65];
+		for (int i = 0; i < 64; i++)
+			hex[i] = "0123456789abcdef"[(getpid() * 7919 + i * 104729 + time(nullptr)) % 16 ^ (i % 16)];
+		hex[64] = 0;
+		id = hex;
+		for (const char *root : roots)
+			if (fs::exists(std::string(root) + "/cgroup.procs") &&
+			    mkdir((std::string(root) + "/docker-" + id + ".scope").c_str(), 0755) == 0) {
+				dir = std::string(root) + "/docker-" + id + ".scope";
+				break;
+			}
+		REQUIRE(!dir.empty());
+	}
+	void add(int pid)
+	{
+		std::ofstream procs(dir + "/cgroup.procs");
+		procs << pid << "\n";
+		procs.flush();
+		REQUIRE(procs.good());
+	}
+	~DockerCgroup() { rmdir(dir.c_str()); } // empty once its process is gone
+};
+
+} // namespace
+
+TEST_CASE("containers: a process in a container's cgroup carries its container id in interval profiles, /metrics "
+	  "(promtool-clean) and pushed names; a process on the host none",
+	  "[containers]")
+{
+	std::mutex mutex;
+	std::vector<std::string> names; // the pushes' name parameters
+	httplib::Server server;
+	server.Post(".*", [&](const httplib::Request &req, httplib::Response &res) {
+		std::lock_guard<std::mutex> lock(mutex);
+		names.push_back(req.get_param_value("name"));
+		res.status = 200;
+	});
+	int port = server.bind_to_any_port("127.0.0.1");
+	REQUIRE(port > 0);
+	std::thread serving([&] { server.listen_after_bind(); });
+	struct Stop {
+		httplib::Server &s;
+		std::thread &t;
+		~Stop()
+		{
+			s.stop();
+			if (t.joinable())
+				t.join();
+		}
+	} stop{server, serving};
+
+	DockerCgroup cgroup;
+	{
+		Background boxed({target("nested"), "--wait", "600"});
+		boxed.wait_for_line("ready");
+		const int pid = boxed.pid();
+		cgroup.add(pid);
+		const std::string outdir = temp_dir();
+		const std::string listen = "127.0.0.1:" + std::to_string(port + 1);
+		Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(pid), "-i", "0.3", "--budget", "1", "-o",
+				outdir + "/iv", "--listen", listen, "--push", "http://127.0.0.1:" + std::to_string(port)});
+		mon.wait_for_line("monitoring", true);
+		REQUIRE(kill(pid, SIGUSR1) == 0);
+		// Until an interval with the target's calls is written and pushed.
+		std::string short_id = cgroup.id.substr(0, 12), metrics;
+		httplib::Client http("127.0.0.1", port + 1);
+		for (int i = 0; i < 300; i++, usleep(50000)) {
+			auto res = http.Get("/metrics");
+			std::lock_guard<std::mutex> lock(mutex);
+			if (res && res->body.find("function=\"outer\"") != std::string::npos && !names.empty()) {
+				metrics = res->body;
+				break;
+			}
+		}
+		INFO(metrics);
+		REQUIRE(metrics.find("usdtprof_function_calls_total{process=\"nested\",container_id=\"" + short_id +
+				     "\",function=\"outer\"}") != std::string::npos);
+		std::string file = outdir + "/metrics.txt";
+		std::ofstream(file) << metrics;
+		Output lint = run({"sh", "-c", "promtool check metrics < \"$0\"", file});
+		INFO(lint.out << lint.err);
+		REQUIRE(lint.status == 0);
+		REQUIRE(lint.out.empty());
+		{
+			std::lock_guard<std::mutex> lock(mutex);
+			for (const std::string &name : names) {
+				INFO(name);
+				REQUIRE(name.find(",pid=" + std::to_string(pid) + ",container_id=" + short_id + "}") !=
+					std::string::npos);
+			}
+		}
+		REQUIRE(kill(mon.pid(), SIGTERM) == 0);
+		REQUIRE(mon.wait() == 0);
+		bool seen = false;
+		for (const auto &e : fs::directory_iterator(outdir + "/iv"))
+			if (e.path().extension() == ".data" && calls_of(load(e.path()), "outer")) {
+				// (an interval after the target's exit describes no process)
+				usdtprof::ProfileProcess proc = process_of(load(e.path()), pid);
+				REQUIRE(proc.container_runtime == "docker");
+				REQUIRE(proc.container_id == cgroup.id);
+				seen = true;
+			}
+		REQUIRE(seen);
+		kill(pid, SIGKILL);
+		boxed.wait();
+	}
+
+	// Its namesake on the host: no container_id label at all.
+	Background host({target("nested"), "--wait", "600"});
+	host.wait_for_line("ready");
+	const int host_pid = host.pid();
+	const std::string outdir = temp_dir();
+	Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(host_pid), "-i", "0.3", "--budget", "1", "-o",
+			outdir + "/iv"});
+	mon.wait_for_line("monitoring", true);
+	REQUIRE(kill(host_pid, SIGUSR1) == 0);
+	REQUIRE(host.wait() == 7);
+	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
+	REQUIRE(mon.wait() == 0);
+	bool seen = false;
+	for (const auto &e : fs::directory_iterator(outdir + "/iv"))
+		if (e.path().extension() == ".data" && calls_of(load(e.path()), "outer")) {
+			REQUIRE(process_of(load(e.path()), host_pid).container_id.empty());
+			seen = true;
+		}
+	REQUIRE(seen);
 }

@@ -1,4 +1,5 @@
 #include "profile/compensation.h"
+#include "base/huge_pages.h"
 
 #include <algorithm>
 #include <cmath>
@@ -51,7 +52,7 @@ void compensate_in_place(Profile &profile, CompensationSummary *summary)
 	s.applied = true;
 	size_t n = raw.nodes.size();
 	// What each path's direct children added to its self time, and the spread.
-	std::vector<double> child_cost(n, 0), child_spread(n, 0);
+	std::vector<double> child_cost = huge_vector<double>(n, 0), child_spread = huge_vector<double>(n, 0);
 	for (size_t i = 0; i < n; i++) {
 		const PathNode &c = raw.nodes[i];
 		const ProbeCost *k = cost_of(raw, c.function);
@@ -63,7 +64,7 @@ void compensate_in_place(Profile &profile, CompensationSummary *summary)
 		child_cost[c.parent] += double(c.calls) * k->caller_ns;
 		child_spread[c.parent] += double(c.calls) * k->caller_spread_ns;
 	}
-	std::vector<uint64_t> removed(n, 0); // from the whole subtree, for totals
+	std::vector<uint64_t> removed = huge_vector<uint64_t>(n, 0); // from the whole subtree, for totals
 	for (size_t i = 0; i < n; i++) {
 		PathNode &node = out.nodes[i];
 		const ProbeCost *k = cost_of(raw, node.function);

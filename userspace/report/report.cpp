@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "base/huge_pages.h"
 #include "base/text_escape.h"
 
 namespace usdtprof {
@@ -212,9 +213,10 @@ Profile only_process(const Profile &profile, int32_t pid)
 
 namespace {
 
-// (tree parent, name id) -> tree node, by open addressing in two flat arrays:
-// a node-based map's allocation per path was most of build_call_tree's time
-// at a million paths.
+// (tree parent, name id) -> tree node, by open addressing in one flat array
+// of 12-byte entries (key and value together: one cache miss a lookup): a
+// node-based map's allocation per path was most of build_call_tree's time at a
+// million paths.
 class ChildIndex {
 public:
 	explicit ChildIndex(size_t entries)
@@ -222,8 +224,7 @@ public:
 		size_t slots = 16;
 		while (slots < 2 * entries)
 			slots *= 2;
-		keys_.assign(slots, kEmpty);
-		values_.resize(slots);
+		slots_ = huge_vector<Slot>(slots, Slot{0, kEmpty, 0});
 		mask_ = slots - 1;
 	}
 	// The node of (parent, name), or made_node if it had none (then added).
@@ -231,20 +232,22 @@ public:
 	{
 		uint64_t key = uint64_t(parent) << 32 | name;
 		for (size_t i = (key * 0x9E3779B97F4A7C15ull) >> 20 & mask_;; i = (i + 1) & mask_) {
-			if (keys_[i] == key)
-				return {values_[i], false};
-			if (keys_[i] == kEmpty) {
-				keys_[i] = key;
-				values_[i] = made_node;
+			Slot &s = slots_[i];
+			if (s.name == name && s.parent == parent)
+				return {s.node, false};
+			if (s.name == kEmpty) {
+				s = {parent, name, made_node};
 				return {made_node, true};
 			}
 		}
 	}
 
 private:
-	static constexpr uint64_t kEmpty = UINT64_MAX; // no name id is UINT32_MAX
-	std::vector<uint64_t> keys_;
-	std::vector<uint32_t> values_;
+	static constexpr uint32_t kEmpty = UINT32_MAX; // no name id is UINT32_MAX
+	struct Slot {
+		uint32_t parent, name, node;
+	};
+	std::vector<Slot> slots_;
 	size_t mask_ = 0;
 };
 
@@ -253,14 +256,16 @@ private:
 void index_children(CallTree &tree)
 {
 	size_t n = tree.nodes.size();
-	tree.child_begin.assign(n + 1, 0);
+	tree.child_begin = huge_vector<uint32_t>(n + 1, 0);
 	for (const TreeNode &node : tree.nodes)
 		if (node.parent != kNoParent)
 			tree.child_begin[node.parent + 1]++;
 	for (size_t i = 0; i < n; i++)
 		tree.child_begin[i + 1] += tree.child_begin[i];
-	tree.child_ids.assign(tree.child_begin[n], 0);
-	std::vector<uint32_t> next(tree.child_begin.begin(), tree.child_begin.end() - 1);
+	tree.child_ids = huge_vector<uint32_t>(tree.child_begin[n], 0);
+	std::vector<uint32_t> next;
+	reserve_huge(next, n);
+	next.assign(tree.child_begin.begin(), tree.child_begin.end() - 1);
 	for (uint32_t i = 0; i < n; i++)
 		if (tree.nodes[i].parent != kNoParent)
 			tree.child_ids[next[tree.nodes[i].parent]++] = i;
@@ -271,7 +276,6 @@ void index_children(CallTree &tree)
 CallTree build_call_tree(const Profile &profile)
 {
 	CallTree tree;
-	std::vector<uint32_t> tree_index(profile.nodes.size(), kNoParent);
 	// Functions of the same name are one frame: each name gets one id.
 	const std::string unknown = "<unknown>";
 	std::unordered_map<std::string_view, uint32_t> name_ids;
@@ -283,20 +287,35 @@ CallTree build_call_tree(const Profile &profile)
 			tree.names.push_back(name);
 		name_of[f] = it->second;
 	}
-	ChildIndex by_name(profile.nodes.size());
-	tree.nodes.reserve(profile.nodes.size());
+	// First the tree's shape (each path's node; each node's name and parent),
+	// then the nodes, allocated once at their number (not grown and shrunk:
+	// copying 64 MB of nodes was a third of this at a million paths), and their sums.
+	std::vector<uint32_t> tree_index = huge_vector<uint32_t>(profile.nodes.size());
+	std::vector<std::pair<uint32_t, uint32_t>> shape; // name, parent
+	reserve_huge(shape, profile.nodes.size());
+	{
+		ChildIndex by_name(profile.nodes.size());
+		for (size_t i = 0; i < profile.nodes.size(); i++) {
+			const PathNode &pn = profile.nodes[i];
+			// Parents come first in a valid profile; anything else is treated as a root.
+			uint32_t parent = pn.parent < i ? tree_index[pn.parent] : kNoParent;
+			uint32_t name = name_of[std::min<size_t>(pn.function, profile.functions.size())];
+			auto [node, added] = by_name.find_or_add(parent, name, uint32_t(shape.size()));
+			if (added) {
+				shape.push_back({name, parent});
+				if (parent == kNoParent)
+					tree.roots.push_back(node);
+			}
+			tree_index[i] = node;
+		}
+	}
+	reserve_huge(tree.nodes, shape.size());
+	for (auto [name, parent] : shape)
+		tree.nodes.push_back({.name = name, .parent = parent});
+	shape = {};
 	for (size_t i = 0; i < profile.nodes.size(); i++) {
 		const PathNode &pn = profile.nodes[i];
-		// Parents come first in a valid profile; anything else is treated as a root.
-		uint32_t parent = pn.parent < i ? tree_index[pn.parent] : kNoParent;
-		uint32_t name = name_of[std::min<size_t>(pn.function, profile.functions.size())];
-		auto [node, added] = by_name.find_or_add(parent, name, uint32_t(tree.nodes.size()));
-		if (added) {
-			tree.nodes.push_back({.name = name, .parent = parent});
-			if (parent == kNoParent)
-				tree.roots.push_back(node);
-		}
-		TreeNode &n = tree.nodes[node];
+		TreeNode &n = tree.nodes[tree_index[i]];
 		n.calls += pn.calls;
 		n.open += pn.open;
 		uint64_t offcpu = std::min(pn.self_offcpu_ns, pn.self_ns);
@@ -304,9 +323,8 @@ CallTree build_call_tree(const Profile &profile)
 		n.self_oncpu_ns += pn.self_ns - offcpu;
 		n.self_offcpu_ns += offcpu;
 		n.uncertain_ns += pn.uncertain_ns;
-		tree_index[i] = node;
 	}
-	tree.nodes.shrink_to_fit();
+	tree_index = {};
 	index_children(tree);
 	sum_subtrees(tree);
 	return tree;

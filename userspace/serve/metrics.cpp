@@ -133,9 +133,9 @@ MetricsRegistry::MetricsRegistry(size_t top_n, size_t other_processes)
 void MetricsRegistry::add_interval(const Profile &delta)
 {
 	// Aggregate the interval outside the lock.
-	std::unordered_map<int32_t, const std::string *> comm_of;
+	std::unordered_map<int32_t, const ProfileProcess *> process_of;
 	for (const ProfileProcess &p : delta.processes)
-		comm_of.emplace(p.pid, &p.comm);
+		process_of.emplace(p.pid, &p);
 	static const std::string unknown = "[unknown]";
 	std::map<Key, Series> interval;
 	for (const PathNode &n : delta.nodes) {
@@ -143,10 +143,10 @@ void MetricsRegistry::add_interval(const Profile &delta)
 			continue;
 		if (n.calls == 0 && n.self_ns == 0)
 			continue;
-		auto it = comm_of.find(n.pid);
-		const std::string &comm =
-			it == comm_of.end() || it->second->empty() ? unknown : *it->second;
-		Series &s = interval[{comm, delta.functions[n.function]}];
+		auto it = process_of.find(n.pid);
+		const ProfileProcess *p = it == process_of.end() ? nullptr : it->second;
+		Series &s = interval[{p && !p->comm.empty() ? p->comm : unknown,
+				      p ? p->container_id.substr(0, 12) : std::string(), delta.functions[n.function]}];
 		s.self_ns += n.self_ns;
 		s.self_offcpu_ns += std::min(n.self_offcpu_ns, n.self_ns);
 		s.calls += n.calls;
@@ -173,14 +173,14 @@ void MetricsRegistry::add_interval(const Profile &delta)
 	for (const auto &[key, s] : fresh) {
 		Key target = *key;
 		if (named_series_ >= top_n_) {
-			target.second = kOtherFunction;
+			target.function = kOtherFunction;
 			if (other_series_ >= other_processes_ && !series_.count(target))
-				target.first = kOtherProcess;
+				target = {kOtherProcess, "", kOtherFunction};
 		}
 		auto [it, inserted] = series_.try_emplace(std::move(target));
-		if (inserted && it->first.second != kOtherFunction)
+		if (inserted && it->first.function != kOtherFunction)
 			named_series_++;
-		else if (inserted && it->first.first != kOtherProcess)
+		else if (inserted && it->first.process != kOtherProcess)
 			other_series_++;
 		it->second.self_ns += s->self_ns;
 		it->second.self_offcpu_ns += s->self_offcpu_ns;
@@ -202,7 +202,7 @@ void MetricsRegistry::set_health(const MonitorHealth &health)
 bool MetricsRegistry::other_processes_full() const
 {
 	std::lock_guard<std::mutex> lock(mutex_);
-	return series_.count({kOtherProcess, kOtherFunction}) != 0;
+	return series_.count({kOtherProcess, "", kOtherFunction}) != 0;
 }
 
 size_t MetricsRegistry::series_count() const
@@ -221,9 +221,13 @@ std::string MetricsRegistry::render() const
 		for (const auto &[key, s] : series_) {
 			out += name;
 			out += "{process=\"";
-			out += prometheus_label_escape(key.first);
+			out += prometheus_label_escape(key.process);
+			if (!key.container.empty()) {
+				out += "\",container_id=\"";
+				out += prometheus_label_escape(key.container);
+			}
 			out += "\",function=\"";
-			out += prometheus_label_escape(key.second);
+			out += prometheus_label_escape(key.function);
 			out += "\"} ";
 			out += value(s);
 			out += '\n';

@@ -39,8 +39,9 @@ public:
 
 	explicit MetricsRegistry(size_t top_n = kDefaultTopN, size_t other_processes = kDefaultOtherProcesses);
 
-	// Adds one interval's deltas: per (process comm, function name), the sum
-	// over the function's nodes of self_ns and calls. Series are sticky: once
+	// Adds one interval's deltas: per (process comm, container, function
+	// name), the sum over the function's nodes of self_ns and calls. A process
+	// below is a comm in one container (or on the host). Series are sticky: once
 	// a (process, function) pair has a series it keeps it; a pair first seen
 	// when top_n series exist is added to its process's "[other]" series
 	// (those do not count towards top_n; past other_processes of them, to
@@ -66,7 +67,12 @@ private:
 		uint64_t self_offcpu_ns = 0; // the part of self_ns spent switched out
 		uint64_t calls = 0;
 	};
-	using Key = std::pair<std::string, std::string>; // process comm, function name
+	struct Key {
+		std::string process;   // comm
+		std::string container; // the first 12 hex digits of its container id; "": none
+		std::string function;
+		auto operator<=>(const Key &) const = default;
+	};
 
 	size_t top_n_;
 	size_t other_processes_;

@@ -290,6 +290,8 @@ std::string ProfilePusher::request_target(const PushItem &item) const
 		labels += "hostname=" + hostname_label_;
 	if (item.pid != 0)
 		labels += std::string(labels.empty() ? "" : ",") + "pid=" + std::to_string(item.pid);
+	if (!item.container_id.empty())
+		labels += std::string(labels.empty() ? "" : ",") + "container_id=" + label_value(item.container_id);
 	std::string name = options_.app_name + "{" + labels + "}";
 	return url_.base_path + "/ingest?name=" + percent_encode(name) + "&from=" + std::to_string(item.from) +
 	       "&until=" + std::to_string(item.until) + "&format=pprof&spyName=" + kSpyName;

@@ -23,6 +23,7 @@ struct PushItem {
 	int64_t from = 0;  // unix seconds, start of the interval
 	int64_t until = 0; // unix seconds, end of the interval
 	int32_t pid = 0;   // the "pid" label; 0: none
+	std::string container_id; // the "container_id" label (12 hex digits); "": none
 };
 
 struct PushResponse; // the bounded part of an endpoint's answer that is kept

@@ -605,6 +605,16 @@ Profile MonitorSession::interval_profile(const Interval &iv, const IntervalDelta
 	return profile;
 }
 
+// The container_id label of a push: -p's process's container; for --binary,
+// the one container all the processes seen share, if they do.
+std::string pushed_container(const std::map<int, ProfileProcess> &processes)
+{
+	std::set<std::string> ids;
+	for (const auto &[pid, p] : processes)
+		ids.insert(p.container_id.substr(0, 12));
+	return ids.size() == 1 ? *ids.begin() : std::string();
+}
+
 // The interval's files (the profile keeps the measured times; the exports
 // and metrics are compensated), /metrics and the push.
 void MonitorSession::publish(const Interval &iv, Profile &profile, size_t names_cut)
@@ -633,7 +643,7 @@ void MonitorSession::publish(const Interval &iv, Profile &profile, size_t names_
 	outputs_.metrics.set_health(health_);
 	if (outputs_.pusher)
 		outputs_.pusher->push({pprof, iv.begin_unix / 1000000000, profile.stop_unix_ns / 1000000000,
-				       pid() ? int32_t(pid()) : 0});
+				       pid() ? int32_t(pid()) : 0, pushed_container(processes())});
 }
 
 void MonitorSession::run()

@@ -135,6 +135,24 @@ TEST_CASE("metrics: HELP and TYPE for every metric, in the text format")
 	CHECK(has_line(text, "usdtprof_duty_cycle 0"));
 }
 
+TEST_CASE("metrics: a process in a container has its container_id label, its namesake on the host none")
+{
+	MetricsRegistry registry;
+	ProfileProcess host{.pid = 100, .comm = "srv"};
+	ProfileProcess boxed{.pid = 200, .comm = "srv"};
+	boxed.container_runtime = "docker";
+	boxed.container_id = std::string(12, 'a') + std::string(52, 'b');
+	registry.add_interval(interval({"work"}, {host, boxed}, {{100, 0, 1000000000, 3}, {200, 0, 2000000000, 5}}));
+	std::string text = registry.render();
+	check_exposition_format(text);
+	CHECK(has_line(text, self_line("srv", "work", "1")));
+	CHECK(has_line(text, "usdtprof_function_self_seconds_total{process=\"srv\",container_id=\"aaaaaaaaaaaa\","
+			     "function=\"work\"} 2"));
+	CHECK(has_line(text, "usdtprof_function_calls_total{process=\"srv\",container_id=\"aaaaaaaaaaaa\","
+			     "function=\"work\"} 5"));
+	CHECK(registry.series_count() == 2);
+}
+
 TEST_CASE("metrics: an empty registry still renders valid families")
 {
 	MetricsRegistry registry;

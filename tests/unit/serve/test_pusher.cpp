@@ -310,6 +310,17 @@ TEST_CASE("pusher: create() rejects bad options with one line")
 	CHECK(!ProfilePusher::create(o).ok());
 }
 
+TEST_CASE("pusher: a container's id is a label of the pushed name")
+{
+	Receiver receiver;
+	auto pusher = ProfilePusher::create(fast_options(receiver.url("")));
+	REQUIRE(pusher.ok());
+	PushItem item{binary_payload(), 1700000000, 1700000010, 7, "0123456789ab"};
+	std::string target = pusher.value()->request_target(item);
+	CHECK(target.find("name=myapp%7Bhostname%3D") != std::string::npos);
+	CHECK(target.find("%2Cpid%3D7%2Ccontainer_id%3D0123456789ab%7D&from=") != std::string::npos);
+}
+
 TEST_CASE("pusher: POSTs the profile to /ingest with Pyroscope's query parameters")
 {
 	Receiver receiver;
