@@ -54,6 +54,15 @@ struct {
 	__type(value, struct usdtprof_path_stats);
 } other_paths SEC(".maps");
 
+/* A new path's value (path_stats): per CPU, zero but for the fields set
+ * before each insertion. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct usdtprof_path_stats);
+} path_blank SEC(".maps");
+
 /* Tasks created and not yet ended: hash(tgid, task id) -> creator's path. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -568,22 +577,30 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
  * lookup finds it. */
 static __always_inline struct usdtprof_path_stats *path_stats(__u64 path, __u64 parent, __u64 func, __u32 tgid)
 {
-	struct usdtprof_path_stats init = { .parent = parent, .func = func, .tgid = tgid };
 	void *map = func == USDTPROF_FUNC_OTHER ? (void *)&other_paths : (void *)&paths;
-	struct usdtprof_path_stats *s = bpf_map_lookup_elem(map, &path);
+	struct usdtprof_path_stats *s = bpf_map_lookup_elem(map, &path), *init;
 	struct process_usage *u;
+	__u32 zero = 0;
 	bool full;
 
 	if (s)
 		return s;
+	/* The new path's value, beyond the 512-byte stack: only these three
+	 * fields of this CPU's blank are ever written. */
+	init = bpf_map_lookup_elem(&path_blank, &zero);
+	if (!init)
+		return 0;
+	init->parent = parent;
+	init->func = func;
+	init->tgid = tgid;
 	if (func == USDTPROF_FUNC_OTHER) {
-		bpf_map_update_elem(&other_paths, &path, &init, BPF_NOEXIST);
+		bpf_map_update_elem(&other_paths, &path, init, BPF_NOEXIST);
 		return bpf_map_lookup_elem(&other_paths, &path);
 	}
 	/* Beyond its share, a process's new paths find no slot, as in a full table. */
 	u = usage_of(tgid, &full);
 	if (!full && !(u && path_share && u->paths >= path_share) &&
-	    bpf_map_update_elem(&paths, &path, &init, BPF_NOEXIST) == 0 && u)
+	    bpf_map_update_elem(&paths, &path, init, BPF_NOEXIST) == 0 && u)
 		__sync_fetch_and_add(&u->paths, 1);
 	return bpf_map_lookup_elem(&paths, &path);
 }
@@ -594,11 +611,59 @@ static __always_inline __u64 other_path(__u64 parent, __u32 tgid)
 	return path_hash(parent ? parent : tgid, USDTPROF_FUNC_OTHER);
 }
 
+/* Lowers (or raises) *at to v; a few tries against other threads' updates. */
+static __always_inline void span_extreme(__u64 *at, __u64 v, bool lower)
+{
+	for (int i = 0; i < 4; i++) {
+		__u64 old = READ_ONCE(*at);
+
+		if (lower ? old && old <= v : old >= v)
+			return;
+		if (__sync_val_compare_and_swap(at, old, v) == old)
+			return;
+	}
+}
+
+/* The histogram bucket of a duration (USDTPROF_DIST_BUCKETS): its highest
+ * set bit. A global function: verified once, apart from its callers, so its
+ * branches add no states to the exit program's. */
+__noinline __u32 usdtprof_dist_bucket(__u64 ns)
+{
+	__u32 m = 0;
+
+	if (ns >> 32) { m += 32; ns >>= 32; }
+	if (ns >> 16) { m += 16; ns >>= 16; }
+	if (ns >> 8) { m += 8; ns >>= 8; }
+	if (ns >> 4) { m += 4; ns >>= 4; }
+	if (ns >> 2) { m += 2; ns >>= 2; }
+	if (ns >> 1) { m += 1; }
+	return m < USDTPROF_DIST_BUCKETS ? m : USDTPROF_DIST_BUCKETS - 1;
+}
+
+struct dist_ctx {
+	struct usdtprof_path_stats *s;
+	const struct usdtprof_path_dist *d;
+};
+
+static long add_bucket(__u32 i, void *data)
+{
+	struct dist_ctx *c = data;
+	__u16 n;
+
+	if (i >= USDTPROF_DIST_BUCKETS)
+		return 1;
+	n = c->d->buckets[i];
+	if (n)
+		__sync_fetch_and_add(&c->s->buckets[i], n);
+	return 0;
+}
+
 /* Adds totals to a path, creating it if needed; a path that finds no slot
  * (its frame was not claimed at entry: the attach chain, [truncated]
  * markers, or a path deleted meanwhile) goes to its parent's [other] child.
  * Atomic: threads of a process on other CPUs share paths. */
-static __always_inline void add_to_map(const struct usdtprof_path_slot *t, __u32 tgid, __u64 open)
+static __always_inline void add_to_map(const struct usdtprof_path_slot *t, const struct usdtprof_path_dist *d,
+				       __u32 tgid, __u64 open)
 {
 	struct usdtprof_path_stats *s = path_stats(t->path, t->parent, t->func, tgid);
 
@@ -617,6 +682,14 @@ static __always_inline void add_to_map(const struct usdtprof_path_slot *t, __u32
 		__sync_fetch_and_add(&s->self_offcpu_ns, t->self_offcpu_ns);
 	if (open)
 		__sync_fetch_and_add(&s->open, open);
+	/* A slot's durations (none when no call in it was timed, max 0). */
+	if (d && d->max_ns) {
+		struct dist_ctx c = { .s = s, .d = d };
+
+		span_extreme(&s->min_ns, d->min_ns, true);
+		span_extreme(&s->max_ns, d->max_ns, false);
+		bpf_loop(USDTPROF_DIST_BUCKETS, add_bucket, &c, 0);
+	}
 }
 
 /* Whether a frame entering path has a slot: its callees need one to hang
@@ -633,13 +706,16 @@ static __always_inline bool claim_path(struct usdtprof_thread_stack *st, __u64 p
  * atomics, only the thread writes it. A slot holding another path is first
  * added to the map. */
 static __always_inline void add_to_cache(struct usdtprof_thread_stack *st, __u64 path, __u64 parent,
-					 __u64 func, __u64 self, __u64 total, __u64 offcpu)
+					 __u64 func, __u64 self, __u64 total, __u64 offcpu, bool timed)
 {
-	struct usdtprof_path_slot *slot = &st->cache[path & (USDTPROF_PATH_CACHE - 1)];
+	__u32 i = path & (USDTPROF_PATH_CACHE - 1);
+	struct usdtprof_path_slot *slot = &st->cache[i];
+	struct usdtprof_path_dist *dist = &st->dist[i];
 
-	if (slot->path != path) {
+	/* Also before a 16-bit bucket count could wrap. */
+	if (slot->path != path || slot->calls >= USDTPROF_DIST_SLOT_MAX) {
 		if (slot->calls)
-			add_to_map(slot, st->tgid, 0);
+			add_to_map(slot, dist, st->tgid, 0);
 		slot->path = path;
 		slot->parent = parent;
 		slot->func = func;
@@ -647,18 +723,29 @@ static __always_inline void add_to_cache(struct usdtprof_thread_stack *st, __u64
 		slot->self_ns = 0;
 		slot->total_ns = 0;
 		slot->self_offcpu_ns = 0;
+		__builtin_memset(dist, 0, sizeof(*dist));
 	}
 	slot->calls++;
 	slot->self_ns += self;
 	slot->total_ns += total;
 	slot->self_offcpu_ns += offcpu;
+	if (timed) {
+		__u32 b = usdtprof_dist_bucket(total);
+
+		if (b < USDTPROF_DIST_BUCKETS)
+			dist->buckets[b]++;
+		if (!dist->min_ns || total < dist->min_ns)
+			dist->min_ns = total;
+		if (total > dist->max_ns)
+			dist->max_ns = total;
+	}
 }
 
 /* Pops frame d-1 of a stack d deep at time `now`: charges it, records it,
  * resumes its parent. The caller owns st->depth. Open frames (flush) go
  * straight to the map. */
 static __always_inline void pop_frame(struct usdtprof_thread_stack *st, __u32 d, __u64 now,
-				      __u64 open)
+				      __u64 open, bool timed)
 {
 	struct usdtprof_frame *f, *parent = 0;
 	__u64 self, total, end, func;
@@ -688,10 +775,12 @@ static __always_inline void pop_frame(struct usdtprof_thread_stack *st, __u32 d,
 			.path = f->path, .parent = f->parent, .func = func,
 			.calls = 1, .self_ns = self, .total_ns = total, .self_offcpu_ns = f->offcpu,
 		};
-		add_to_map(&t, st->tgid, 1);
+		add_to_map(&t, 0, st->tgid, 1);
 		return;
 	}
-	add_to_cache(st, f->path, f->parent, func, self, total, f->offcpu);
+	/* A duration only from the frame's own exit: frames popped without
+	 * theirs ended at some unknown time before now. */
+	add_to_cache(st, f->path, f->parent, func, self, total, f->offcpu, timed && f->coarse != 2);
 }
 
 struct pop_ctx {
@@ -723,7 +812,7 @@ static long pop_one(__u32 i, void *data)
 	if (!c->open && d > 0 && d <= USDTPROF_MAX_DEPTH)
 		count_pair_mismatch((__u32)c->st->frames[(d - 1) & FRAME_MASK].pair);
 
-	pop_frame(c->st, c->depth - i, c->now, c->open);
+	pop_frame(c->st, c->depth - i, c->now, c->open, false);
 	return 0;
 }
 
@@ -742,7 +831,7 @@ static long flush_slot(__u32 i, void *data)
 	struct usdtprof_path_slot *slot = &st->cache[i & (USDTPROF_PATH_CACHE - 1)];
 
 	if (slot->calls)
-		add_to_map(slot, st->tgid, 0);
+		add_to_map(slot, &st->dist[i & (USDTPROF_PATH_CACHE - 1)], st->tgid, 0);
 	slot->path = 0;
 	slot->calls = 0;
 	return 0;
@@ -976,7 +1065,7 @@ static long record_chain_frame(__u32 i, void *data)
 	slot.self_ns = f->self;
 	slot.total_ns = c->total;
 	slot.self_offcpu_ns = f->offcpu;
-	add_to_map(&slot, c->st->tgid, 0);
+	add_to_map(&slot, 0, c->st->tgid, 0);
 	c->parent = slot.path;
 	c->total -= f->self < c->total ? f->self : c->total;
 	return 0;
@@ -1001,7 +1090,7 @@ static __always_inline void record_attach_chain(struct usdtprof_thread_stack *st
 		root.total_ns += st->attach_chain[i].self;
 	c.total = root.total_ns;
 	c.parent = root.path;
-	add_to_map(&root, st->tgid, 0);
+	add_to_map(&root, 0, st->tgid, 0);
 	bpf_loop(USDTPROF_ATTACH_CHAIN, record_chain_frame, &c, 0);
 	st->chain_len = 0;
 }
@@ -1137,7 +1226,7 @@ int usdt_entry(struct pt_regs *ctx)
 				.parent = st->frames[USDTPROF_MAX_DEPTH - 1].path,
 				.func = USDTPROF_FUNC_TRUNCATED,
 			};
-			add_to_map(&marker, st->tgid, 0);
+			add_to_map(&marker, 0, st->tgid, 0);
 		}
 		count_anomaly(USDTPROF_ANOM_DEPTH_OVERFLOW, 1);
 		emit(spec->role == USDTPROF_ROLE_TASK_BEGIN ? USDTPROF_EV_TASK_BEGIN : USDTPROF_EV_ENTER, func, now);
@@ -1267,7 +1356,7 @@ int usdt_exit(struct pt_regs *ctx)
 	if (st->overflow) {
 		st->overflow--;
 		marker = truncated_path(st);
-		add_to_cache(st, path_hash(marker, func), marker, func, 0, 0, 0);
+		add_to_cache(st, path_hash(marker, func), marker, func, 0, 0, 0, false);
 		return 0;
 	}
 	d = st->depth;
@@ -1311,7 +1400,7 @@ int usdt_exit(struct pt_regs *ctx)
 		pop_frames(st, d, i, now, 0);
 		d -= i;
 	}
-	pop_frame(st, d, now, 0);
+	pop_frame(st, d, now, 0, true);
 	st->depth = d - 1;
 	return 0;
 }
@@ -1451,19 +1540,6 @@ static __always_inline struct usdtprof_span_stats *span_stats_of(struct usdtprof
 		return 0;
 	bpf_map_update_elem(&span_stats, key, blank, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&span_stats, key);
-}
-
-/* Lowers (or raises) *at to v; a few tries against other threads' updates. */
-static __always_inline void span_extreme(__u64 *at, __u64 v, bool lower)
-{
-	for (int i = 0; i < 4; i++) {
-		__u64 old = READ_ONCE(*at);
-
-		if (lower ? old && old <= v : old >= v)
-			return;
-		if (__sync_val_compare_and_swap(at, old, v) == old)
-			return;
-	}
 }
 
 /* A span's start or end (record --span): timed per thread, apart from the

@@ -236,6 +236,22 @@ struct usdtprof_frame {
 			 [other] (calls and self time, no inclusive time again) */
 };
 
+/* Durations (inclusive, of completed calls) per path: a log2 histogram of
+ * USDTPROF_DIST_BUCKETS buckets. Bucket b holds durations d with
+ * 2^b <= d < 2^(b+1) ns; bucket 0 also holds 0 ns; the last bucket holds
+ * everything from 2^(USDTPROF_DIST_BUCKETS-1) ns (~9 minutes) up. */
+#define USDTPROF_DIST_BUCKETS 40
+/* A cache slot's counts are 16 bits: the slot is added to the map before
+ * its calls reach this. */
+#define USDTPROF_DIST_SLOT_MAX 65535
+
+/* A path's durations accumulated by one thread, beside its usdtprof_path_slot. */
+struct usdtprof_path_dist {
+	__u64 min_ns; /* 0: no timed call yet */
+	__u64 max_ns;
+	__u16 buckets[USDTPROF_DIST_BUCKETS];
+};
+
 /* A path's totals accumulated by one thread, not yet added to the paths map. */
 struct usdtprof_path_slot {
 	__u64 path;   /* 0: empty */
@@ -275,6 +291,7 @@ struct usdtprof_thread_stack {
 	struct usdtprof_attach_frame attach_chain[USDTPROF_ATTACH_CHAIN]; /* innermost first */
 	struct usdtprof_frame frames[USDTPROF_MAX_DEPTH];
 	struct usdtprof_path_slot cache[USDTPROF_PATH_CACHE];
+	struct usdtprof_path_dist dist[USDTPROF_PATH_CACHE]; /* beside cache[i] */
 };
 
 /* Aggregation map value, keyed by the __u64 path id. */
@@ -288,6 +305,13 @@ struct usdtprof_path_stats {
 	__u64 self_ns;
 	__u64 total_ns;
 	__u64 self_offcpu_ns; /* part of self_ns spent off-CPU */
+	/* Inclusive durations of the completed calls that were timed (not open
+	 * ones, not those of frames entered before the attach, not [truncated]
+	 * markers, not calls inside an [other] frame): their extremes (0, 0
+	 * when none) and histogram (USDTPROF_DIST_BUCKETS). */
+	__u64 min_ns;
+	__u64 max_ns;
+	__u64 buckets[USDTPROF_DIST_BUCKETS];
 };
 
 /* `usdtprof trace`: one ring-buffer record per probe hit. */

@@ -105,13 +105,19 @@ Row text_row(const std::string &text, const std::string &name, bool tree)
 		std::istringstream in(line);
 		std::string a, au, pc, b, bu, c, cu, last;
 		Row r;
-		if (tree) { // total total% self calls name
-			if (!(in >> a >> au >> pc >> b >> bu >> r.calls >> last) || last != name)
+		// The name is the last word: duration columns (min p50 p99 max) may come before it.
+		auto name_last = [&] {
+			for (std::string w; in >> w;)
+				last = w;
+			return last == name;
+		};
+		if (tree) { // total total% self calls [min p50 p99 max] name
+			if (!(in >> a >> au >> pc >> b >> bu >> r.calls) || !name_last())
 				continue;
 			r.total = parse_human(a, au);
 			r.self = parse_human(b, bu);
-		} else { // calls self self% total avg name
-			if (!(in >> r.calls >> b >> bu >> pc >> a >> au >> c >> cu >> last) || last != name)
+		} else { // calls self self% total avg [min p50 p99 max] name
+			if (!(in >> r.calls >> b >> bu >> pc >> a >> au >> c >> cu) || !name_last())
 				continue;
 			r.total = parse_human(a, au);
 			r.self = parse_human(b, bu);

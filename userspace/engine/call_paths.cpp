@@ -9,6 +9,19 @@
 
 namespace usdtprof {
 
+Distribution distribution_of(const usdtprof_path_stats &s)
+{
+	Distribution d;
+	for (uint32_t b = 0; b < USDTPROF_DIST_BUCKETS; b++)
+		if (s.buckets[b])
+			d.buckets.emplace_back(b, s.buckets[b]);
+	if (!d.empty()) {
+		d.min_ns = s.min_ns;
+		d.max_ns = std::max(s.min_ns, s.max_ns);
+	}
+	return d;
+}
+
 size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup,
 		      const std::map<uint32_t, std::string> &process_roots,
 		      const std::map<uint32_t, uint64_t> &label_parents)
@@ -118,6 +131,7 @@ size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, 
 			node.self_ns = s.self_ns;
 			node.self_offcpu_ns = s.self_offcpu_ns;
 			node.total_ns = s.total_ns;
+			node.dist = distribution_of(s);
 			if (node_of[*it] != kNoParent)
 				continue; // placed by root_parent, under a label's parent
 			node_of[*it] = uint32_t(profile.nodes.size());
@@ -127,6 +141,7 @@ size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, 
 		}
 		return node_of[i];
 	};
+	profile.distributions = true;
 	for (size_t i = 0; i < records.size(); i++)
 		place(i);
 	if (profile.calibration)

@@ -20,6 +20,9 @@ struct PathRecord {
 	usdtprof_path_stats stats{};
 };
 
+// A path's durations as the kernel keeps them (usdtprof_path_stats).
+Distribution distribution_of(const usdtprof_path_stats &s);
+
 // Appends the records to profile.nodes, parents before children (the tree is
 // rebuilt from each record's parent path id), each distinct function id
 // resolved once by function_name() (functions with the same name and location

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "profile/distribution.h"
 
 namespace usdtprof {
 
@@ -49,6 +50,9 @@ struct PathNode {
 	uint64_t self_ns = 0;        // exclusive time
 	uint64_t total_ns = 0;       // inclusive time
 	uint64_t self_offcpu_ns = 0; // the part of self_ns spent switched out
+	// Inclusive durations of the calls the kernel timed: completed ones, each
+	// ended by its own exit (Profile::distributions).
+	Distribution dist{};
 	// Not saved: after compensate(), the calibration's spread over this
 	// path's calls; a self time below it is not precise.
 	uint64_t uncertain_ns = 0;
@@ -114,6 +118,9 @@ struct Profile {
 	// monitor's duty cycle); counts and times are as measured, never scaled.
 	double sampled_fraction = 1.0;
 	std::vector<PathNode> nodes;
+	// The nodes carry duration distributions (recorded by a usdtprof that
+	// keeps them; older profiles do not).
+	bool distributions = false;
 	// Absent in profiles of older versions and when calibration failed:
 	// then times are shown as measured.
 	std::optional<Calibration> calibration;

@@ -5,6 +5,7 @@
 // of JSON, and read without a parser's per-character work.
 #include "profile/profile_body.h"
 
+#include <cstdint>
 #include <cstring>
 
 #include "base/huge_pages.h"
@@ -163,6 +164,71 @@ void write_nodes(const Profile &profile, Encoder &out)
 	}
 }
 
+// After the nodes, when the metadata has `distributions`: the nodes that
+// have timed calls, each as the distance from the previous one (from -1),
+// min_ns, max_ns, its number of non-zero buckets, then (bucket, count)
+// pairs, buckets ascending. An older reader stops at "bytes after the last
+// node" rather than misreading them.
+void write_distributions(const Profile &profile, Encoder &out)
+{
+	size_t with = 0;
+	for (const PathNode &n : profile.nodes)
+		with += !n.dist.empty();
+	out.varint(with);
+	size_t last = SIZE_MAX;
+	for (size_t i = 0; i < profile.nodes.size(); i++) {
+		const Distribution &d = profile.nodes[i].dist;
+		if (d.empty())
+			continue;
+		out.varint(i - last);
+		last = i;
+		out.varint(d.min_ns);
+		out.varint(d.max_ns);
+		out.varint(d.buckets.size());
+		for (const auto &[b, n] : d.buckets) {
+			out.varint(b);
+			out.varint(n);
+		}
+	}
+}
+
+void read_distributions(Decoder &in, Profile &p)
+{
+	uint64_t count = in.varint(named("distributions"));
+	if (count > p.nodes.size())
+		corrupt("distributions: " + std::to_string(count) + " announced, more than the " +
+			std::to_string(p.nodes.size()) + " nodes");
+	size_t at = SIZE_MAX;
+	for (uint64_t k = 0; k < count; k++) {
+		std::string w = "distributions[" + std::to_string(k) + "].";
+		auto at_field = [&w](const char *field) { return [&w, field] { return w + field; }; };
+		uint64_t step = in.varint(at_field("node"));
+		if (step == 0 || step > p.nodes.size() - (at + 1))
+			corrupt(w + "node: not a later node");
+		at += step;
+		PathNode &node = p.nodes[at];
+		Distribution &d = node.dist;
+		d.min_ns = in.varint(at_field("min_ns"));
+		d.max_ns = in.varint(at_field("max_ns"));
+		if (d.min_ns > d.max_ns)
+			corrupt(w + "min_ns exceeds max_ns");
+		uint64_t buckets = in.varint(at_field("buckets"));
+		if (buckets == 0 || buckets > kDistBuckets)
+			corrupt(w + "buckets: expected 1 to " + std::to_string(kDistBuckets));
+		uint64_t counted = 0;
+		for (uint64_t j = 0; j < buckets; j++) {
+			uint64_t b = in.varint(at_field("bucket")), n = in.varint(at_field("count"));
+			if (b >= kDistBuckets || (!d.buckets.empty() && b <= d.buckets.back().first) || n == 0)
+				corrupt(w + "buckets: expected ascending buckets below " + std::to_string(kDistBuckets) +
+					" with non-zero counts");
+			counted += n;
+			d.buckets.emplace_back(uint32_t(b), n);
+		}
+		if (counted > node.calls)
+			corrupt(w + "buckets: more durations than calls");
+	}
+}
+
 void read_functions(Decoder &in, Profile &p)
 {
 	bool locations = !p.locations.empty();
@@ -237,6 +303,8 @@ void write_binary_body(const Profile &profile, Sink &out)
 	enc.bytes(meta_json(profile));
 	write_functions(profile, enc);
 	write_nodes(profile, enc);
+	if (profile.distributions)
+		write_distributions(profile, enc);
 }
 
 Profile read_binary_body(BodyReader &body)
@@ -245,6 +313,8 @@ Profile read_binary_body(BodyReader &body)
 	Profile p = profile_from_meta(in.bytes(named("metadata")));
 	read_functions(in, p);
 	read_nodes(in, p);
+	if (p.distributions)
+		read_distributions(in, p);
 	if (in.left())
 		corrupt(std::to_string(in.left()) + " bytes after the last node");
 	return p;

@@ -644,6 +644,8 @@ std::string meta_json(const Profile &profile)
 	ojson meta = meta_object(profile, kProfileVersionBinary);
 	if (!profile.locations.empty())
 		meta["locations"] = true;
+	if (profile.distributions)
+		meta["distributions"] = true;
 	Profile rest;
 	rest.sampled_fraction = profile.sampled_fraction;
 	rest.calibration = profile.calibration;
@@ -665,6 +667,9 @@ Profile profile_from_meta(const std::string &text)
 		corrupt("locations: expected true");
 	if (j.contains("locations"))
 		p.locations.push_back(""); // a mark: the function table holds them
+	if (j.contains("distributions") && !get_bool(j, "distributions", ""))
+		corrupt("distributions: expected true");
+	p.distributions = j.contains("distributions");
 	sampled_fraction_from_json(j, p);
 	if (j.contains("calibration"))
 		p.calibration = calibration_from_json(j["calibration"], -1);

@@ -52,7 +52,9 @@ public:
 			m.self_ns += n.self_ns;
 			m.total_ns += n.total_ns;
 			m.self_offcpu_ns += n.self_offcpu_ns;
+			add_distribution(m.dist, n.dist);
 		}
+		out_.distributions = out_.distributions || p.distributions;
 		for (const ProfileProcess &proc : p.processes)
 			if (pids_.insert(proc.pid).second)
 				out_.processes.push_back(proc);

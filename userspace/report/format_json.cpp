@@ -56,6 +56,17 @@ json spans_json(const Profile &profile, bool per_process)
 	return out;
 }
 
+// A function's or path's call durations (CallTree::dists): written only
+// when the profile carries them.
+json durations_json(const Distribution &d)
+{
+	json histogram = json::array();
+	for (const auto &[i, n] : d.buckets)
+		histogram.push_back({{"low_ns", dist_bucket_low(i)}, {"high_ns", dist_bucket_high(i)}, {"count", n}});
+	return {{"count", bucket_count(d.buckets)}, {"min_ns", d.min_ns}, {"p50_ns", dist_quantile(d, 0.5)},
+		{"p99_ns", dist_quantile(d, 0.99)}, {"max_ns", d.max_ns}, {"histogram", histogram}};
+}
+
 // Writes the report as nlohmann's dump(2) of the whole document would, but
 // the paths (a million, each with its stack) one by one into out: the
 // rest is small and dumped by nlohmann, indented one level deeper.
@@ -139,6 +150,13 @@ void write_paths(Sink &out, const CallTree &tree, const CallTree *raw_tree)
 			text += uncertain(n.self_ns, n.uncertain_ns) ? ",\n      \"self_uncertain\": true"
 							       : ",\n      \"self_uncertain\": false";
 		}
+		if (!tree.dists.empty()) {
+			// Indented as dump(2) would, three levels in.
+			std::string d = JsonReportWriter::dump(durations_json(tree.dists[i]));
+			text += ",\n      \"durations\": ";
+			for (char c : d)
+				text += c == '\n' ? std::string("\n      ") : std::string(1, c);
+		}
 		text += "\n    }";
 		out.write(text);
 	}
@@ -162,6 +180,8 @@ void write_json(Sink &out, const Profile &profile, const CallTree &tree, const R
 			const FunctionSummary &r = raw_functions[f.name];
 			add_raw(j, f.self_ns, r.self_ns, r.total_ns, f.uncertain_ns);
 		}
+		if (!tree.dists.empty())
+			j["durations"] = durations_json(f.dist);
 		functions.push_back(std::move(j));
 	}
 	// The known counters first, in kernel order, then any others the profile has.

@@ -57,6 +57,18 @@ std::string human_ns(uint64_t ns)
 
 double percent(uint64_t part, uint64_t whole) { return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0; }
 
+std::string duration_cells(const CallTree &tree, const Distribution *d)
+{
+	if (tree.dists.empty())
+		return "";
+	if (!d)
+		return line(" %10s %10s %10s %10s", "min", "p50", "p99", "max");
+	if (d->empty())
+		return line(" %10s %10s %10s %10s", "-", "-", "-", "-");
+	return line(" %10s %10s %10s %10s", human_ns(d->min_ns).c_str(), human_ns(dist_quantile(*d, 0.5)).c_str(),
+		    human_ns(dist_quantile(*d, 0.99)).c_str(), human_ns(d->max_ns).c_str());
+}
+
 std::string open_marker(uint64_t open) { return open ? " (" + std::to_string(open) + " open)" : ""; }
 
 uint64_t average(const FunctionSummary &f) { return f.calls ? f.total_ns / f.calls : 0; }
@@ -313,9 +325,13 @@ CallTree build_call_tree(const Profile &profile)
 	for (auto [name, parent] : shape)
 		tree.nodes.push_back({.name = name, .parent = parent});
 	shape = {};
+	if (profile.distributions)
+		tree.dists.resize(tree.nodes.size());
 	for (size_t i = 0; i < profile.nodes.size(); i++) {
 		const PathNode &pn = profile.nodes[i];
 		TreeNode &n = tree.nodes[tree_index[i]];
+		if (profile.distributions)
+			add_distribution(tree.dists[tree_index[i]], pn.dist);
 		n.calls += pn.calls;
 		n.open += pn.open;
 		uint64_t offcpu = std::min(pn.self_offcpu_ns, pn.self_ns);
@@ -396,6 +412,8 @@ std::vector<FunctionSummary> summarize_functions(const CallTree &tree)
 		f.self_oncpu_ns += n.self_oncpu_ns;
 		f.self_offcpu_ns += n.self_offcpu_ns;
 		f.uncertain_ns += n.uncertain_ns;
+		if (!tree.dists.empty())
+			add_distribution(f.dist, tree.dists[i]);
 		// Only outermost activations add to total: an inner one's time is inside the outer's.
 		if (nested[i])
 			f.recursive = true;

@@ -49,6 +49,9 @@ struct CallTree {
 	std::vector<uint32_t> child_begin; // nodes.size() + 1 offsets into child_ids
 	std::vector<uint32_t> child_ids;   // each node's children in order of first appearance
 	uint64_t total_self_ns = 0;      // sum of all self times: the 100% of percentages
+	// Per node, the durations of its calls (wall-clock, as measured), when
+	// the profile carries them (Profile::distributions); else empty.
+	std::vector<Distribution> dists;
 	TimeMode time = TimeMode::Wall;
 
 	const std::string &name(uint32_t node) const { return names[nodes[node].name]; }
@@ -78,6 +81,7 @@ struct FunctionSummary {
 	uint64_t total_ns = 0;   // inclusive, each outermost activation counted once
 	bool recursive = false;  // seen inside an activation of itself
 	uint64_t uncertain_ns = 0; // compensation's spread over these calls
+	Distribution dist{};       // every call's own duration (CallTree::dists)
 };
 
 // A compensated self time within the calibration's spread is not precise.

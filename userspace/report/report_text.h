@@ -29,6 +29,14 @@ std::string container_lines(const Profile &profile);
 std::string lost_paths_line(const Profile &profile, const CallTree &tree);
 // "~" before a self time within the calibration's spread.
 std::string self_text(uint64_t self_ns, uint64_t uncertain_ns);
+// The duration columns of a text table when the tree has distributions:
+// " %10s" each of min, p50, p99, max (headings when d is null, "-" when
+// the calls have none), else "".
+std::string duration_cells(const CallTree &tree, const Distribution *d);
+// What those columns are, said under the table.
+inline constexpr const char *durations_note =
+	"min, p50, p99, max: durations of single calls (inclusive, wall-clock, as measured: probe overhead "
+	"included); p50 and p99 are exact to their power-of-two bucket\n";
 // Largest total first, then by name: the order of the tree views.
 std::vector<uint32_t> by_total(const CallTree &tree, std::vector<uint32_t> group);
 bool below_min_percent(const CallTree &tree, uint32_t node, const ReportOptions &options);

@@ -38,14 +38,15 @@ void render_tree_lines(const CallTree &tree, const ReportOptions &options, std::
 		todo.pop_back();
 		std::string indent(2 * it.depth, ' ');
 		if (it.node == kNoParent) {
-			out += line("%10s %7s %10s %12s  ", "", "", "", "") + indent + "... " + std::to_string(it.pruned) +
+			out += line("%10s %7s %10s %12s", "", "", "", "") +
+			       (tree.dists.empty() ? "" : std::string(44, ' ')) + "  " + indent + "... " + std::to_string(it.pruned) +
 				" more below " + line("%g", options.min_percent) + "%\n";
 			continue;
 		}
 		const TreeNode &n = tree.nodes[it.node];
-		out += line("%10s %6.1f%% %10s %12llu  ", human_ns(n.total_ns).c_str(), percent(n.total_ns, tree.total_self_ns),
+		out += line("%10s %6.1f%% %10s %12llu", human_ns(n.total_ns).c_str(), percent(n.total_ns, tree.total_self_ns),
 			self_text(n.self_ns, n.uncertain_ns).c_str(), static_cast<unsigned long long>(n.calls)) +
-			indent + escape_text(tree.names[n.name]) + open_marker(n.open) + "\n";
+			duration_cells(tree, tree.dists.empty() ? nullptr : &tree.dists[it.node]) + "  " + indent + escape_text(tree.names[n.name]) + open_marker(n.open) + "\n";
 		push_group(tree.children(it.node), it.depth + 1);
 	}
 }
@@ -59,8 +60,10 @@ std::string tree_text(const Profile &profile, const CallTree &tree, const Report
 		(options.min_percent > 0 ? "; subtrees below " + line("%g", options.min_percent) +
 			"% of the recorded time are folded into \"... N more\" lines" : std::string()) + "\n" +
 		lost_paths_line(profile, tree) + sampled_line(profile) + container_lines(profile) + "\n";
-	out += line("%10s %7s %10s %12s  %s\n", "total", "total%", "self", "calls", "name");
+	out += line("%10s %7s %10s %12s", "total", "total%", "self", "calls") + duration_cells(tree, nullptr) + "  name\n";
 	render_tree_lines(tree, options, out);
+	if (!tree.dists.empty())
+		out += durations_note;
 	return out;
 }
 

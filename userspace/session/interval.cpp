@@ -24,6 +24,24 @@ usdtprof_path_stats minus(const usdtprof_path_stats &now, const usdtprof_path_st
 	d.self_ns -= before.self_ns;
 	d.total_ns -= before.total_ns;
 	d.self_offcpu_ns -= before.self_offcpu_ns;
+	// The interval's durations: the counts subtract; an extreme is exact
+	// when the interval set it, else bounded by the interval's own buckets.
+	int lowest = -1, highest = -1;
+	for (int b = 0; b < USDTPROF_DIST_BUCKETS; b++) {
+		d.buckets[b] -= before.buckets[b];
+		if (d.buckets[b]) {
+			lowest = lowest < 0 ? b : lowest;
+			highest = b;
+		}
+	}
+	if (lowest < 0) {
+		d.min_ns = d.max_ns = 0;
+		return d;
+	}
+	if (before.max_ns && now.min_ns >= before.min_ns)
+		d.min_ns = std::max<uint64_t>(now.min_ns, dist_bucket_low(uint32_t(lowest)));
+	if (before.max_ns && now.max_ns <= before.max_ns)
+		d.max_ns = std::min<uint64_t>(now.max_ns, dist_bucket_high(uint32_t(highest)) - 1);
 	return d;
 }
 
@@ -59,8 +77,11 @@ IntervalDelta PathDeltas::next(const std::vector<PathRecord> &totals, const std:
 			auto gain = delta.find(p);
 			if (gain != delta.end())
 				s = gain->second;
-			else
+			else {
 				s.calls = s.open = s.self_ns = s.total_ns = s.self_offcpu_ns = 0;
+				s.min_ns = s.max_ns = 0;
+				std::fill(std::begin(s.buckets), std::end(s.buckets), 0);
+			}
 			out.records.push_back({p, s});
 			p = it->second->stats.parent;
 		}

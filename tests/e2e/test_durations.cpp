@@ -1,0 +1,150 @@
+// Duration distributions per call path (issue 17): the kernel's min, max and
+// log2 histogram of each path's call durations, as `report` shows them,
+// checked against what the target measures with its own clock.
+#include <catch2/catch.hpp>
+#include <map>
+#include <sstream>
+
+#include "harness.h"
+#include "profile/distribution.h"
+#include "report/report.h"
+
+using namespace e2e;
+using nlohmann::json;
+
+namespace {
+
+// The target's "measured NAME NS" lines.
+std::map<std::string, double> measured_lines(const std::string &out)
+{
+	std::map<std::string, double> m;
+	std::istringstream in(out);
+	for (std::string line; std::getline(in, line);) {
+		std::istringstream words(line);
+		std::string tag, name;
+		double ns;
+		if (words >> tag >> name >> ns && tag == "measured")
+			m[name] = ns;
+	}
+	return m;
+}
+
+uint64_t u(const json &v) { return v.get<uint64_t>(); }
+
+// A duration usdtprof measured lies between the target's clock reads inside
+// the probes and around the call (less 0.1% for the clocks' rounding).
+void require_between(const json &value, double inner, double outer)
+{
+	INFO("target measured " << inner << " ns inside the probes, " << outer << " ns around the call; usdtprof has "
+				 << value);
+	REQUIRE(value.get<double>() >= inner * 0.999);
+	REQUIRE(value.get<double>() <= outer * 1.001);
+}
+
+// The bucket of a reported quantile lies between the buckets of the
+// target's own quantiles: each call's duration is between its inner and
+// outer time, so each order statistic is too.
+void require_bucket(const json &value, double inner, double outer, uint32_t designed)
+{
+	uint32_t b = usdtprof::dist_bucket_of(u(value)), lo = usdtprof::dist_bucket_of(uint64_t(inner)),
+		 hi = usdtprof::dist_bucket_of(uint64_t(outer));
+	INFO("usdtprof's " << value << " ns is in bucket " << b << "; the target measured " << inner << " to " << outer
+			   << " ns: buckets " << lo << " to " << hi << " (designed: " << designed << ")");
+	REQUIRE(b >= lo);
+	REQUIRE(b <= hi);
+}
+
+struct Run {
+	std::map<std::string, double> m;
+	json report;
+	std::string data, text;
+};
+
+Run record_durations()
+{
+	Run r;
+	r.data = temp_dir() + "/durations.data";
+	Output o = run({e2e::usdtprof(), "record", "-o", r.data, "--", target("durations")});
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	r.m = measured_lines(o.out);
+	REQUIRE(r.m.size() == 8);
+	r.report = report_json(r.data, true);
+	Output text = run({e2e::usdtprof(), "report", "--raw", r.data});
+	REQUIRE(text.status == 0);
+	r.text = text.out;
+	return r;
+}
+
+} // namespace
+
+TEST_CASE("durations: min, max, p50 and p99 of a function whose calls take 100 us (90%) or 1 ms (10%)",
+	  "[durations]")
+{
+	Run r = record_durations();
+	const auto &m = r.m;
+	json step = function(r.report, "step");
+	INFO(r.text);
+	REQUIRE(u(step["calls"]) == 1000);
+	const json &d = step["durations"];
+	REQUIRE(u(d["count"]) == 1000);
+	uint64_t counted = 0;
+	for (const json &b : d["histogram"])
+		counted += u(b["count"]);
+	REQUIRE(counted == 1000);
+	require_between(d["min_ns"], m.at("inner_min"), m.at("outer_min"));
+	require_between(d["max_ns"], m.at("inner_max"), m.at("outer_max"));
+	// Within 5% of what the target measured inside its probes.
+	REQUIRE(d["min_ns"].get<double>() <= m.at("inner_min") * 1.05);
+	// The max too, when the target's own clock bounds its longest call that
+	// closely: a preemption between its clock reads and the probes (CPU
+	// hogs) can make another call the longest usdtprof saw, within
+	// outer_max (checked above) but beyond inner_max.
+	if (m.at("outer_max") <= m.at("inner_max") * 1.05)
+		REQUIRE(d["max_ns"].get<double>() <= m.at("inner_max") * 1.05);
+	// 100 us is in [2^16, 2^17) ns, 1 ms in [2^19, 2^20).
+	require_bucket(d["p50_ns"], m.at("inner_p50"), m.at("outer_p50"), 16);
+	require_bucket(d["p99_ns"], m.at("inner_p99"), m.at("outer_p99"), 19);
+	// The path (main;step is a root: main has no probes) says the same.
+	json p = path(r.report, "step");
+	REQUIRE(p.is_object());
+	REQUIRE(p["durations"] == d);
+
+	// The text report: min, p50, p99 and max columns per function and per path.
+	REQUIRE(r.text.find("min        p50        p99        max  name") != std::string::npos);
+	Output tree = run({e2e::usdtprof(), "report", "--raw", "--view", "tree", r.data});
+	REQUIRE(tree.status == 0);
+	INFO(tree.out);
+	REQUIRE(tree.out.find("min        p50        p99        max  name") != std::string::npos);
+	auto has_row = [&](const std::string &text) {
+		std::istringstream lines(text);
+		for (std::string line; std::getline(lines, line);)
+			if (line.ends_with("  step") &&
+			    line.find(" " + usdtprof::human_ns(u(d["p50_ns"])) + " ") != std::string::npos)
+				return true;
+		return false;
+	};
+	REQUIRE(has_row(r.text));
+	REQUIRE(has_row(tree.out));
+}
+
+TEST_CASE("durations: two recordings merged add their histograms, min of mins, max of maxes", "[durations]")
+{
+	Run a = record_durations(), b = record_durations();
+	Output o = run({e2e::usdtprof(), "report", "--format", "json", "--raw", a.data, b.data});
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	json merged = function(json::parse(o.out), "step")["durations"];
+	json da = function(a.report, "step")["durations"], db = function(b.report, "step")["durations"];
+	REQUIRE(u(merged["count"]) == 2000);
+	REQUIRE(u(merged["min_ns"]) == std::min(u(da["min_ns"]), u(db["min_ns"])));
+	REQUIRE(u(merged["max_ns"]) == std::max(u(da["max_ns"]), u(db["max_ns"])));
+	std::map<uint64_t, uint64_t> sum;
+	for (const json *d : {&da, &db})
+		for (const json &h : (*d)["histogram"])
+			sum[u(h["low_ns"])] += u(h["count"]);
+	std::map<uint64_t, uint64_t> got;
+	for (const json &h : merged["histogram"])
+		got[u(h["low_ns"])] = u(h["count"]);
+	REQUIRE(got == sum);
+}
