@@ -248,6 +248,69 @@ TEST_CASE("follow: a JDK tool other than java (jar) is profiled: its launcher lo
 	REQUIRE(report["anomalies"]["depth_overflow"] == 0);
 }
 
+// jshell runs its snippets in a JVM it starts (JDI) and waits 5 s for it to connect back. With its
+// own JVM (jshell, javac, JDI) probed too, that wait ran out and no snippet ran (300 s, 15.6M calls,
+// killed); with the snippets' JVM probed from its exec, it ran out beside two busy loops (5 of 5).
+// jshell's own JVM is left unprobed, the snippets' JVM is attached once it has connected back.
+TEST_CASE("follow: jshell without --execution: the snippets' JVM is recorded, exact calls of the script's methods",
+	  "[launch][runtimes][jshell]")
+{
+	std::string dir = temp_dir();
+	std::ofstream(dir + "/s.jsh") << "int leaf(int x) { return x + 1; }\n"
+					 "int twice(int x) { return leaf(leaf(x)); }\n"
+					 "void nap() throws Exception { Thread.sleep(200); }\n"
+					 "long s = 0;\n"
+					 "for (int i = 0; i < 1234; i++) s += twice(i);\n"
+					 "nap();\n"
+					 "System.out.println(\"s=\" + s);\n"
+					 "/exit\n";
+	auto r = record_followed({"jshell", dir + "/s.jsh"}, 0);
+	REQUIRE(r.output.out == "s=763229\n");
+	REQUIRE_THAT(r.output.err, Contains("(jshell): jshell's own JVM (jshell, javac, JDI) is not probed"));
+	REQUIRE_THAT(r.output.err, Contains("(java): jshell's snippets' JVM: attached once it has connected back to jshell"));
+	auto report = report_json(r.data);
+	// One process recorded: the JVM jshell started for the snippets.
+	REQUIRE(report["processes"].size() == 1);
+	REQUIRE(report["processes"][0]["comm"] == "java");
+	std::smatch launched;
+	REQUIRE(std::regex_search(r.output.err, launched, std::regex(R"(recording pid (\d+) \(jshell\))")));
+	REQUIRE(report["processes"][0]["pid"] != std::stoi(launched[1]));
+	// Each snippet's method is a class of its own, REPL.$JShell$N (N: the snippet's number).
+	std::map<std::string, nlohmann::json> snippets;
+	const std::regex snippet(R"(REPL\.\$JShell\$\d+\.(leaf\(int\)|twice\(int\)|nap\(\)))");
+	for (const auto &f : report["functions"]) {
+		std::smatch m;
+		std::string name = f["name"];
+		if (std::regex_match(name, m, snippet)) {
+			REQUIRE(snippets.count(m[1]) == 0);
+			snippets[m[1]] = f;
+		}
+	}
+	REQUIRE(snippets.size() == 3);
+	REQUIRE(snippets["twice(int)"]["calls"] == 1234);
+	REQUIRE(snippets["leaf(int)"]["calls"] == 2468);
+	REQUIRE(snippets["nap()"]["calls"] == 1);
+	for (const auto &[name, f] : snippets) {
+		INFO(name);
+		REQUIRE(f["open"] == 0);
+		REQUIRE(f["recursive"] == false);
+	}
+	REQUIRE(snippets["nap()"]["total_ns"].get<uint64_t>() >= 199'000'000);
+	// leaf is called only by twice: every path to it ends twice;leaf.
+	uint64_t under_twice = 0;
+	std::string twice = snippets["twice(int)"]["name"], leaf = snippets["leaf(int)"]["name"];
+	for (const auto &p : report["paths"]) {
+		const auto &stack = p["stack"];
+		if (stack.back() != leaf)
+			continue;
+		REQUIRE(stack.size() >= 2);
+		REQUIRE(stack[stack.size() - 2] == twice);
+		under_twice += p["calls"].get<uint64_t>();
+	}
+	REQUIRE(under_twice == 2468);
+	REQUIRE(report["anomalies"]["depth_overflow"] == 0);
+}
+
 // A program of its own (no JDK launcher, outside any JDK's bin/) that loads JDK/lib/server/libjvm.so
 // with dlopen and runs Calls.main through JNI_CreateJavaVM, as embedding launchers do. Before, it was
 // refused ("no probes of any preset"): only a JDK's bin/ was searched for a late libjvm.so.

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <set>
+#include <thread>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -260,15 +261,24 @@ bool apply_launch_env(const std::vector<const Preset *> &chosen, bool use_script
 Result<FilesByPid> image_files(int pid, const std::vector<Mapping> &maps, TargetFiles &opened)
 {
 	std::vector<TargetFilePtr> files = opened.of_process(pid, maps);
-	for (const Preset &p : presets())
+	for (const Preset &p : presets()) {
+		if (std::string why = p.left_alone ? p.left_alone(pid) : ""; !why.empty()) {
+			log_line("%s: %s", pid_text(pid).c_str(), why.c_str());
+			continue;
+		}
 		if (std::string lib = p.late_library ? p.late_library(pid) : ""; !lib.empty()) {
 			// A path in the process's root, looked up there only.
 			auto file = open_file_in_root(pid, lib);
 			if (!file)
 				return file.error();
 			opened.add(*file);
-			files.push_back(*file);
+			// Once loaded (a process attached later), it is among the mapped files.
+			if (std::none_of(files.begin(), files.end(), [&](const TargetFilePtr &f) {
+				    return f->dev == (*file)->dev && f->ino == (*file)->ino;
+			    }))
+				files.push_back(*file);
 		}
+	}
 	return FilesByPid{{pid, files}};
 }
 
@@ -329,6 +339,16 @@ public:
 		apply_launch_env(all, o.ruby_call_hook, &env_said_);
 	}
 
+	~FollowedTree()
+	{
+		{
+			std::lock_guard lock(mutex_);
+			stopped_ = true;
+		}
+		for (std::thread &t : pollers_)
+			t.join();
+	}
+
 	FollowedCommand::Callbacks callbacks()
 	{
 		return {[this](int pid) { on_image(pid); }, [this](int pid, int parent) { on_fork(pid, parent); },
@@ -381,7 +401,40 @@ private:
 			return; // gone
 		if (std::find(searched_.begin(), searched_.end(), exe) == searched_.end())
 			searched_.push_back(exe);
-		auto files = image_files(pid, *maps, opened_);
+		for (const Preset &p : presets())
+			if (std::string why = p.attach_later ? p.attach_later(pid) : ""; !why.empty()) {
+				log_line("%s: %s", pid_text(pid).c_str(), why.c_str());
+				attach_when_ready(pid, p);
+				return;
+			}
+		attach_image(pid, std::move(*maps));
+	}
+
+	// A process a preset attaches only once it is ready (jshell's snippets'
+	// JVM, once connected back): polled every 2 ms, attached as its image
+	// is then, unless it has gone or the recording has stopped first.
+	void attach_when_ready(int pid, const Preset &preset)
+	{
+		pollers_.emplace_back([this, pid, &preset] {
+			for (;;) {
+				std::this_thread::sleep_for(std::chrono::milliseconds(2));
+				bool ready = preset.ready_to_attach(pid);
+				std::lock_guard lock(mutex_);
+				if (stopped_ || has_exited(pid))
+					return;
+				if (!ready)
+					continue;
+				if (auto maps = read_proc_maps(pid))
+					attach_image(pid, std::move(*maps));
+				return;
+			}
+		});
+	}
+
+	// Attaches the probes of pid's image (its files and those its presets load later).
+	void attach_image(int pid, std::vector<Mapping> maps)
+	{
+		auto files = image_files(pid, maps, opened_);
 		if (!files) {
 			log_line("%s: %s; not recorded", pid_text(pid).c_str(), files.error().message.c_str());
 			return;
@@ -394,10 +447,10 @@ private:
 			// looked up by address in the maps of the first image, so
 			// this one's are captured in the kernel instead.
 			capture_native_names(sites);
-			fault_in_names(pid, *maps, sites);
+			fault_in_names(pid, maps, sites);
 			reimaged_.insert(pid);
 		}
-		attach(pid, std::move(sites), std::move(*maps), chosen);
+		attach(pid, std::move(sites), std::move(maps), chosen);
 	}
 
 	// A process with sites held back (a Ruby's C method probes) raises its
@@ -500,6 +553,7 @@ private:
 	std::vector<std::string> searched_;
 	std::vector<const Preset *> used_;
 	std::map<const Preset *, std::string> env_said_;
+	std::vector<std::thread> pollers_; // attach_when_ready's, under mutex_ until stopped
 };
 
 

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <regex>
+#include <sstream>
 #include <sys/stat.h>
 
 #include "target/naming.h"
@@ -192,6 +193,94 @@ std::string java_library(int pid)
 		if (std::string lib = jdk_library(pid, exe.parent_path().parent_path()); !lib.empty())
 			return lib;
 	return names_libjvm(pid) ? default_jdk_library(pid) : "";
+}
+
+// The arguments of pid (/proc/PID/cmdline), none if unreadable.
+std::vector<std::string> proc_args(int pid)
+{
+	std::string cmdline = proc_file(pid, "cmdline");
+	std::vector<std::string> args;
+	for (size_t at = 0; at < cmdline.size();) {
+		size_t end = std::min(cmdline.find('\0', at), cmdline.size());
+		args.push_back(cmdline.substr(at, end - at));
+		at = end + 1;
+	}
+	return args;
+}
+
+// jshell runs its snippets in a JVM it starts and drives through JDI, unless
+// told --execution local, and waits 5 s (7.5 s for JDI's connection) for that
+// JVM to connect back. Its own JVM runs jshell, javac and JDI: 15.6 million
+// calls in 300 s under record (all probed, on a 2-CPU host at load 5), so the
+// wait ran out, and jshell never ran a snippet. That JVM is left unprobed
+// (JAVA_TOOL_OPTIONS still turns its probes on, a call each, as it does for
+// the snippets' JVM), the snippets' JVM is recorded.
+std::string java_left_alone(int pid)
+{
+	std::error_code ec;
+	std::filesystem::path exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
+	if (ec || exe.filename() != "jshell" || exe.parent_path().filename() != "bin")
+		return "";
+	std::vector<std::string> args = proc_args(pid);
+	std::string execution;
+	for (size_t i = 1; i < args.size(); i++)
+		if (args[i] == "--execution" && i + 1 < args.size())
+			execution = args[i + 1];
+		else if (args[i].starts_with("--execution="))
+			execution = args[i].substr(12);
+	if (execution.starts_with("local"))
+		return "";
+	return "jshell's own JVM (jshell, javac, JDI) is not probed: it runs the snippets in a JVM it starts, "
+	       "which is recorded (jshell --execution local runs them in its own, which is then recorded)";
+}
+
+// The port jshell listens on for its snippets' JVM (pid), the argument after
+// its main class (jdk.jshell.execution.RemoteExecutionControl PORT); 0 if pid
+// is no such JVM.
+int jshell_agent_port(int pid)
+{
+	std::vector<std::string> args = proc_args(pid);
+	for (size_t i = 1; i + 1 < args.size(); i++)
+		if (args[i] == "jdk.jshell.execution.RemoteExecutionControl")
+			return atoi(args[i + 1].c_str());
+	return 0;
+}
+
+// jshell's snippets' JVM connects back to jshell within 5 s of JDI's
+// connection or jshell gives it up: with every call of its start-up probed
+// (60,000 before it connects) it missed that beside two busy loops, 5 runs
+// of 5. It is attached once connected: before any snippet can run (jshell
+// compiles each with javac first, then sends it), after its start-up, which
+// is not recorded.
+std::string java_attach_later(int pid)
+{
+	int port = jshell_agent_port(pid);
+	if (port <= 0)
+		return "";
+	return "jshell's snippets' JVM: attached once it has connected back to jshell (port " + std::to_string(port) +
+	       "), before any snippet runs; its start-up is not recorded (probed, it missed jshell's 5 s)";
+}
+
+// Whether pid's network namespace has a connection established to jshell's port.
+bool java_ready_to_attach(int pid)
+{
+	int port = jshell_agent_port(pid);
+	for (const char *table : {"tcp", "tcp6"}) {
+		std::ifstream in("/proc/" + std::to_string(pid) + "/net/" + table);
+		std::string line;
+		std::getline(in, line); // the header
+		while (std::getline(in, line)) {
+			// "  sl  local_address rem_address   st ...": ADDR:PORT in hex, st 01 ESTABLISHED.
+			std::istringstream fields(line);
+			std::string sl, local, remote, state;
+			fields >> sl >> local >> remote >> state;
+			size_t colon = remote.rfind(':');
+			if (state == "01" && colon != std::string::npos &&
+			    strtol(remote.c_str() + colon + 1, nullptr, 16) == port)
+				return true;
+		}
+	}
+	return false;
 }
 
 // python:function__entry/return(file, function, line): the code object's
@@ -406,7 +495,8 @@ const std::vector<Preset> &presets()
 		 .with_probes = "/usr/bin/ruby3.1"},
 		{.name = "java", .summary = "Java (HotSpot): hotspot:method__entry/return, named pkg.Class.method",
 		 .roles = java_roles, .check = java_check, .launch_env = {{"JAVA_TOOL_OPTIONS", "-XX:+DTraceMethodProbes"}},
-		 .late_library = java_library,
+		 .late_library = java_library, .left_alone = java_left_alone, .attach_later = java_attach_later,
+		 .ready_to_attach = java_ready_to_attach,
 		 .built_without = "JVM built without USDT probes (configure --enable-dtrace)",
 		 .with_probes = "/usr/lib/jvm/java-17-openjdk-amd64/bin/java"},
 		{.name = "python", .summary = "CPython: python:function__entry/return, named file.py:function",

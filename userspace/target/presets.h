@@ -42,6 +42,16 @@ struct Preset {
 	// point or just exec'd) loads later with dlopen (HotSpot's libjvm.so), as
 	// a path in that process's root: "" when none. nullptr: never.
 	std::string (*late_library)(int pid) = nullptr;
+	// Why a launched or followed process of this runtime (pid, at its entry
+	// point or just exec'd) is not probed, its work running in a process it
+	// starts, which is (jshell: its snippets' JVM); "" when it is. nullptr:
+	// always probed.
+	std::string (*left_alone)(int pid) = nullptr;
+	// Why a launched or followed process of this runtime is attached only
+	// once ready_to_attach(pid) says so, polled (jshell's snippets' JVM,
+	// once it has connected back to jshell); "" to attach it at once.
+	std::string (*attach_later)(int pid) = nullptr;
+	bool (*ready_to_attach)(int pid) = nullptr;
 	// Loaded by every launched process of the runtime from repair_path:
 	// repairs what would make its probes crash it (Ruby 3.1), then says so
 	// (safe_in).
