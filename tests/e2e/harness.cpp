@@ -7,7 +7,11 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <filesystem>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sstream>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -244,6 +248,35 @@ nlohmann::json path(const nlohmann::json &report, const std::string &stack)
 			return p;
 	}
 	return nullptr;
+}
+
+std::map<std::string, double> measured(const std::string &out)
+{
+	std::map<std::string, double> m;
+	std::istringstream in(out);
+	for (std::string line; std::getline(in, line);) {
+		std::istringstream words(line);
+		std::string tag, name;
+		double ns;
+		if (words >> tag >> name >> ns && tag == "measured")
+			m[name] = ns;
+	}
+	return m;
+}
+
+int free_port()
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	REQUIRE(fd >= 0);
+	sockaddr_in a{};
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = 0;
+	REQUIRE(bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
+	socklen_t len = sizeof a;
+	REQUIRE(getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0);
+	close(fd);
+	return ntohs(a.sin_port);
 }
 
 } // namespace e2e

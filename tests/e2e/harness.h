@@ -2,6 +2,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -63,5 +64,10 @@ nlohmann::json report_json(const std::string &profile, bool raw = false);
 nlohmann::json function(const nlohmann::json &report, const std::string &name);
 // The paths[] entry whose stack joined with ';' is stack, or null.
 nlohmann::json path(const nlohmann::json &report, const std::string &stack);
+
+// The target's "measured NAME NS" lines: what it timed itself.
+std::map<std::string, double> measured(const std::string &out);
+// A loopback TCP port nobody listens on right now (the kernel's choice).
+int free_port();
 
 } // namespace e2e

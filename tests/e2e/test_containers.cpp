@@ -7,14 +7,13 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <thread>
 #include <vector>
 
-#include "serve/http.h"
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "local_server.h"
 #include "profile_calls.h"
 #include "profile/profile.h"
 
@@ -292,25 +291,14 @@ TEST_CASE("containers: a process in a container's cgroup carries its container i
 {
 	std::mutex mutex;
 	std::vector<std::string> names; // the pushes' name parameters
-	httplib::Server server;
-	server.Post(".*", [&](const httplib::Request &req, httplib::Response &res) {
+	LocalServer receiver;
+	receiver.server().Post(".*", [&](const httplib::Request &req, httplib::Response &res) {
 		std::lock_guard<std::mutex> lock(mutex);
 		names.push_back(req.get_param_value("name"));
 		res.status = 200;
 	});
-	int port = server.bind_to_any_port("127.0.0.1");
-	REQUIRE(port > 0);
-	std::thread serving([&] { server.listen_after_bind(); });
-	struct Stop {
-		httplib::Server &s;
-		std::thread &t;
-		~Stop()
-		{
-			s.stop();
-			if (t.joinable())
-				t.join();
-		}
-	} stop{server, serving};
+	receiver.start();
+	const int port = receiver.port();
 
 	DockerCgroup cgroup;
 	{
@@ -319,14 +307,15 @@ TEST_CASE("containers: a process in a container's cgroup carries its container i
 		const int pid = boxed.pid();
 		cgroup.add(pid);
 		const std::string outdir = temp_dir();
-		const std::string listen = "127.0.0.1:" + std::to_string(port + 1);
+		const int metrics_port = free_port();
+		const std::string listen = "127.0.0.1:" + std::to_string(metrics_port);
 		Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(pid), "-i", "0.3", "--budget", "1", "-o",
 				outdir + "/iv", "--listen", listen, "--push", "http://127.0.0.1:" + std::to_string(port)});
 		mon.wait_for_line("monitoring", true);
 		REQUIRE(kill(pid, SIGUSR1) == 0);
 		// Until an interval with the target's calls is written and pushed.
 		std::string short_id = cgroup.id.substr(0, 12), metrics;
-		httplib::Client http("127.0.0.1", port + 1);
+		httplib::Client http("127.0.0.1", metrics_port);
 		for (int i = 0; i < 300; i++, usleep(50000)) {
 			auto res = http.Get("/metrics");
 			std::lock_guard<std::mutex> lock(mutex);

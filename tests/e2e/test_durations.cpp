@@ -14,21 +14,6 @@ using nlohmann::json;
 
 namespace {
 
-// The target's "measured NAME NS" lines.
-std::map<std::string, double> measured_lines(const std::string &out)
-{
-	std::map<std::string, double> m;
-	std::istringstream in(out);
-	for (std::string line; std::getline(in, line);) {
-		std::istringstream words(line);
-		std::string tag, name;
-		double ns;
-		if (words >> tag >> name >> ns && tag == "measured")
-			m[name] = ns;
-	}
-	return m;
-}
-
 uint64_t u(const json &v) { return v.get<uint64_t>(); }
 
 // A duration usdtprof measured lies between the target's clock reads inside
@@ -67,7 +52,7 @@ Run record_durations()
 	Output o = run({e2e::usdtprof(), "record", "-o", r.data, "--", target("durations")});
 	INFO(o.err);
 	REQUIRE(o.status == 0);
-	r.m = measured_lines(o.out);
+	r.m = measured(o.out);
 	REQUIRE(r.m.size() == 8);
 	r.report = report_json(r.data, true);
 	Output text = run({e2e::usdtprof(), "report", "--raw", r.data});

@@ -82,21 +82,6 @@ Recording record(const std::vector<std::string> &command, int expected_status = 
 	return r;
 }
 
-// The target's "measured NAME NS" lines.
-std::map<std::string, double> measured(const std::string &out)
-{
-	std::map<std::string, double> m;
-	std::istringstream in(out);
-	for (std::string line; std::getline(in, line);) {
-		std::istringstream words(line);
-		std::string tag, name;
-		double ns;
-		if (words >> tag >> name >> ns && tag == "measured")
-			m[name] = ns;
-	}
-	return m;
-}
-
 // At least what the target measured inside the frame (less 0.1%: the target's
 // clock and the kernel's fast clock may disagree by a few ns per read), at
 // most 2% more plus slack_ns of time the target could not attribute (its wall

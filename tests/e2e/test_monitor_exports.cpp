@@ -24,6 +24,7 @@
 #include "gzip.h"
 #include "tls.h"
 #include "harness.h"
+#include "local_server.h"
 #include "proto/profile.pb.h"
 
 using namespace e2e;
@@ -37,22 +38,6 @@ using Clock = std::chrono::steady_clock;
 void sleep_s(double s)
 {
 	std::this_thread::sleep_for(std::chrono::duration<double>(s));
-}
-
-// A loopback TCP port nobody listens on right now (the kernel's choice).
-int free_port()
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	REQUIRE(fd >= 0);
-	sockaddr_in a{};
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	a.sin_port = 0;
-	REQUIRE(bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
-	socklen_t len = sizeof a;
-	REQUIRE(getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0);
-	close(fd);
-	return ntohs(a.sin_port);
 }
 
 // A temporary directory, removed with everything in it at the end of scope.
@@ -370,8 +355,8 @@ TEST_CASE("monitor exports: pushed pprof profiles add up to the exact calls, a 5
 {
 	std::mutex mutex;
 	std::vector<Received> received;
-	httplib::Server server;
-	server.Post(".*", [&](const httplib::Request &req, httplib::Response &res) {
+	LocalServer receiver;
+	receiver.server().Post(".*", [&](const httplib::Request &req, httplib::Response &res) {
 		std::lock_guard<std::mutex> lock(mutex);
 		Received r;
 		r.method = req.method;
@@ -390,19 +375,8 @@ TEST_CASE("monitor exports: pushed pprof profiles add up to the exact calls, a 5
 		res.set_content(r.status == 503 ? "busy\n" : "", "text/plain");
 		received.push_back(std::move(r));
 	});
-	int port = server.bind_to_any_port("127.0.0.1");
-	REQUIRE(port > 0);
-	std::thread serving([&] { server.listen_after_bind(); });
-	struct Stop {
-		httplib::Server &s;
-		std::thread &t;
-		~Stop()
-		{
-			s.stop();
-			if (t.joinable())
-				t.join();
-		}
-	} stop{server, serving};
+	receiver.start();
+	const int port = receiver.port();
 
 	int64_t unix_before = std::chrono::duration_cast<std::chrono::seconds>(
 				      std::chrono::system_clock::now().time_since_epoch())
@@ -425,8 +399,7 @@ TEST_CASE("monitor exports: pushed pprof profiles add up to the exact calls, a 5
 	int64_t unix_after = std::chrono::duration_cast<std::chrono::seconds>(
 				     std::chrono::system_clock::now().time_since_epoch())
 				     .count();
-	server.stop();
-	serving.join();
+	receiver.stop();
 
 	std::lock_guard<std::mutex> lock(mutex);
 	INFO(received.size() << " requests");

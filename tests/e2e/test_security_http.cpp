@@ -89,21 +89,6 @@ int metrics_port(Background &mon)
 	return std::stoi(line.substr(colon + 1, slash - colon - 1));
 }
 
-// A port nothing listens on now, for the push endpoint.
-int free_port()
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	REQUIRE(fd >= 0);
-	sockaddr_in addr{};
-	addr.sin_family = AF_INET;
-	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t len = sizeof addr;
-	REQUIRE(bind(fd, reinterpret_cast<sockaddr *>(&addr), len) == 0);
-	REQUIRE(getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len) == 0);
-	close(fd);
-	return ntohs(addr.sin_port);
-}
-
 // The monitor still profiles: a new process of the binary, run by the
 // attacker, is counted (named while it runs: 100 outer calls, 1 s of spinning
 // over several intervals), and the monitor stops cleanly. Returns its stderr.
