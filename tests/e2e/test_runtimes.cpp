@@ -869,6 +869,22 @@ TEST_CASE("python3.11: --span gc__start/gc__done: every collection counted and t
 	auto text = run({e2e::usdtprof(), "report", data});
 	INFO(text.out);
 	REQUIRE(std::regex_search(text.out, std::regex("\\n  python:gc__start/gc__done +8 ")));
+
+	// pprof carries it as a comment, as go tool pprof -comments prints it, in no sample.
+	std::string pb = dir + "/gc.pb.gz";
+	REQUIRE(run({e2e::usdtprof(), "export", data, "--format", "pprof", "-o", pb}).status == 0);
+	Output comments = run({"go", "tool", "pprof", "-comments", pb});
+	INFO(comments.out << comments.err);
+	REQUIRE(comments.status == 0);
+	REQUIRE_THAT(comments.out, Contains("span python:gc__start/gc__done: 8 ended, total_ns " +
+					    std::to_string(gc["total_ns"].get<uint64_t>()) + ", min_ns " +
+					    std::to_string(gc["min_ns"].get<uint64_t>()) + ", p50_ns " +
+					    std::to_string(gc["p50_ns"].get<uint64_t>())));
+	REQUIRE_THAT(comments.out, Contains("; 0 open, 0 restarted, 0 unstarted (wall-clock, as measured; in no sample)"));
+	Output top = run({"go", "tool", "pprof", "-top", pb});
+	REQUIRE(top.status == 0);
+	REQUIRE(top.out.find("flat  flat%") != std::string::npos);
+	REQUIRE_THAT(top.out.substr(top.out.find("flat  flat%")), !Contains("gc__")); // no row
 }
 
 TEST_CASE("python3.11: record -p mid-call: the frames running at attach nest as their exits show, within the recording",

@@ -2,6 +2,8 @@
 // gzip stream, holding only its small tables (docs/pprof.md).
 #include "report/pprof.h"
 
+#include "profile/spans.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
@@ -270,6 +272,15 @@ void add_profile_fields(pp::Profile &tail, StringTable &strings, const Profile &
 				 "sampled: probes attached for 0%% of the time; values are as measured, not scaled");
 		tail.add_comment(strings.index(comment));
 	}
+	// record --span: intervals beside the call tree, in no sample; one
+	// comment each (go tool pprof -comments), all processes added up.
+	for (const ProfileSpan &s : spans_by_name(profile.spans))
+		tail.add_comment(strings.index(
+			"span " + s.name + ": " + std::to_string(s.count) + " ended, total_ns " + std::to_string(s.total_ns) +
+			", min_ns " + std::to_string(s.min_ns) + ", p50_ns " + std::to_string(span_quantile(s, 0.5)) +
+			", p99_ns " + std::to_string(span_quantile(s, 0.99)) + ", max_ns " + std::to_string(s.max_ns) +
+			"; " + std::to_string(s.open) + " open, " + std::to_string(s.restarted) + " restarted, " +
+			std::to_string(s.unstarted) + " unstarted (wall-clock, as measured; in no sample)"));
 }
 
 // A Profile message is its fields in any order, repeated ones appended as
