@@ -330,7 +330,7 @@ TEST_CASE("pusher: POSTs the profile to /ingest with Pyroscope's query parameter
 	REQUIRE(pusher.ok());
 	ProfilePusher &p = *pusher.value();
 
-	PushItem item{binary_payload(), 1700000000, 1700000010, 4242};
+	PushItem item{binary_payload(), 1700000000, 1700000010, 4242, ""};
 	CHECK(p.request_target(item) ==
 	      "/base/ingest?name=myapp%7Bhostname%3Dweb_1_x_%2Cpid%3D4242%7D&from=1700000000&until=1700000010"
 	      "&format=pprof&spyName=usdtprof");
@@ -354,7 +354,7 @@ TEST_CASE("pusher: POSTs the profile to /ingest with Pyroscope's query parameter
 	CHECK(p.last_error() == "");
 
 	// pid 0: no pid label.
-	p.push(PushItem{"x", 1, 2, 0});
+	p.push(PushItem{"x", 1, 2, 0, ""});
 	REQUIRE(eventually([&] { return p.sent() == 2; }));
 	CHECK(param(receiver.requests().at(1), "name") == "myapp{hostname=web_1_x_}");
 }
@@ -366,7 +366,7 @@ TEST_CASE("pusher: retries after 503 and sends the same bytes")
 	REQUIRE(pusher.ok());
 	ProfilePusher &p = *pusher.value();
 	std::string bytes = binary_payload();
-	p.push(PushItem{bytes, 10, 20, 1});
+	p.push(PushItem{bytes, 10, 20, 1, ""});
 	REQUIRE(eventually([&] { return p.sent() == 1; }));
 	auto reqs = receiver.requests();
 	REQUIRE(reqs.size() == 3);
@@ -389,14 +389,14 @@ TEST_CASE("pusher: gives up after max_attempts, and at once on a 4xx")
 	auto pusher = ProfilePusher::create(o);
 	REQUIRE(pusher.ok());
 	ProfilePusher &p = *pusher.value();
-	p.push(PushItem{"a", 1, 2, 3});
+	p.push(PushItem{"a", 1, 2, 3, ""});
 	REQUIRE(eventually([&] { return p.failed() == 1; }));
 	CHECK(receiver.count() == 3);
 	CHECK(p.retries() == 2);
 	CHECK(p.sent() == 0);
 
 	receiver.set_respond([](size_t) { return 400; });
-	p.push(PushItem{"b", 1, 2, 3});
+	p.push(PushItem{"b", 1, 2, 3, ""});
 	REQUIRE(eventually([&] { return p.failed() == 2; }));
 	CHECK(receiver.count() == 4);
 	CHECK(p.retries() == 2);
@@ -415,11 +415,11 @@ TEST_CASE("pusher: a full queue drops the oldest while the receiver is down")
 	REQUIRE(pusher.ok());
 	ProfilePusher &p = *pusher.value();
 
-	p.push(PushItem{"item0", 0, 1, 1});
+	p.push(PushItem{"item0", 0, 1, 1, ""});
 	// Item 0 is being retried: everything else waits in the queue.
 	REQUIRE(eventually([&] { return receiver.count() >= 1; }));
 	for (int i = 1; i <= 10; i++) {
-		p.push(PushItem{"item" + std::to_string(i), i, i + 1, 1});
+		p.push(PushItem{"item" + std::to_string(i), i, i + 1, 1, ""});
 		CHECK(p.queued() <= 3);
 	}
 	CHECK(p.queued() == 3);
@@ -447,12 +447,12 @@ TEST_CASE("pusher: unreachable endpoint: bounded memory, prompt destructor while
 	REQUIRE(pusher.ok());
 	ProfilePusher &p = *pusher.value();
 
-	p.push(PushItem{std::string(1000, 'x'), 0, 1, 1});
+	p.push(PushItem{std::string(1000, 'x'), 0, 1, 1, ""});
 	REQUIRE(eventually([&] { return p.retries() == 1; }));
 	CHECK(p.last_error().rfind("push to " + o.url + ": ", 0) == 0);
 	for (int i = 1; i <= 50; i++) {
 		auto t0 = std::chrono::steady_clock::now();
-		p.push(PushItem{std::string(1000, 'y'), i, i + 1, 1});
+		p.push(PushItem{std::string(1000, 'y'), i, i + 1, 1, ""});
 		CHECK(std::chrono::steady_clock::now() - t0 < 100ms); // never blocks
 		REQUIRE(p.queued() <= 4);
 	}
@@ -479,11 +479,11 @@ TEST_CASE("pusher: the destructor aborts a request in progress")
 	o.timeout = 5000ms;
 	auto pusher = ProfilePusher::create(o);
 	REQUIRE(pusher.ok());
-	pusher.value()->push(PushItem{"slow", 1, 2, 3});
+	pusher.value()->push(PushItem{"slow", 1, 2, 3, ""});
 	REQUIRE(eventually([&] { return started == 1; }));
 	// push() does not wait for the request in progress either.
 	auto t0 = std::chrono::steady_clock::now();
-	pusher.value()->push(PushItem{"next", 2, 3, 3});
+	pusher.value()->push(PushItem{"next", 2, 3, 3, ""});
 	CHECK(std::chrono::steady_clock::now() - t0 < 100ms);
 
 	t0 = std::chrono::steady_clock::now();
@@ -499,7 +499,7 @@ TEST_CASE("pusher: flush waits for the queue to drain")
 	REQUIRE(pusher.ok());
 	ProfilePusher &p = *pusher.value();
 	for (int i = 0; i < 5; i++)
-		p.push(PushItem{"p" + std::to_string(i), i, i + 1, 7});
+		p.push(PushItem{"p" + std::to_string(i), i, i + 1, 7, ""});
 	REQUIRE(p.flush(3000ms));
 	CHECK(p.sent() == 5);
 	CHECK(receiver.count() == 5);
@@ -513,7 +513,7 @@ TEST_CASE("pusher: an endless chunked response body is not read past its start")
 	auto pusher = ProfilePusher::create(fast_options(endpoint.url()));
 	REQUIRE(pusher.ok());
 	ProfilePusher &p = *pusher.value();
-	p.push(PushItem{binary_payload(), 1, 2, 3});
+	p.push(PushItem{binary_payload(), 1, 2, 3, ""});
 	REQUIRE(p.flush(3000ms));
 	// Answered 200: sent, though its body was cut after the first KiB.
 	CHECK(p.sent() == 1);
@@ -532,7 +532,7 @@ TEST_CASE("pusher: endless response headers end the attempt with one line")
 	auto pusher = ProfilePusher::create(o);
 	REQUIRE(pusher.ok());
 	ProfilePusher &p = *pusher.value();
-	p.push(PushItem{"profile", 1, 2, 3});
+	p.push(PushItem{"profile", 1, 2, 3, ""});
 	REQUIRE(p.flush(3000ms));
 	CHECK(p.sent() == 0);
 	CHECK(p.failed() == 1);
@@ -551,7 +551,7 @@ TEST_CASE("pusher: an endpoint that answers slowly is cut at the attempt's deadl
 	auto pusher = ProfilePusher::create(o);
 	REQUIRE(pusher.ok());
 	ProfilePusher &p = *pusher.value();
-	p.push(PushItem{"profile", 1, 2, 3});
+	p.push(PushItem{"profile", 1, 2, 3, ""});
 	CHECK(p.flush(3000ms));
 	CHECK(p.failed() == 1);
 	CHECK(p.last_error().find("Operation timed out") != std::string::npos);
