@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <new>
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -532,9 +533,13 @@ std::vector<PathRecord> Engine::read_paths(bool batched) const
 	// front: growing the vector by doubling copied its hundreds of MB and
 	// faulted in each 4 KiB page (1M paths, 408 MB: reading took 4 s of CPU
 	// instead of ~1).
+	// (Address space only: a refusal, for a huge --max-paths, just grows it.)
 	std::vector<PathRecord> out;
-	reserve_huge(out, size_t(bpf_map__max_entries(skel_->maps.paths)) +
-				  bpf_map__max_entries(skel_->maps.other_paths));
+	try {
+		reserve_huge(out, size_t(bpf_map__max_entries(skel_->maps.paths)) +
+					  bpf_map__max_entries(skel_->maps.other_paths));
+	} catch (const std::bad_alloc &) {
+	}
 	read_path_map(bpf_map__fd(skel_->maps.paths), out, batched);
 	read_path_map(bpf_map__fd(skel_->maps.other_paths), out, batched);
 	return out;
