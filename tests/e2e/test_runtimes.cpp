@@ -515,6 +515,88 @@ TEST_CASE("java: a call-path table too small for the JDK loses no time: calls be
 	REQUIRE_THAT(second.substr(0, second.find('\n')), StartsWith("lost paths: ") && Contains("--max-paths"));
 }
 
+namespace {
+
+// Every path's inclusive time is its exclusive time plus its callees' inclusive times, to the
+// nanosecond, and every path hangs under a caller that kept its own (no "[parent dropped]"):
+// then no time of the recording was lost between a frame and its caller.
+void require_conserved(const usdtprof::Profile &profile)
+{
+	std::vector<uint64_t> callees(profile.nodes.size(), 0);
+	for (const usdtprof::PathNode &n : profile.nodes)
+		if (n.parent != usdtprof::kNoParent)
+			callees.at(n.parent) += n.total_ns;
+	size_t wrong = 0;
+	for (size_t i = 0; i < profile.nodes.size(); i++) {
+		const usdtprof::PathNode &n = profile.nodes[i];
+		const std::string &name = profile.functions[n.function];
+		INFO(name << ": total " << n.total_ns << " self " << n.self_ns << " callees " << callees[i]);
+		REQUIRE(name != "[parent dropped]");
+		wrong += n.total_ns != n.self_ns + callees[i];
+		if (n.total_ns != n.self_ns + callees[i])
+			CHECK(n.total_ns == n.self_ns + callees[i]); // the first few, named
+		if (wrong > 3)
+			break;
+	}
+	REQUIRE(wrong == 0);
+}
+
+} // namespace
+
+TEST_CASE("java: javac on HotSpot: ~120,000 call paths, no time dropped; in a small table the [other] frames keep "
+	  "every nanosecond", "[runtimes][scale]")
+{
+	// `javac -version`: the JVM's start, the module system, javac's launcher and its option
+	// handling: ~120,000 call paths, ~860,000 calls in ~25 s under the probes here. (Compiling a
+	// 3-line class makes ~520,000 paths and 8.4M calls: minutes under the probes on this host.)
+	SECTION("the default table holds them all")
+	{
+		auto [o, data] = record_launch({"javac", "-version"}, kNoJavaOptions);
+		REQUIRE_THAT(o.out, StartsWith("javac "));
+		REQUIRE_THAT(o.err, Contains("JAVA_TOOL_OPTIONS=-XX:+DTraceMethodProbes"));
+		auto profile = usdtprof::load_profile(data);
+		REQUIRE(profile);
+		INFO(profile->nodes.size() << " paths");
+		REQUIRE(profile->nodes.size() > 50000);
+		REQUIRE(profile->anomalies.at("agg_full") == 0);
+		REQUIRE(profile->anomalies.at("dropped_ns") == 0);
+		for (const usdtprof::PathNode &n : profile->nodes)
+			REQUIRE(profile->functions[n.function] != "[other]");
+		require_conserved(*profile);
+		Output text = run({e2e::usdtprof(), "report", data});
+		REQUIRE(text.status == 0);
+		REQUIRE_THAT(text.out, !Contains("lost paths"));
+	}
+	SECTION("--max-paths 20000: the rest in [other] frames, counted, no time dropped, the report says so first")
+	{
+		auto [o, data] = record_launch({"javac", "-version"}, kNoJavaOptions, {"--max-paths", "20000"});
+		REQUIRE_THAT(o.out, StartsWith("javac "));
+		auto profile = usdtprof::load_profile(data);
+		REQUIRE(profile);
+		REQUIRE(profile->anomalies.at("agg_full") > 0);
+		REQUIRE(profile->anomalies.at("dropped_ns") == 0);
+		uint64_t own = 0, other = 0, other_calls = 0;
+		for (const usdtprof::PathNode &n : profile->nodes) {
+			if (profile->functions[n.function] == "[other]") {
+				other++;
+				other_calls += n.calls;
+				REQUIRE(n.self_ns == n.total_ns); // a leaf: what ran inside it is in it
+			} else {
+				own++;
+			}
+		}
+		REQUIRE(own <= 20000);
+		REQUIRE(other > 0);
+		REQUIRE(other_calls >= profile->anomalies.at("agg_full"));
+		require_conserved(*profile);
+		Output text = run({e2e::usdtprof(), "report", data});
+		REQUIRE(text.status == 0);
+		std::string second = text.out.substr(text.out.find('\n') + 1);
+		REQUIRE_THAT(second.substr(0, second.find('\n')),
+			     StartsWith("lost paths: ") && Contains("% of the recorded time") && Contains("--max-paths"));
+	}
+}
+
 TEST_CASE("java: overloads are apart by their parameters, lambdas named without addresses", "[runtimes]")
 {
 	const auto &report = java_calls_report();
