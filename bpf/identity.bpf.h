@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Which probe fired and which function it names: native ids are an argument;
+ * runtime functions are keyed by their arguments' values or content (hashes
+ * of strings, of a query's shape, a derived object's field), and their names
+ * captured the first time each process shows them. */
+#ifndef USDTPROF_IDENTITY_BPF_H
+#define USDTPROF_IDENTITY_BPF_H
+
+#include "maps.bpf.h"
+#include "args.bpf.h"
+#include "hash.bpf.h"
+#include "sql.bpf.h"
+
+static __noinline __u64 sql_hash(struct pt_regs *ctx, const struct usdtprof_arg_spec *arg)
+{
+	__u32 zero = 0;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	long n;
+
+	if (!s)
+		return 0;
+	n = bpf_probe_read_user_str(s->sql, sizeof(s->sql), (void *)read_arg(ctx, arg));
+	if (n <= 0)
+		return 0;
+	return sql_shape_hash(s->sql, n);
+}
+
+struct content_ctx {
+	const char *text;
+	__u64 hash;
+};
+
+static long content_step(__u32 i, void *data)
+{
+	struct content_ctx *c = data;
+
+	c->hash = (c->hash ^ (__u8)c->text[i & (USDTPROF_SQL_MAX - 1)]) * FNV_PRIME;
+	return 0;
+}
+
+/* FNV-1a of the NUL-terminated string at addr (its first USDTPROF_CONTENT_MAX bytes). */
+static __noinline __u64 content_hash(__u64 addr)
+{
+	__u32 zero = 0;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	struct content_ctx c = { .hash = FNV_OFFSET };
+	long n;
+
+	if (!s)
+		return 0;
+	n = bpf_probe_read_user_str(s->sql, USDTPROF_CONTENT_MAX, (void *)addr);
+	if (n <= 1)
+		return FNV_OFFSET;
+	c.text = s->sql;
+	bpf_loop(n - 1, content_step, &c, 0);
+	return c.hash;
+}
+
+/* The 8 bytes before a string: where a runtime keeps its length (PHP's
+ * zend_string), and what a literal of the same text lacks. 0 if unreadable. */
+static __always_inline __u64 string_prefix(__u64 addr)
+{
+	__u64 prefix = 0;
+
+	if (bpf_probe_read_user(&prefix, sizeof(prefix), (void *)(addr - sizeof(prefix))))
+		return 0;
+	return prefix;
+}
+
+/* An identity argument: its value, or the hash of the string it points to
+ * (and of the 8 bytes before it). */
+static __always_inline __u64 ident_arg(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec, int i)
+{
+	__u64 v = read_arg_slow(ctx, &spec->args[i]);
+
+	if (!(spec->content_mask & (1u << i)))
+		return v;
+	if (spec->content_mask & USDTPROF_CONTENT_PREFIXED(i))
+		return path_hash(content_hash(v), string_prefix(v));
+	return content_hash(v);
+}
+
+static __always_inline __u64 read_user_u64(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+		return 0;
+	return v;
+}
+
+/* The owner of the method running on the execution context ec
+ * (USDTPROF_DERIVED_OWNER), 0 when what is found is no method entry. */
+static __always_inline __u64 method_owner(const struct usdtprof_derived *d, __u64 ec)
+{
+	__u64 frame, ep, me, flags;
+
+	if (!ec || !(frame = read_user_u64(ec + d->object)) || !(ep = read_user_u64(frame + d->ep)) ||
+	    !(me = read_user_u64(ep + d->me)))
+		return 0;
+	flags = read_user_u64(me);
+	if ((flags & d->imemo_mask) == d->imemo_svar) {
+		me = read_user_u64(me + d->svar_me);
+		flags = me ? read_user_u64(me) : 0;
+	}
+	if ((flags & d->imemo_mask) != d->imemo_ment)
+		return 0;
+	return read_user_u64(me + d->owner);
+}
+
+/* USDTPROF_DERIVED_OWNER: whether the method the probe names is its class's
+ * singleton method; 0 when neither register leads to a method entry whose
+ * owner is the class or its singleton class. */
+static __always_inline __u64 owner_verdict(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec)
+{
+	const struct usdtprof_derived *d = &spec->derived;
+	__u64 klass = read_arg_slow(ctx, &spec->args[d->proof_arg & (USDTPROF_MAX_IDENT_ARGS - 1)]);
+	__u64 singleton, owner;
+
+	if (!klass)
+		return 0;
+	singleton = read_user_u64(klass + d->value);
+	owner = method_owner(d, reg_value(ctx, d->reg));
+	if (!owner || (owner != klass && owner != singleton))
+		owner = method_owner(d, reg_value(ctx, d->reg2));
+	if (owner && owner == singleton)
+		return USDTPROF_OWNER_SINGLETON;
+	if (owner && owner == klass)
+		return USDTPROF_OWNER_CLASS;
+	return 0;
+}
+
+/* The derived identity of a hit (spec->derived), 0 when the spec has none
+ * or the object reached does not prove to be the one the arguments came
+ * from (another build keeps it elsewhere, a string not in its compact form). */
+static __noinline __u64 derived_value(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec)
+{
+	const struct usdtprof_derived *d = &spec->derived;
+	__u64 object, proof, value;
+
+	if (!d->used)
+		return 0;
+	if (d->kind == USDTPROF_DERIVED_OWNER)
+		return owner_verdict(ctx, spec);
+	if (bpf_probe_read_user(&object, sizeof(object), (void *)(reg_value(ctx, d->reg) + d->object)) ||
+	    bpf_probe_read_user(&proof, sizeof(proof), (void *)(object + d->proof)))
+		return 0;
+	if (proof + d->text != read_arg_slow(ctx, &spec->args[d->proof_arg & (USDTPROF_MAX_IDENT_ARGS - 1)]))
+		return 0;
+	if (bpf_probe_read_user(&value, sizeof(value), (void *)(object + d->value)))
+		return 0;
+	return value;
+}
+
+/* The derived string object's text, when it keeps its text inline. */
+static __always_inline void capture_derived(const struct usdtprof_derived *d, __u64 derived, char *text)
+{
+	__u8 flags = 0;
+
+	if (!derived || bpf_probe_read_user(&flags, sizeof(flags), (void *)(derived + d->flags)) ||
+	    (flags & d->flag_mask) != d->flag_mask)
+		return;
+	bpf_probe_read_user_str(text, USDTPROF_NAME_LEN, (void *)(derived + d->text));
+}
+
+static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
+					 const struct usdtprof_name_part *part, __u64 derived,
+					 struct usdtprof_name *n, int i)
+{
+	__u64 len;
+	void *src;
+
+	n->text[i][0] = 0;
+	n->num[i] = 0;
+	if (part->type == USDTPROF_PART_NONE)
+		return;
+	if (part->type == USDTPROF_PART_DERIVED) {
+		capture_derived(&spec->derived, derived, n->text[i]);
+		return;
+	}
+	if (part->type == USDTPROF_PART_INT) {
+		n->num[i] = read_arg_slow(ctx, &part->arg);
+		return;
+	}
+	src = (void *)read_arg_slow(ctx, &part->arg);
+	if (part->type == USDTPROF_PART_STR || part->type == USDTPROF_PART_STR_PREFIXED ||
+	    part->type == USDTPROF_PART_STR_VERDICT) {
+		bpf_probe_read_user_str(n->text[i], USDTPROF_NAME_LEN, src);
+		if (part->type == USDTPROF_PART_STR_PREFIXED)
+			n->num[i] = string_prefix((__u64)src);
+		if (part->type == USDTPROF_PART_STR_VERDICT)
+			n->num[i] = derived;
+		return;
+	}
+	len = read_arg_slow(ctx, &part->len);
+	if (len > USDTPROF_NAME_LEN - 1)
+		len = USDTPROF_NAME_LEN - 1;
+	if (bpf_probe_read_user(n->text[i], len, src))
+		len = 0;
+	n->text[i][len] = 0;
+}
+
+/* The first time a process shows a function, its name parts are read and
+ * kept: the strings may be gone by the time userspace reads the profile. */
+static __noinline void capture_name(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec, __u32 spec_index,
+				    __u64 func, __u64 derived)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct usdtprof_name_key key = { .func = func, .tgid = tgid };
+	struct process_usage *u;
+	__u32 zero = 0;
+	struct scratch *s;
+	bool full;
+
+	if (bpf_map_lookup_elem(&names, &key))
+		return;
+	u = usage_of(tgid, &full);
+	if (full || (u && name_share && u->names >= name_share))
+		return;
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return;
+	s->name.spec = spec_index;
+	s->name.pad = 0;
+	capture_part(ctx, spec, &spec->parts[0], derived, &s->name, 0);
+	capture_part(ctx, spec, &spec->parts[1], derived, &s->name, 1);
+	capture_part(ctx, spec, &spec->parts[2], derived, &s->name, 2);
+	capture_part(ctx, spec, &spec->parts[3], derived, &s->name, 3);
+	if (bpf_map_update_elem(&names, &key, &s->name, BPF_NOEXIST) == 0 && u)
+		__sync_fetch_and_add(&u->names, 1);
+}
+
+/* The function id of a runtime probe's hit, its name captured on first sight. */
+static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
+					 __u32 spec_index)
+{
+	__u64 h, derived = 0;
+
+	if (spec->ident == USDTPROF_IDENT_CONST)
+		return spec->const_func;
+	if (spec->ident == USDTPROF_IDENT_SQL) {
+		h = sql_hash(ctx, &spec->args[0]);
+	} else {
+		h = ident_arg(ctx, spec, 0);
+		if (spec->nargs > 1)
+			h = path_hash(h, ident_arg(ctx, spec, 1));
+		if (spec->nargs > 2)
+			h = path_hash(h, ident_arg(ctx, spec, 2));
+		if (spec->nargs > 3)
+			h = path_hash(h, ident_arg(ctx, spec, 3));
+		derived = derived_value(ctx, spec);
+		if (derived)
+			h = path_hash(h, derived);
+	}
+	/* Ids below 16 are the synthetic frames'. */
+	if (h < 16)
+		h += 16;
+	capture_name(ctx, spec, spec_index, h, derived);
+	return h;
+}
+
+static __always_inline const struct usdtprof_probe_spec *probe_spec(struct pt_regs *ctx, __u32 *idx)
+{
+	*idx = bpf_get_attach_cookie(ctx);
+	return bpf_map_lookup_elem(&probe_specs, idx);
+}
+
+/* The hit's function id (or task id). Native ids are one argument. */
+static __always_inline __u64 hit_function(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
+					  __u32 spec_index, struct usdtprof_thread_stack *st)
+{
+	if (spec->ident == USDTPROF_IDENT_NATIVE)
+		return read_arg(ctx, &spec->args[0]);
+	if (spec->ident == USDTPROF_IDENT_PAIR)
+		return 0; /* its frame's: usdt_exit finds it */
+	return runtime_function(ctx, spec, spec_index);
+}
+
+#endif /* USDTPROF_IDENTITY_BPF_H */

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The engine's maps and globals (what userspace sizes, sets and reads), the
+ * anomaly counters, and each process's share of the shared tables. */
+#ifndef USDTPROF_MAPS_BPF_H
+#define USDTPROF_MAPS_BPF_H
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, USDTPROF_MAX_SPECS);
+	__type(key, __u32);
+	__type(value, struct usdtprof_probe_spec);
+} probe_specs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct usdtprof_thread_stack);
+} stacks SEC(".maps");
+
+/* Sized by userspace before load (record --max-paths). Allocated as paths
+ * come (no preallocation): a large table costs kernel memory only for the
+ * paths a recording makes (docs/design.md, "Call-path table"). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct usdtprof_path_stats);
+} paths SEC(".maps");
+
+/* The [other] children (USDTPROF_FUNC_OTHER) of paths whose callees found
+ * no slot in `paths`: at most one per path there (and one root per
+ * process), so when sized as `paths` plus room for the roots it never
+ * fills before it; sized by userspace. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct usdtprof_path_stats);
+} other_paths SEC(".maps");
+
+/* A new path's value (path_stats): per CPU, zero but for the fields set
+ * before each insertion. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct usdtprof_path_stats);
+} path_blank SEC(".maps");
+
+/* Tasks created and not yet ended: hash(tgid, task id) -> creator's path. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u64);
+} tasks SEC(".maps");
+
+/* Custom pairs' frames popped by an exit that was not theirs, or whose exit
+ * popped frames above them: pair tag -> count (they do not nest with calls). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u64);
+} pair_mismatches SEC(".maps");
+
+/* Spans (usdt_span): when each thread's open span started, and each
+ * process's ended spans. LRU: starts a thread never ends (it exited inside
+ * one) cannot fill the table; those left at the stop are counted as open. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct usdtprof_span_start_key);
+	__type(value, __u64);
+} span_starts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, struct usdtprof_span_key);
+	__type(value, struct usdtprof_span_stats);
+} span_stats SEC(".maps");
+
+/* All zeroes: a process's first span stats are created from it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct usdtprof_span_stats);
+} span_zero SEC(".maps");
+
+/* Names of runtime functions (IDENT_PTRS, IDENT_SQL), captured the first
+ * time each process shows each function. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, struct usdtprof_name_key);
+	__type(value, struct usdtprof_name);
+} names SEC(".maps");
+
+/* The command name of each process with a probed thread, taken at its
+ * first thread's first event: processes that are gone by the time
+ * userspace reads the profile keep their name. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, char[16]);
+} process_comms SEC(".maps");
+
+/* Each process's title as its argument area showed it at its first event
+ * (PostgreSQL writes its process titles there: "postgres: parallel worker
+ * for PID 1234"), for processes gone before userspace reads /proc. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, char[USDTPROF_TITLE_LEN]);
+} process_titles SEC(".maps");
+
+/* The path of each process's latest statement (a root frame named by its
+ * query text, IDENT_SQL), and of its leader's statement for each PostgreSQL
+ * parallel worker, taken at the worker's first event (when its leader is in
+ * the statement that launched it): userspace hangs the worker's frames there. */
+struct path_by_pid {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u64);
+};
+struct path_by_pid statements SEC(".maps");
+struct path_by_pid worker_statements SEC(".maps");
+
+/* How many paths and names each process holds, for its share of those
+ * shared tables (path_share, name_share). */
+struct process_usage {
+	__u32 paths;
+	__u32 names;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct process_usage);
+} process_usage SEC(".maps");
+
+/* The name of each probed thread when it exited, by tid: names set after
+ * the launch (pthread_setname_np, prctl) outlive the thread for `trace`. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, char[16]);
+} thread_comms SEC(".maps");
+
+/* Per-CPU room for a name being captured and a query text being hashed:
+ * both are beyond the 512-byte BPF stack. */
+struct scratch {
+	struct usdtprof_name name;
+	char sql[USDTPROF_SQL_MAX];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+/* `usdtprof trace` only; sized by userspace. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} events SEC(".maps");
+
+/* Set before load: with it false the verifier drops every event branch, so
+ * plain recording pays nothing for the trace mode. */
+const volatile bool trace_events = false;
+
+__u64 anomalies[USDTPROF_ANOM_COUNT];
+/* Set by userspace when recording stops and when a `monitor` sampling window
+ * closes: from then on the probes do nothing (while their detachment waits
+ * for a grace period). */
+__u64 paused;
+/* The logical end of the recording or of the sampling window (monotonic ns),
+ * which userspace reads from the clock after setting `paused`, 0 while
+ * recording: open frames are charged up to it and off-CPU time ends at it,
+ * however long the detachment and the flush take after it. */
+__u64 close_ns;
+/* Set by userspace before the first probe is attached (monotonic ns). */
+__u64 start_ns;
+/* `usdtprof monitor`: the CPU time of profiled processes that have exited,
+ * which /proc no longer shows, for the overhead budget. */
+__u64 exited_cpu_ns;
+/* `usdtprof monitor`: bumped at each interval; a thread whose cache was
+ * flushed in an older epoch adds it to the paths map at its next exit, so
+ * periodic reads of the map miss nothing for long. */
+__u64 flush_epoch;
+/* Set by userspace when several processes share the tables (--binary): the
+ * paths and names one process may hold, so that one cannot fill them and
+ * make the others' drop. 0: no limit. */
+__u32 path_share;
+__u32 name_share;
+/* Set once a sampling window has closed: frames open at its end were
+ * counted then, so exits found without a frame are not counted again. */
+__u64 windowed;
+
+#define FRAME_MASK (USDTPROF_MAX_DEPTH - 1)
+#define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
+
+static __always_inline void count_anomaly(enum usdtprof_anomaly a, __u64 n)
+{
+	__sync_fetch_and_add(&anomalies[a], n);
+}
+
+/* The usage of tgid when the tables are shared, NULL when they are not.
+ * *full: the process may add no more (its share is used, or it cannot be
+ * counted). */
+static __always_inline struct process_usage *usage_of(__u32 tgid, bool *full)
+{
+	struct process_usage zero = {}, *u;
+
+	*full = false;
+	if (!path_share && !name_share)
+		return 0;
+	u = bpf_map_lookup_elem(&process_usage, &tgid);
+	if (!u) {
+		bpf_map_update_elem(&process_usage, &tgid, &zero, BPF_NOEXIST);
+		u = bpf_map_lookup_elem(&process_usage, &tgid);
+	}
+	*full = !u;
+	return u;
+}
+
+#endif /* USDTPROF_MAPS_BPF_H */

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Call paths: the `paths` table (and the [other] children of paths whose
+ * callees found no slot), and each thread's direct-mapped cache in front of it. */
+#ifndef USDTPROF_PATHS_BPF_H
+#define USDTPROF_PATHS_BPF_H
+
+#include "maps.bpf.h"
+#include "hash.bpf.h"
+#include "durations.bpf.h"
+
+/* The totals of a path, created (zero) if needed: [other] children in
+ * other_paths, every other path in `paths` within the process's share. NULL
+ * when it finds no slot. Another CPU may create it first: then EEXIST and the
+ * lookup finds it. */
+static __always_inline struct usdtprof_path_stats *path_stats(__u64 path, __u64 parent, __u64 func, __u32 tgid)
+{
+	void *map = func == USDTPROF_FUNC_OTHER ? (void *)&other_paths : (void *)&paths;
+	struct usdtprof_path_stats *s = bpf_map_lookup_elem(map, &path), *init;
+	struct process_usage *u;
+	__u32 zero = 0;
+	bool full;
+
+	if (s)
+		return s;
+	/* The new path's value, beyond the 512-byte stack: only these three
+	 * fields of this CPU's blank are ever written. */
+	init = bpf_map_lookup_elem(&path_blank, &zero);
+	if (!init)
+		return 0;
+	init->parent = parent;
+	init->func = func;
+	init->tgid = tgid;
+	if (func == USDTPROF_FUNC_OTHER) {
+		bpf_map_update_elem(&other_paths, &path, init, BPF_NOEXIST);
+		return bpf_map_lookup_elem(&other_paths, &path);
+	}
+	/* Beyond its share, a process's new paths find no slot, as in a full table. */
+	u = usage_of(tgid, &full);
+	if (!full && !(u && path_share && u->paths >= path_share) &&
+	    bpf_map_update_elem(&paths, &path, init, BPF_NOEXIST) == 0 && u)
+		__sync_fetch_and_add(&u->paths, 1);
+	return bpf_map_lookup_elem(&paths, &path);
+}
+
+/* The path id of the [other] child of parent (0: of the process's roots). */
+static __always_inline __u64 other_path(__u64 parent, __u32 tgid)
+{
+	return path_hash(parent ? parent : tgid, USDTPROF_FUNC_OTHER);
+}
+
+/* Adds totals to a path, creating it if needed; a path that finds no slot
+ * (its frame was not claimed at entry: the attach chain, [truncated]
+ * markers, or a path deleted meanwhile) goes to its parent's [other] child.
+ * Atomic: threads of a process on other CPUs share paths. */
+static __always_inline void add_to_map(const struct usdtprof_path_slot *t, const struct usdtprof_path_dist *d,
+				       __u32 tgid, __u64 open)
+{
+	struct usdtprof_path_stats *s = path_stats(t->path, t->parent, t->func, tgid);
+
+	if (!s && t->func != USDTPROF_FUNC_OTHER) {
+		count_anomaly(USDTPROF_ANOM_AGG_FULL, 1);
+		s = path_stats(other_path(t->parent, tgid), t->parent, USDTPROF_FUNC_OTHER, tgid);
+	}
+	if (!s) {
+		count_anomaly(USDTPROF_ANOM_DROPPED_NS, t->self_ns);
+		return;
+	}
+	__sync_fetch_and_add(&s->calls, t->calls);
+	__sync_fetch_and_add(&s->self_ns, t->self_ns);
+	__sync_fetch_and_add(&s->total_ns, t->total_ns);
+	if (t->self_offcpu_ns)
+		__sync_fetch_and_add(&s->self_offcpu_ns, t->self_offcpu_ns);
+	if (open)
+		__sync_fetch_and_add(&s->open, open);
+	/* A slot's durations (none when no call in it was timed, max 0). */
+	if (d && d->max_ns) {
+		struct dist_ctx c = { .s = s, .d = d };
+
+		span_extreme(&s->min_ns, d->min_ns, true);
+		span_extreme(&s->max_ns, d->max_ns, false);
+		bpf_loop(USDTPROF_DIST_BUCKETS, add_bucket, &c, 0);
+	}
+}
+
+/* Whether a frame entering path has a slot: its callees need one to hang
+ * under. The thread's path cache holds only claimed paths, so a loop over
+ * known paths pays no lookup. */
+static __always_inline bool claim_path(struct usdtprof_thread_stack *st, __u64 path, __u64 parent, __u64 func)
+{
+	if (st->cache[path & (USDTPROF_PATH_CACHE - 1)].path == path)
+		return true;
+	return path_stats(path, parent, func, st->tgid) != 0;
+}
+
+/* A completed call goes to the thread's own path cache: no hashing, no
+ * atomics, only the thread writes it. A slot holding another path is first
+ * added to the map. */
+static __always_inline void add_to_cache(struct usdtprof_thread_stack *st, __u64 path, __u64 parent,
+					 __u64 func, __u64 self, __u64 total, __u64 offcpu, bool timed)
+{
+	__u32 i = path & (USDTPROF_PATH_CACHE - 1);
+	struct usdtprof_path_slot *slot = &st->cache[i];
+	struct usdtprof_path_dist *dist = &st->dist[i];
+
+	/* Also before a 16-bit bucket count could wrap. */
+	if (slot->path != path || slot->calls >= USDTPROF_DIST_SLOT_MAX) {
+		if (slot->calls)
+			add_to_map(slot, dist, st->tgid, 0);
+		slot->path = path;
+		slot->parent = parent;
+		slot->func = func;
+		slot->calls = 0;
+		slot->self_ns = 0;
+		slot->total_ns = 0;
+		slot->self_offcpu_ns = 0;
+		__builtin_memset(dist, 0, sizeof(*dist));
+	}
+	slot->calls++;
+	slot->self_ns += self;
+	slot->total_ns += total;
+	slot->self_offcpu_ns += offcpu;
+	if (timed) {
+		__u32 b = usdtprof_dist_bucket(total);
+
+		if (b < USDTPROF_DIST_BUCKETS)
+			dist->buckets[b]++;
+		if (!dist->min_ns || total < dist->min_ns)
+			dist->min_ns = total;
+		if (total > dist->max_ns)
+			dist->max_ns = total;
+	}
+}
+
+#endif /* USDTPROF_PATHS_BPF_H */
