@@ -205,6 +205,11 @@ $(OUTPUT)/bench/pingpong: tools/bench/pingpong.c include/usdtprof/usdtprof.h | d
 $(OUTPUT)/bench/probe_bench: $(OUTPUT)/tools/bench/probe_bench.o $(OUTPUT)/libusdtprof.a
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D) && $(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(OUTPUT)/bench/path_bench: $(OUTPUT)/tools/bench/path_bench.o $(OUTPUT)/libusdtprof.a
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D) && $(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(OUTPUT)/bench/path_fill: tools/bench/path_fill.c include/usdtprof/usdtprof.h | deps
+	$(Q)mkdir -p $(@D) && $(CC) -O2 -g -Wall -Iinclude $< -o $@
 
 # Synthetic profiles of any size (tools/gen_profile.cpp): the scale bench and tests.
 $(GEN_PROFILE): $(OUTPUT)/tools/gen_profile.o $(OUTPUT)/libusdtprof.a
@@ -218,8 +223,9 @@ $(OUTPUT)/bench/churn: tools/bench/churn.c include/usdtprof/usdtprof.h | deps
 # down with PGB_ROUNDS, PGB_SECONDS, SOAK_SECONDS (see their headers).
 bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed \
 	$(OUTPUT)/bench/loop_probed_nop1 $(OUTPUT)/bench/pingpong \
-	$(USDTPROF) $(OUTPUT)/bench/churn $(GEN_PROFILE)
+	$(USDTPROF) $(OUTPUT)/bench/churn $(GEN_PROFILE) $(OUTPUT)/bench/path_bench $(OUTPUT)/bench/path_fill
 	tools/bench/profile_scale.sh $(USDTPROF) $(GEN_PROFILE)
+	$(OUTPUT)/bench/path_bench $(OUTPUT)/bench/path_fill
 	$(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed \
 		$(OUTPUT)/bench/loop_probed_nop1 $(OUTPUT)/bench/pingpong
 	tools/bench/pgbench_monitor.sh $(USDTPROF)

@@ -7,6 +7,8 @@
 #include <set>
 #include <unordered_map>
 
+#include "base/huge_pages.h"
+
 namespace usdtprof {
 
 Distribution distribution_of(const usdtprof_path_stats &s)
@@ -28,6 +30,9 @@ size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, 
 {
 	size_t names_cut = 0;
 	std::unordered_map<uint64_t, size_t> by_path;
+	by_path.reserve(records.size());
+	// A node per record (and a few labels): no regrowth copying a million nodes.
+	reserve_huge(profile.nodes, profile.nodes.size() + records.size() + 64);
 	for (size_t i = 0; i < records.size(); i++)
 		by_path[records[i].path] = i;
 	std::map<std::pair<uint32_t, uint64_t>, uint32_t> func_index;

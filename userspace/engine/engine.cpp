@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <new>
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "base/huge_pages.h"
 #include "target/proc_maps.h"
 #include "target/usdt.h"
 #include "usdtprof.skel.h"
@@ -345,13 +347,39 @@ void Engine::share_tables(size_t processes)
 			 uint32_t(std::max<uint64_t>(1, bpf_map__max_entries(skel_->maps.names) / shares)), __ATOMIC_RELAXED);
 }
 
-void Engine::delete_paths(const std::vector<uint64_t> &paths)
+namespace {
+
+// Deletes keys from the map fd: in batches where the kernel has them (5.6),
+// else one at a time. Returns the keys the map did not hold.
+std::vector<uint64_t> delete_keys(int fd, const std::vector<uint64_t> &keys, bool batched)
 {
-	// A path is in one of the two maps; its id says which only by lookup.
-	int fd = bpf_map__fd(skel_->maps.paths), other = bpf_map__fd(skel_->maps.other_paths);
-	for (uint64_t p : paths)
-		if (bpf_map_delete_elem(fd, &p) != 0)
-			bpf_map_delete_elem(other, &p);
+	std::vector<uint64_t> missing;
+	size_t i = 0;
+	// A batch stops at the first key the map does not hold (ENOENT): that
+	// one is set aside and the batch goes on after it.
+	while (batched && i < keys.size()) {
+		__u32 count = uint32_t(std::min<size_t>(keys.size() - i, 1 << 16));
+		int err = bpf_map_delete_batch(fd, &keys[i], &count, nullptr) ? errno : 0;
+		i += count;
+		if (err == ENOENT && i < keys.size())
+			missing.push_back(keys[i++]);
+		else if (err && count == 0)
+			break; // no batch deletes here: the rest key by key
+	}
+	for (; i < keys.size(); i++)
+		if (bpf_map_delete_elem(fd, &keys[i]) != 0)
+			missing.push_back(keys[i]);
+	return missing;
+}
+
+} // namespace
+
+void Engine::delete_paths(const std::vector<uint64_t> &paths, bool batched)
+{
+	// A path is in one of the two maps; its id says which only by lookup:
+	// what `paths` does not hold is tried in `other_paths`.
+	delete_keys(bpf_map__fd(skel_->maps.other_paths),
+		    delete_keys(bpf_map__fd(skel_->maps.paths), paths, batched), batched);
 }
 
 void Engine::delete_names(uint32_t tgid)
@@ -445,14 +473,14 @@ std::pair<uint64_t, uint64_t> Engine::run_stats(const char *program) const
 namespace {
 
 // Every record of a paths map: in batches of thousands per system call where
-// the kernel has batch lookups (5.6), else one key at a time.
-void read_path_map(int fd, std::vector<PathRecord> &out)
+// the kernel has batch lookups (5.6) and batched is true, else one key at a time.
+void read_path_map(int fd, std::vector<PathRecord> &out, bool batched)
 {
 	std::vector<uint64_t> keys(4096);
 	std::vector<usdtprof_path_stats> values(keys.size());
 	uint32_t in_batch = 0, out_batch = 0;
 	size_t first = out.size();
-	for (bool start = true;;) {
+	for (bool start = true; batched;) {
 		__u32 count = uint32_t(keys.size());
 		int err = bpf_map_lookup_batch(fd, start ? nullptr : &in_batch, &out_batch, keys.data(), values.data(),
 					       &count, nullptr);
@@ -468,29 +496,58 @@ void read_path_map(int fd, std::vector<PathRecord> &out)
 		if (err && why == ENOENT)
 			return;
 		if (err) {
-			// No batch lookups here: key by key.
-			out.resize(first);
-			for (uint64_t path : map_keys<uint64_t>(fd)) {
-				PathRecord rec;
-				rec.path = path;
-				if (bpf_map_lookup_elem(fd, &path, &rec.stats) == 0)
-					out.push_back(rec);
-			}
-			return;
+			out.resize(first); // no batch lookups here: key by key
+			break;
 		}
 		in_batch = out_batch;
 		start = false;
 	}
+	for (uint64_t path : map_keys<uint64_t>(fd)) {
+		PathRecord rec;
+		rec.path = path;
+		if (bpf_map_lookup_elem(fd, &path, &rec.stats) == 0)
+			out.push_back(rec);
+	}
+}
+
+// The memlock line of a BPF map's fdinfo: its kernel memory, bytes.
+uint64_t map_memlock(int fd)
+{
+	FILE *f = fopen(("/proc/self/fdinfo/" + std::to_string(fd)).c_str(), "r");
+	if (!f)
+		return 0;
+	unsigned long long bytes = 0;
+	char line[256];
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "memlock: %llu", &bytes) == 1)
+			break;
+	fclose(f);
+	return bytes;
 }
 
 } // namespace
 
-std::vector<PathRecord> Engine::read_paths() const
+std::vector<PathRecord> Engine::read_paths(bool batched) const
 {
+	// Room for both tables full, in huge pages, reserved (not touched) up
+	// front: growing the vector by doubling copied its hundreds of MB and
+	// faulted in each 4 KiB page (1M paths, 408 MB: reading took 4 s of CPU
+	// instead of ~1).
+	// (Address space only: a refusal, for a huge --max-paths, just grows it.)
 	std::vector<PathRecord> out;
-	read_path_map(bpf_map__fd(skel_->maps.paths), out);
-	read_path_map(bpf_map__fd(skel_->maps.other_paths), out);
+	try {
+		reserve_huge(out, size_t(bpf_map__max_entries(skel_->maps.paths)) +
+					  bpf_map__max_entries(skel_->maps.other_paths));
+	} catch (const std::bad_alloc &) {
+	}
+	read_path_map(bpf_map__fd(skel_->maps.paths), out, batched);
+	read_path_map(bpf_map__fd(skel_->maps.other_paths), out, batched);
 	return out;
+}
+
+uint64_t Engine::path_tables_bytes() const
+{
+	return map_memlock(bpf_map__fd(skel_->maps.paths)) + map_memlock(bpf_map__fd(skel_->maps.other_paths));
 }
 
 std::map<uint32_t, std::string> Engine::read_process_comms() const

@@ -103,8 +103,10 @@ public:
 	// hold at most a 1/(processes + 1) share of them, so that none can fill
 	// them and make the others' paths drop; the rest stays for processes to come.
 	void share_tables(size_t processes);
-	// Forgets paths (already reported) and the names (and command name) of a process that is gone.
-	void delete_paths(const std::vector<uint64_t> &paths);
+	// Forgets paths (already reported) and the names (and command name) of a
+	// process that is gone. Paths go in batches (bpf_map_delete_batch) where
+	// the kernel has them, else, or when batched is false, one at a time.
+	void delete_paths(const std::vector<uint64_t> &paths, bool batched = true);
 	void delete_names(uint32_t tgid);
 
 	// The probe specs added so far, by index.
@@ -128,7 +130,14 @@ public:
 	// bpf_enable_stats(BPF_STATS_RUN_TIME) is in force): total ns and runs.
 	std::pair<uint64_t, uint64_t> run_stats(const char *program) const;
 
-	std::vector<PathRecord> read_paths() const;
+	// Every path of both tables: in batches (bpf_map_lookup_batch, thousands
+	// of paths per system call) where the kernel has them, else, or when
+	// batched is false (the bench compares the two), one key at a time.
+	std::vector<PathRecord> read_paths(bool batched = true) const;
+	// What the two path tables hold in kernel memory now, by the kernel's
+	// own accounting (memlock in the maps' fdinfo, from their contents on
+	// kernels 6.4+), bytes.
+	uint64_t path_tables_bytes() const;
 	// The command name of each process a probe fired in, by tgid.
 	std::map<uint32_t, std::string> read_process_comms() const;
 	// The name of each probed thread that has exited, by tid, as it was at its exit.

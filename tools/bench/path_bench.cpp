@@ -1,0 +1,170 @@
+// `make bench`: reading and forgetting a million call paths in the kernel's table,
+// side by side: in batches (bpf_map_lookup_batch / bpf_map_delete_batch, what
+// record and monitor do) against one key per system call (what they did before,
+// and still do on kernels without batch operations).
+//
+//   path_bench PATH_FILL [B] [ROUNDS]
+//
+// PATH_FILL (tools/bench/path_fill.c) runs under the engine's own probes, as
+// `record` attaches them, and makes 1 + B + B^2 call paths (B = 1000: 1,001,001)
+// in a table of 2^20 (record's default --max-paths). Once it has exited (its
+// thread's exit added its path cache to the table), each round reads the
+// whole table both ways, alternately (the order swapped every round, so that a
+// trend in the machine's load weighs on both alike), timed by the wall clock
+// and this thread's CPU clock; the medians are printed. Then the paths are
+// named and turned into profile nodes as `record` does (add_call_paths with the
+// FunctionNamer), timed once; then forgotten, in chunks of 100,000, batched and
+// key by key alternately, timed per path. Kernel memory: the tables' memlock
+// (fdinfo, the kernel's own accounting) empty and full, per path.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "engine/call_paths.h"
+#include "engine/engine.h"
+#include "engine/probes.h"
+#include "target/process.h"
+
+using namespace usdtprof;
+
+namespace {
+
+[[noreturn]] void die(const std::string &msg)
+{
+	fprintf(stderr, "path_bench: %s\n", msg.c_str());
+	exit(1);
+}
+
+double cpu_now()
+{
+	timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+double wall_now()
+{
+	return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Timed {
+	double wall = 0, cpu = 0;
+};
+
+template <typename F>
+Timed timed(F &&f)
+{
+	double w = wall_now(), c = cpu_now();
+	f();
+	return {wall_now() - w, cpu_now() - c};
+}
+
+double median(std::vector<double> v)
+{
+	std::sort(v.begin(), v.end());
+	return v[v.size() / 2];
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		die("usage: path_bench PATH_FILL [B] [ROUNDS]");
+	int b = argc > 2 ? atoi(argv[2]) : 1000;
+	int rounds = argc > 3 ? atoi(argv[3]) : 5;
+	const uint32_t max_paths = 1u << 20;
+
+	auto child = HeldChild::launch({argv[1], std::to_string(b)});
+	if (!child)
+		die(child.error().message);
+	auto loaded = Engine::load(max_paths);
+	if (!loaded)
+		die(loaded.error().message);
+	Engine &engine = **loaded;
+	uint64_t empty_bytes = engine.path_tables_bytes();
+	auto maps = read_proc_maps(child->pid());
+	if (!maps)
+		die(maps.error().message);
+	TargetFiles opened;
+	auto sites = find_sites(opened.of_process(child->pid(), *maps), child->pid(), native_probe_roles());
+	AttachedProbes attached = attach_sites(engine, sites);
+	Timed fill;
+	fill = timed([&] {
+		if (auto r = child->release(); !r)
+			die(r.error().message);
+		if (child->wait() != 0)
+			die(std::string(argv[1]) + " failed");
+	});
+	engine.stop();
+	uint64_t full_bytes = engine.path_tables_bytes();
+
+	std::vector<double> batch_wall, batch_cpu, key_wall, key_cpu;
+	size_t paths = 0;
+	for (int r = 0; r < rounds; r++) {
+		for (int k = 0; k < 2; k++) {
+			bool batched = (r + k) % 2 == 0;
+			std::vector<PathRecord> records;
+			Timed t = timed([&] { records = engine.read_paths(batched); });
+			if (paths && records.size() != paths)
+				die("the two reads differ: " + std::to_string(records.size()) + " against " + std::to_string(paths));
+			paths = records.size();
+			(batched ? batch_wall : key_wall).push_back(t.wall);
+			(batched ? batch_cpu : key_cpu).push_back(t.cpu);
+		}
+		fprintf(stderr, "round %d: batched %.3f s (CPU %.3f), key by key %.3f s (CPU %.3f)\n", r + 1,
+			batch_wall.back(), batch_cpu.back(), key_wall.back(), key_cpu.back());
+	}
+	auto a = engine.anomalies();
+	if (a[USDTPROF_ANOM_AGG_FULL] || a[USDTPROF_ANOM_DROPPED_NS])
+		die("the table overflowed: agg_full " + std::to_string(a[USDTPROF_ANOM_AGG_FULL]));
+
+	std::vector<PathRecord> records = engine.read_paths();
+	Profile profile;
+	FunctionNamer namer(attached, engine.read_names(), {{child->pid(), *maps}}, opened);
+	Timed named = timed([&] {
+		add_call_paths(profile, records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); });
+	});
+	if (profile.nodes.size() != records.size() || profile.functions.size() < size_t(b))
+		die("add_call_paths made " + std::to_string(profile.nodes.size()) + " nodes of " +
+		    std::to_string(profile.functions.size()) + " functions");
+
+	// Forgotten in chunks, batched and key by key alternately.
+	std::vector<uint64_t> ids;
+	for (const PathRecord &r : records)
+		ids.push_back(r.path);
+	Timed del_batch, del_key;
+	size_t n_batch = 0, n_key = 0;
+	const size_t chunk = 100000;
+	for (size_t i = 0, c = 0; i < ids.size(); i += chunk, c++) {
+		std::vector<uint64_t> part(ids.begin() + long(i), ids.begin() + long(std::min(ids.size(), i + chunk)));
+		bool batched = c % 2 == 0;
+		Timed t = timed([&] { engine.delete_paths(part, batched); });
+		Timed &sum = batched ? del_batch : del_key;
+		sum.wall += t.wall;
+		sum.cpu += t.cpu;
+		(batched ? n_batch : n_key) += part.size();
+	}
+	if (size_t left = engine.read_paths().size())
+		die(std::to_string(left) + " paths left after deleting them all");
+
+	double per_path = double(full_bytes - empty_bytes) / double(paths);
+	printf("%zu call paths (path_fill %d, filled in %.1f s under the probes), %d rounds, medians:\n\n", paths, b,
+	       fill.wall, rounds);
+	printf("| what | elapsed | CPU |\n|---|---|---|\n");
+	printf("| read, batched (4096 per call) | %.3f s | %.3f s |\n", median(batch_wall), median(batch_cpu));
+	printf("| read, key by key | %.3f s | %.3f s |\n", median(key_wall), median(key_cpu));
+	printf("| ratio key by key / batched | %.2f | %.2f |\n", median(key_wall) / median(batch_wall),
+	       median(key_cpu) / median(batch_cpu));
+	printf("| name and build the nodes (add_call_paths) | %.3f s | %.3f s |\n", named.wall, named.cpu);
+	printf("| forget, batched, per 1M paths | %.3f s | %.3f s |\n", del_batch.wall / double(n_batch) * 1e6,
+	       del_batch.cpu / double(n_batch) * 1e6);
+	printf("| forget, key by key, per 1M paths | %.3f s | %.3f s |\n", del_key.wall / double(n_key) * 1e6,
+	       del_key.cpu / double(n_key) * 1e6);
+	printf("\nkernel memory (memlock of paths + other_paths): %llu bytes empty, %llu full: %.1f bytes per path\n",
+	       (unsigned long long)empty_bytes, (unsigned long long)full_bytes, per_path);
+	return 0;
+}
