@@ -422,8 +422,10 @@ int usdt_span(struct pt_regs *ctx)
 		if (start)
 			__sync_fetch_and_add(&s->restarted, 1);
 		now = bpf_ktime_get_ns();
-		if (!READ_ONCE(paused))
+		if (!READ_ONCE(paused)) {
 			bpf_map_update_elem(&span_starts, &open, &now, BPF_ANY);
+			emit(USDTPROF_EV_SPAN_START, spec->pair, now);
+		}
 		return 0;
 	}
 	if (!start) {
@@ -437,6 +439,9 @@ int usdt_span(struct pt_regs *ctx)
 	__sync_fetch_and_add(&s->buckets[span_bucket(ns)], 1);
 	span_extreme(&s->min_ns, ns ? ns : 1, true);
 	span_extreme(&s->max_ns, ns, false);
+	/* `usdtprof trace`: the same times as the stats, so the timeline's
+	 * slices add up to the span's total. */
+	emit(USDTPROF_EV_SPAN_END, spec->pair, now);
 	return 0;
 }
 

@@ -321,6 +321,8 @@ enum usdtprof_event_type {
 	USDTPROF_EV_TASK_CREATE, /* func is the task id */
 	USDTPROF_EV_TASK_BEGIN,  /* func is the task id */
 	USDTPROF_EV_TASK_END,    /* func is the task id */
+	USDTPROF_EV_SPAN_START,  /* record --span: func is the span's id; ts as the span's start */
+	USDTPROF_EV_SPAN_END,    /* a started span's end: func is the span's id */
 };
 
 struct usdtprof_event {

@@ -536,3 +536,199 @@ TEST_CASE("clients: go tool pprof reads a monitor interval as its report; promto
 	REQUIRE(function(report, "Box<long>::get")["calls"] > 0);
 	check_pprof(pb, report);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Spans on the timelines: python3.11's collections (--span gc__start/gc__done), attached after
+// start-up (-p) and stopped before the exit, as the script counts and times them itself through
+// gc.callbacks (run just before gc__start and just after gc__done). Two rounds of 8 collections:
+// one traced as Chrome JSON, one as speedscope's.
+
+namespace {
+
+const char kGcSpan[] = "python:gc__start/gc__done";
+
+struct GcRound {
+	uint64_t count = 0, total_ns = 0; // as the script measured
+	json span;                        // the --profile's span, as report JSON gives it
+};
+
+GcRound traced_gc_round(Background &py, const std::string &format, const std::string &out, const std::string &data)
+{
+	size_t from = py.stdout_size();
+	Background tracer({usdtprof(), "trace", "-p", std::to_string(py.pid()), "--span", kGcSpan, "--format", format,
+			   "-o", out, "--profile", data});
+	tracer.wait_for_line("recording", true);
+	REQUIRE(kill(py.pid(), SIGUSR1) == 0);
+	std::istringstream said(py.wait_for_line_from(from, " "));
+	REQUIRE(kill(tracer.pid(), SIGINT) == 0);
+	INFO(tracer.rest_of_stderr());
+	REQUIRE(tracer.wait() == 0);
+	GcRound r;
+	REQUIRE(said >> r.count >> r.total_ns);
+	json report = report_json(data);
+	INFO(report["spans"].dump());
+	REQUIRE(report["spans"].size() == 1);
+	r.span = report["spans"][0];
+	REQUIRE(r.span["name"] == kGcSpan);
+	REQUIRE(r.span["count"] == r.count);
+	REQUIRE(r.span["open"] == 0);
+	return r;
+}
+
+} // namespace
+
+TEST_CASE("clients: spans on the timelines: a track of their own in the DevTools trace engine and speedscope, "
+	  "left out of folded stacks",
+	  "[clients][trace][spans]")
+{
+	std::string dir = temp_dir();
+	write_text(dir + "/gcspan.py", "import gc, signal, time\n"
+				       "spans = []\n"
+				       "def timed(phase, info):\n"
+				       "    if phase == 'start':\n"
+				       "        spans.append(time.perf_counter_ns())\n"
+				       "    else:\n"
+				       "        spans[-1] = time.perf_counter_ns() - spans[-1]\n"
+				       "class Node:\n"
+				       "    def __init__(self):\n"
+				       "        self.me = self\n"
+				       "def collect():\n"
+				       "    return gc.collect()\n"
+				       "def main():\n"
+				       "    gc.disable()\n"
+				       "    keep = [Node() for _ in range(50000)]\n"
+				       "    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
+				       "    print('ready', flush=True)\n"
+				       "    for _ in range(2):\n"
+				       "        signal.sigwait({signal.SIGUSR1})\n"
+				       "        spans.clear()\n"
+				       "        gc.callbacks.append(timed)\n"
+				       "        for _ in range(8):\n"
+				       "            collect()\n"
+				       "        gc.callbacks.remove(timed)\n"
+				       "        print(len(spans), sum(spans), flush=True)\n"
+				       "    signal.sigwait({signal.SIGUSR1})\n"
+				       "main()\n");
+	Background py({"/usr/bin/python3.11", dir + "/gcspan.py"});
+	py.wait_for_line("ready");
+	std::string chrome = dir + "/gc.json", chrome_data = dir + "/gc.data";
+	std::string ss = dir + "/gc.speedscope.json", ss_data = dir + "/gc-ss.data";
+	GcRound first = traced_gc_round(py, "chrome", chrome, chrome_data);
+	GcRound second = traced_gc_round(py, "speedscope", ss, ss_data);
+	REQUIRE(kill(py.pid(), SIGUSR1) == 0);
+	REQUIRE(py.wait() == 0);
+	REQUIRE(first.count == 8);
+	REQUIRE(second.count == 8);
+	const std::string label = std::string("[span ") + kGcSpan + "]";
+
+	// Chrome JSON: the spans on a track of their own (a thread of the process, tid from 2^30),
+	// each inside its collection: after the callback before it, before the callback after it.
+	json trace = json::parse(std::ifstream(chrome));
+	uint64_t span_tid = 0;
+	std::string span_thread;
+	for (const json &e : trace["traceEvents"])
+		if (e["ph"] == "M" && e["name"] == "thread_name" && e["args"]["name"].get<std::string>().starts_with(label)) {
+			REQUIRE(span_tid == 0);
+			span_tid = e["tid"];
+			span_thread = e["args"]["name"];
+		}
+	REQUIRE(span_tid >= (1u << 30));
+	REQUIRE_THAT(span_thread, Catch::Matchers::Matches(std::regex_replace(label, std::regex(R"([\[\]])"), R"(\$&)") +
+							     R"( python3\.11 \(tid [0-9]+\))"));
+	std::vector<std::pair<double, double>> spans, callbacks; // begin, end (us)
+	double span_us = 0;
+	for (const json &e : trace["traceEvents"]) {
+		if (e["ph"] != "X")
+			continue;
+		double begin = e["ts"], end = begin + e["dur"].get<double>();
+		if (e["tid"] == span_tid) {
+			REQUIRE(e["name"] == label);
+			REQUIRE(e["cat"] == "span");
+			REQUIRE(e["args"]["span"] == kGcSpan);
+			REQUIRE_FALSE(e["args"].contains("open"));
+			spans.push_back({begin, end});
+			span_us += e["dur"].get<double>();
+		} else {
+			REQUIRE(e["name"] != label);
+			if (e["name"] == "gcspan.py:timed")
+				callbacks.push_back({begin, end});
+		}
+	}
+	REQUIRE(spans.size() == 8);
+	REQUIRE(callbacks.size() == 16);
+	std::sort(spans.begin(), spans.end());
+	std::sort(callbacks.begin(), callbacks.end());
+	for (size_t i = 0; i < spans.size(); i++) {
+		INFO(i);
+		REQUIRE(callbacks[2 * i].second <= spans[i].first);
+		REQUIRE(spans[i].second <= callbacks[2 * i + 1].first);
+	}
+	// The slices add up to the profile's total (the same kernel times), within the script's.
+	uint64_t first_total = first.span["total_ns"];
+	REQUIRE(std::abs(span_us * 1000 - double(first_total)) <= 8 * 0.01 + 1);
+	REQUIRE(first_total <= first.total_ns);
+	REQUIRE(trace["otherData"]["span_restarts"] == 0);
+	REQUIRE(trace["otherData"]["unmatched_span_ends"] == 0);
+
+	// The DevTools trace engine: no complaint, the track's thread, 8 slices whose self time is the total.
+	Output o = run({"node", source_file("tests/clients/trace_engine.mjs"), chrome});
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	json engine = json::parse(o.out);
+	INFO(engine.dump());
+	REQUIRE(engine["messages"].empty());
+	bool track = false;
+	for (const auto &[key, name] : engine["threads"].items())
+		track |= key.ends_with("/" + std::to_string(span_tid)) && name == span_thread;
+	REQUIRE(track);
+	REQUIRE(engine["slices"][label] == 8);
+	REQUIRE(std::abs(engine["self"][label].get<double>() * 1000 - double(first_total)) <= 8 * 0.01 + 1);
+	REQUIRE(engine["slices"]["gcspan.py:collect"] == 8);
+
+	// speedscope: the span's profile comes after its thread's; opened (as a user picks it top
+	// centre: activeProfileIndex), its Sandwich view is one row, the span, its total the profile's.
+	json evented = json::parse(std::ifstream(ss));
+	std::vector<std::string> profiles;
+	for (const json &p : evented["profiles"])
+		profiles.push_back(p["name"]);
+	REQUIRE(profiles.size() == 2);
+	REQUIRE_THAT(profiles[0], Catch::Matchers::Matches(R"(python3\.11 \(tid [0-9]+\))"));
+	REQUIRE(profiles[1] == label + " " + profiles[0]);
+	std::string ss_span = dir + "/gc-span.speedscope.json";
+	evented["activeProfileIndex"] = 1;
+	write_text(ss_span, evented.dump());
+	std::string shots = (fs::path(usdtprof()).parent_path() / "test-artifacts" / "speedscope").string();
+	fs::create_directories(shots);
+	Output shown = run({"node", source_file("tests/clients/speedscope.mjs"), shots, ss, ss_span});
+	INFO(shown.err);
+	REQUIRE(shown.status == 0);
+	std::istringstream lines(shown.out);
+	std::vector<json> views;
+	for (std::string line; std::getline(lines, line);)
+		views.push_back(json::parse(line));
+	REQUIRE(views.size() == 2);
+	for (const json &v : views) {
+		INFO(v.dump());
+		REQUIRE(v["messages"].empty());
+	}
+	// The thread's own profile: its calls, no span.
+	bool collect_row = false;
+	for (const json &row : views[0]["rows"]) {
+		REQUIRE_THAT(row["name"].get<std::string>(), !Catch::Matchers::Contains("[span"));
+		collect_row |= row["name"] == "gcspan.py:collect";
+	}
+	REQUIRE(collect_row);
+	REQUIRE(views[1]["rows"].size() == 1);
+	REQUIRE(views[1]["rows"][0]["name"] == label);
+	Shown total = speedscope_value(views[1]["rows"][0]["total"]);
+	REQUIRE(std::abs(total.ns - second.span["total_ns"].get<double>()) <= total.tolerance);
+	REQUIRE(second.span["total_ns"].get<uint64_t>() <= second.total_ns);
+
+	// Folded stacks leave the span out and say so.
+	Output folded = run({usdtprof(), "export", chrome_data, "--format", "folded"});
+	REQUIRE(folded.status == 0);
+	REQUIRE_THAT(folded.err, Catch::Matchers::Contains(std::string("folded stacks leave out the profile's 1 span (") +
+								 kGcSpan + "): their time is on the call tree already"));
+	REQUIRE_THAT(folded.out, Catch::Matchers::Contains("gcspan.py:collect"));
+	REQUIRE_THAT(folded.out, !Catch::Matchers::Contains("gc__"));
+}

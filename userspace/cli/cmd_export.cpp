@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <set>
+#include <string>
 #include <unistd.h>
 
 #include "cli/commands.h"
@@ -10,6 +12,7 @@
 #include "profile/profile.h"
 #include "report/report.h"
 #include "base/result.h"
+#include "base/text_escape.h"
 
 namespace usdtprof::cli {
 
@@ -39,6 +42,21 @@ Command add_export_command(CLI::App &parent)
 			if (format.binary && a->output.empty() && isatty(STDOUT_FILENO))
 				throw UserError(a->format + " output is binary: not writing it to a terminal (use -o FILE or a pipe)");
 			Profile profile = load_inputs(a->in, a->raw);
+			// Folded weights add up to the call tree's time; a span's time lies
+			// on that tree already (the calls it covers), so a line for it would
+			// count it twice: left out, and said (docs/report-json.md).
+			if (a->format == "folded" && !profile.spans.empty()) {
+				std::set<std::string> names;
+				for (const ProfileSpan &s : profile.spans)
+					names.insert(s.name);
+				std::string listed;
+				for (const std::string &name : names)
+					listed += (listed.empty() ? "" : ", ") + name;
+				fprintf(stderr,
+					"usdtprof: folded stacks leave out the profile's %zu span%s (%s): their time is on the "
+					"call tree already; report shows them, pprof carries them as comments\n",
+					names.size(), names.size() == 1 ? "" : "s", escape_text(listed).c_str());
+			}
 			ReportOptions options;
 			options.raw = a->raw;
 			options.time = *parse_time_mode(a->time);

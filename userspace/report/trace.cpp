@@ -41,8 +41,30 @@ Timeline replay(const TraceInput &input)
 		for (; th.stack.size() > depth; th.stack.pop_back())
 			t.actions.push_back({Action::Close, key, ts, th.stack.back().name, th.stack.back().task, th.stack.back().id});
 	};
+	// Spans: per thread, when each open one started, apart from the stack.
+	struct SpanThread {
+		std::map<std::string_view, uint64_t> open;
+		uint64_t last_ts = 0;
+	};
+	std::map<ThreadKey, SpanThread> span_threads;
 	for (const TraceEvent &e : input.events) {
 		ThreadKey key{e.pid, e.tid};
+		if (e.type == USDTPROF_EV_SPAN_START || e.type == USDTPROF_EV_SPAN_END) {
+			SpanThread &st = span_threads[key];
+			uint64_t ts = st.last_ts = std::max(st.last_ts, since(e.ts_ns, input.start_ns));
+			std::string_view name = e.name;
+			auto open = st.open.find(name);
+			if (e.type == USDTPROF_EV_SPAN_START) {
+				t.span_restarts += open != st.open.end();
+				st.open[name] = ts;
+			} else if (open == st.open.end()) {
+				t.unmatched_span_ends++;
+			} else {
+				t.spans[{key, name}].push_back({open->second, ts, false});
+				st.open.erase(open);
+			}
+			continue;
+		}
 		Thread &th = t.threads[key];
 		uint64_t ts = th.last_ts = std::max(th.last_ts, since(e.ts_ns, input.start_ns));
 		bool task = e.type == USDTPROF_EV_TASK_BEGIN || e.type == USDTPROF_EV_TASK_END;
@@ -90,6 +112,9 @@ Timeline replay(const TraceInput &input)
 			creates[e.task_id].push_back({flow, ts, profile_path(th)});
 			break;
 		}
+		case USDTPROF_EV_SPAN_START:
+		case USDTPROF_EV_SPAN_END:
+			break; // above
 		}
 	}
 	uint64_t stop = since(input.stop_ns, input.start_ns);
@@ -98,8 +123,15 @@ Timeline replay(const TraceInput &input)
 		close_to(key, th, 0, std::max(th.last_ts, stop));
 		t.end_ts = std::max(t.end_ts, th.last_ts);
 	}
+	for (auto &[key, st] : span_threads) {
+		for (const auto &[name, begin] : st.open)
+			t.spans[{key, name}].push_back({begin, std::max(st.last_ts, stop), true});
+		t.end_ts = std::max(t.end_ts, st.last_ts);
+	}
 	return t;
 }
+
+std::string span_label(std::string_view name) { return "[span " + std::string(name) + "]"; }
 
 std::string thread_label(const TraceInput &input, uint32_t tid, bool with_tid)
 {

@@ -17,7 +17,7 @@ struct TraceEvent {
 	uint64_t ts_ns = 0;   // monotonic; per thread non-decreasing
 	uint32_t pid = 0, tid = 0;
 	usdtprof_event_type type = USDTPROF_EV_ENTER;
-	std::string name;     // function name (ENTER/EXIT); empty for task events
+	std::string name;     // function name (ENTER/EXIT), span name (SPAN_*); empty for task events
 	uint64_t task_id = 0; // TASK_* events
 };
 
@@ -37,9 +37,12 @@ struct TraceInput {
 // skip frames close the skipped ones; exits matching no open frame are
 // dropped; frames open at the stop are closed at stop_ns), task slices named
 // "[task]" with a flow arrow from the TASK_CREATE to the TASK_BEGIN, and
-// process/thread names as metadata.
+// process/thread names as metadata. Spans (SPAN_START/END) are slices named
+// "[span NAME]" on a track of their own per thread and span name, never on
+// the thread's stack (docs/trace.md, "Spans").
 std::string render_chrome_trace(const TraceInput &input);
-// speedscope's evented format: one profile per thread, balanced O/C events.
+// speedscope's evented format: one profile per thread, balanced O/C events;
+// one more per thread and span name, after the thread's.
 std::string render_speedscope(const TraceInput &input);
 
 } // namespace usdtprof

@@ -52,6 +52,10 @@ json slice_event(const Action &a)
 	return e;
 }
 
+// Span tracks' tids: above any Linux tid (PID_MAX_LIMIT is 2^22), one per
+// thread and span name, in (pid, tid, name) order.
+constexpr uint32_t kSpanTrackTid = 1u << 30;
+
 } // namespace
 
 std::string render_chrome_trace(const TraceInput &input)
@@ -63,6 +67,15 @@ std::string render_chrome_trace(const TraceInput &input)
 	for (const auto &[key, th] : t.threads)
 		events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", key.first}, {"tid", key.second},
 			{"args", {{"name", thread_label(input, key.second, false)}}}});
+	// Spans need not nest with the thread's calls: each thread's spans of one
+	// name are a track of their own, a thread of the same process to viewers.
+	std::map<SpanTrackKey, uint32_t> span_tids;
+	for (const auto &[track, slices] : t.spans) {
+		uint32_t tid = kSpanTrackTid + uint32_t(span_tids.size());
+		span_tids[track] = tid;
+		events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", track.first.first}, {"tid", tid},
+			{"args", {{"name", span_label(track.second) + " " + thread_label(input, track.first.second, true)}}}});
+	}
 	// Complete (X) events, not B/E pairs: readers that match an E to the
 	// latest B of any thread (the DevTools trace engine) see no mismatch.
 	std::map<ThreadKey, std::vector<size_t>> open; // per thread, its unclosed slices' indices in events
@@ -113,7 +126,22 @@ std::string render_chrome_trace(const TraceInput &input)
 		}
 		}
 	}
+	for (const auto &[track, slices] : t.spans) {
+		for (const SpanSlice &sp : slices) {
+			json e = {{"ph", "X"}, {"name", span_label(track.second)}, {"cat", "span"}, {"pid", track.first.first},
+				{"tid", span_tids[track]}, {"ts", micros(sp.begin)},
+				{"dur", micros_between(micros(sp.begin), micros(sp.end))},
+				{"args", {{"span", std::string(track.second)}, {"thread", track.first.second}}}};
+			if (sp.open)
+				e["args"]["open"] = true;
+			events.push_back(std::move(e));
+		}
+	}
 	json other = {{"unmatched_exits", t.unmatched_exits}, {"events", input.events.size()}};
+	if (!t.spans.empty() || t.span_restarts || t.unmatched_span_ends) {
+		other["span_restarts"] = t.span_restarts;
+		other["unmatched_span_ends"] = t.unmatched_span_ends;
+	}
 	if (input.lost_events) {
 		other["lost_events"] = *input.lost_events;
 		other["max_events_reached"] = input.max_events_reached;

@@ -55,10 +55,31 @@ std::string render_speedscope(const TraceInput &input)
 			write(a.thread, a.kind == Action::Open, a.name, a.ts);
 		}
 	}
+	// A thread's spans of one name: a profile after the thread's, its frame
+	// "[span NAME]" open from each start to its end.
+	std::map<ThreadKey, std::vector<std::pair<std::string, json>>> span_profiles;
+	std::map<std::string_view, size_t> span_frames; // by span name: a frame apart from any function's
+	for (const auto &[track, slices] : t.spans) {
+		std::string label = span_label(track.second);
+		auto [it, added] = span_frames.try_emplace(track.second, frames.size());
+		if (added)
+			frames.push_back({{"name", label}});
+		json evs = json::array();
+		for (const SpanSlice &sp : slices) {
+			evs.push_back({{"type", "O"}, {"frame", it->second}, {"at", sp.begin}});
+			evs.push_back({{"type", "C"}, {"frame", it->second}, {"at", sp.end}});
+		}
+		span_profiles[track.first].push_back({label + " " + thread_label(input, track.first.second, true), std::move(evs)});
+		events.try_emplace(track.first, json::array());
+	}
 	json profiles = json::array();
 	for (auto &[key, evs] : events) {
-		profiles.push_back({{"type", "evented"}, {"name", thread_label(input, key.second, true)}, {"unit", "nanoseconds"}, {"startValue", 0},
-			{"endValue", t.end_ts}, {"events", std::move(evs)}});
+		if (t.threads.count(key))
+			profiles.push_back({{"type", "evented"}, {"name", thread_label(input, key.second, true)}, {"unit", "nanoseconds"},
+				{"startValue", 0}, {"endValue", t.end_ts}, {"events", std::move(evs)}});
+		for (auto &[name, span_evs] : span_profiles[key])
+			profiles.push_back({{"type", "evented"}, {"name", name}, {"unit", "nanoseconds"}, {"startValue", 0},
+				{"endValue", t.end_ts}, {"events", std::move(span_evs)}});
 	}
 	return dump({{"$schema", "https://www.speedscope.app/file-format-schema.json"}, {"shared", {{"frames", std::move(frames)}}},
 		{"profiles", std::move(profiles)}, {"name", "usdtprof trace"}, {"activeProfileIndex", 0}, {"exporter", "usdtprof"}});

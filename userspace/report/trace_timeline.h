@@ -54,12 +54,29 @@ struct Create {
 	Stack path;        // the creating thread's path, as the profile records it
 };
 
+// A span (record --span) from its start to its end on one thread: beside the
+// thread's stack, never on it; ts in ns since start_ns.
+struct SpanSlice {
+	uint64_t begin = 0, end = 0;
+	bool open = false; // not ended when recording stopped: closed at the stop
+};
+
+// A thread's spans of one name, in time order (they never overlap: a span
+// started again before its end restarts, as the kernel times it).
+using SpanTrackKey = std::pair<ThreadKey, std::string_view>;
+
 struct Timeline {
 	std::vector<Action> actions; // in arrival order, which keeps each thread's steps in order
 	std::map<ThreadKey, Thread> threads;
+	std::map<SpanTrackKey, std::vector<SpanSlice>> spans;
 	uint64_t unmatched_exits = 0;
+	uint64_t span_restarts = 0; // span starts that replaced an open one (its start dropped)
+	uint64_t unmatched_span_ends = 0; // SPAN_ENDs with no span of their name open on their thread
 	uint64_t end_ts = 0; // stop_ns, or the latest step if one came after it
 };
+
+// The label of a span's slices and track: "[span NAME]".
+std::string span_label(std::string_view name);
 
 // Each thread's events replayed on a stack, so that the slices always nest
 // whatever probes were missed.

@@ -70,8 +70,19 @@ std::string thread_name(uint32_t pid, uint32_t tid, const std::map<uint32_t, std
 	return it != exited.end() ? it->second : "";
 }
 
+// --span specs by their span ids.
+std::map<uint32_t, std::string> span_names(const std::vector<ProbeRole> &custom)
+{
+	std::map<uint32_t, std::string> names;
+	for (const ProbeRole &r : custom)
+		if (r.role == USDTPROF_ROLE_SPAN_START)
+			names[r.pair] = r.spec;
+	return names;
+}
+
 void write_trace(const TraceOptions &t, const EventLog &log, uint64_t lost, uint64_t start_ns, uint64_t stop_ns,
-		 const Profile &profile, const NameLookup &lookup, const std::map<uint32_t, std::string> &thread_comms)
+		 const Profile &profile, const NameLookup &lookup, const std::map<uint32_t, std::string> &thread_comms,
+		 const std::map<uint32_t, std::string> &spans)
 {
 	TraceInput input;
 	input.start_ns = start_ns;
@@ -88,6 +99,11 @@ void write_trace(const TraceOptions &t, const EventLog &log, uint64_t lost, uint
 			if (added)
 				it->second = function_name(lookup, e.pid, e.func);
 			ev.name = it->second.name;
+		} else if (ev.type == USDTPROF_EV_SPAN_START || ev.type == USDTPROF_EV_SPAN_END) {
+			auto span = spans.find(uint32_t(e.func));
+			if (span == spans.end())
+				continue;
+			ev.name = span->second;
 		} else {
 			ev.task_id = e.func;
 		}
@@ -514,10 +530,7 @@ void warn_unnested_pairs(const std::vector<ProbeRole> &custom, const std::map<ui
 // The spans' statistics as the profile keeps them, named by their specs.
 std::vector<ProfileSpan> profile_spans(const std::vector<ProbeRole> &custom, const std::vector<SpanRecord> &records)
 {
-	std::map<uint32_t, std::string> names;
-	for (const ProbeRole &r : custom)
-		if (r.role == USDTPROF_ROLE_SPAN_START)
-			names[r.pair] = r.spec;
+	std::map<uint32_t, std::string> names = span_names(custom);
 	std::vector<ProfileSpan> out;
 	for (const SpanRecord &r : records) {
 		auto name = names.find(r.span);
@@ -727,7 +740,7 @@ public:
 			 profile_.nodes.size(), (unsigned long long)calls, profile_.duration_ns / 1e9);
 		if (o_.trace)
 			write_trace(*o_.trace, log_, anomalies_[USDTPROF_ANOM_LOST_EVENTS], start_ns_, stop_ns_, profile_,
-				    lookup, engine().read_thread_comms());
+				    lookup, engine().read_thread_comms(), span_names(custom_));
 	}
 
 	// The exit status: the launched command's, once it has exited; 0 for a

@@ -331,3 +331,67 @@ TEST_CASE("trace: a task created inside a task names the whole path; speedscope 
 	CHECK(steps(out.speedscope, 2) == std::vector<std::string>{"O loop 60", "C loop 70", "O a 70", "O [task] 70", "O b 70",
 		"O [task] 70", "O c 80", "C c 90", "C [task] 100", "C b 100", "C [task] 100", "C a 100", "O loop 100", "C loop 110"});
 }
+
+TEST_CASE("trace: spans are slices on a track of their own per thread and name, never on the thread's stack")
+{
+	auto span = [](usdtprof_event_type type, uint32_t tid, uint64_t ts, std::string name) {
+		return TraceEvent{kStart + ts, kPid, tid, type, std::move(name)};
+	};
+	const std::string gc = "python:gc__start/gc__done", tx = "x:tx__start/tx__end";
+	// gc starts inside a and ends after a has returned (it does not nest with the calls); tx
+	// overlaps gc on the same thread; a second gc is started again before its end (the kernel
+	// times it from the later start), tx is still open at the stop, an end without a start is
+	// dropped.
+	TraceInput in = make_input({enter(1, 0, "a"), span(USDTPROF_EV_SPAN_START, 1, 100, gc), span(USDTPROF_EV_SPAN_START, 1, 150, tx),
+				    leave(1, 200, "a"), span(USDTPROF_EV_SPAN_END, 1, 300, gc), enter(1, 400, "b"),
+				    span(USDTPROF_EV_SPAN_START, 1, 500, gc), span(USDTPROF_EV_SPAN_START, 1, 600, gc),
+				    span(USDTPROF_EV_SPAN_END, 1, 700, gc), span(USDTPROF_EV_SPAN_END, 1, 750, gc), leave(1, 800, "b"),
+				    span(USDTPROF_EV_SPAN_START, 2, 900, gc), span(USDTPROF_EV_SPAN_END, 2, 950, gc)},
+				   3000);
+	in.thread_names = {{1, "main"}, {2, "worker"}};
+	Output out = render(in);
+	// The threads' own slices are their calls alone; the tracks' tids start at 2^30, in (pid,
+	// tid, name) order.
+	const std::string t0 = std::to_string(1u << 30), t1 = std::to_string((1u << 30) + 1), t2 = std::to_string((1u << 30) + 2);
+	CHECK(steps(out.chrome) == std::vector<std::string>{"1 X a 0.0 0.2", "1 X b 0.4 0.8",
+		t0 + " X [span " + gc + "] 0.1 0.3", t0 + " X [span " + gc + "] 0.6 0.7",
+		t1 + " X [span " + tx + "] 0.15 3.0", t2 + " X [span " + gc + "] 0.9 0.95"});
+	std::map<std::string, std::string> names;
+	for (const json &e : out.chrome["traceEvents"])
+		if (e["ph"] == "M" && e["name"] == "thread_name")
+			names[e["tid"].dump()] = e["args"]["name"];
+	// Thread 2 had spans and no call: a span track, no track of its own.
+	CHECK(names == std::map<std::string, std::string>{{"1", "main"},
+		{t0, "[span " + gc + "] main (tid 1)"}, {t1, "[span " + tx + "] main (tid 1)"}, {t2, "[span " + gc + "] worker (tid 2)"}});
+	const json &open = find_event(out.chrome, "X", "[span " + tx + "]");
+	CHECK(open["cat"] == "span");
+	CHECK(open["pid"] == kPid);
+	CHECK(open["args"] == json{{"span", tx}, {"thread", 1}, {"open", true}});
+	CHECK(find_event(out.chrome, "X", "[span " + gc + "]")["args"] == json{{"span", gc}, {"thread", 1}});
+	CHECK(out.chrome["otherData"] ==
+	      json{{"unmatched_exits", 0}, {"events", 13}, {"span_restarts", 1}, {"unmatched_span_ends", 1}});
+
+	// speedscope: each track a profile after its thread's.
+	const json &s = out.speedscope;
+	std::vector<std::string> profiles;
+	for (const json &p : s["profiles"])
+		profiles.push_back(p["name"]);
+	CHECK(profiles == std::vector<std::string>{"main (tid 1)", "[span " + gc + "] main (tid 1)", "[span " + tx + "] main (tid 1)",
+		"[span " + gc + "] worker (tid 2)"});
+	CHECK(steps(s, 0) == std::vector<std::string>{"O a 0", "C a 200", "O b 400", "C b 800"});
+	CHECK(steps(s, 1) == std::vector<std::string>{"O [span " + gc + "] 100", "C [span " + gc + "] 300", "O [span " + gc + "] 600",
+		"C [span " + gc + "] 700"});
+	CHECK(steps(s, 2) == std::vector<std::string>{"O [span " + tx + "] 150", "C [span " + tx + "] 3000"});
+	CHECK(steps(s, 3) == std::vector<std::string>{"O [span " + gc + "] 900", "C [span " + gc + "] 950"});
+	CHECK(s["profiles"][3]["endValue"] == 3000);
+	CHECK(s["activeProfileIndex"] == 0);
+}
+
+TEST_CASE("trace: a span frame is apart from a function of the same name")
+{
+	TraceInput in = make_input({enter(1, 0, "[span g]"), TraceEvent{kStart + 10, kPid, 1, USDTPROF_EV_SPAN_START, "g"},
+				    TraceEvent{kStart + 20, kPid, 1, USDTPROF_EV_SPAN_END, "g"}, leave(1, 30, "[span g]")});
+	Output out = render(in);
+	CHECK(out.speedscope["shared"]["frames"] == json::parse(R"([{"name": "[span g]"}, {"name": "[span g]"}])"));
+	CHECK(out.speedscope["profiles"][1]["events"] == json::parse(R"([{"type": "O", "frame": 1, "at": 10}, {"type": "C", "frame": 1, "at": 20}])"));
+}
