@@ -275,14 +275,11 @@ private:
 	MonitorOutputs outputs_;
 	UniqueFd stats_; // the kernel's run time of our programs, for the cost of a hit
 	double trap_ns_ = 0;
-	TargetFiles opened_; // every window attaches to these open files again, never to their paths
 	std::optional<BinaryProcesses> binary_processes_;
 	std::vector<const Preset *> chosen_;
 	std::vector<FoundSite> sites_;
 	bool skip_gone_ = false;
 	bool attached_now_ = true;
-	AttachedProbes attached_;
-	std::optional<CalibrationResult> calibration_; // measured once: every interval's profile carries it
 	std::map<int, ProfileProcess> pid_process_;    // -p's one process (binary_processes_ describes --binary's)
 	std::map<int, std::vector<Mapping>> pid_maps_;
 
@@ -325,12 +322,12 @@ MonitorSession::MonitorSession(const MonitorOptions &o)
 		throw UserError("cannot measure the probe cost: " + trap_ns.error().message);
 	trap_ns_ = *trap_ns;
 
-	AttachPlan plan = plan_attach(t_, pid(), false, target_files(t_, pid(), binary_processes_, opened_), custom_);
+	AttachPlan plan = plan_attach(t_, pid(), false, target_files(t_, pid(), binary_processes_, session_.files()), custom_);
 	chosen_ = std::move(plan.presets);
 	sites_ = std::move(plan.sites);
 	skip_gone_ = binary_processes_.has_value();
-	attached_ = attach_sites(engine(), sites_, skip_gone_);
-	calibration_ = calibrate_or_warn(engine(), o.offcpu, false);
+	session_.attach(sites_, skip_gone_);
+	session_.calibrate(o.offcpu, false); // measured once: every interval's profile carries it
 	if (pid()) {
 		pid_process_[pid()] = describe_process(pid());
 		if (auto m = read_proc_maps(pid()))
@@ -365,7 +362,7 @@ void MonitorSession::scan()
 		return;
 	auto more = more_sites(t_, binary_processes_->files(fresh), chosen_, custom_, sites_.size());
 	if (attached_now_)
-		merge_attached(attached_, attach_sites(engine(), more, skip_gone_));
+		session_.attach(more, skip_gone_);
 	sites_.insert(sites_.end(), more.begin(), more.end());
 }
 
@@ -389,7 +386,7 @@ void MonitorSession::open_window(Interval &iv)
 	if (attached_now_ || target_gone())
 		return;
 	try {
-		merge_attached(attached_, attach_sites(engine(), sites_, skip_gone_));
+		session_.attach(sites_, skip_gone_);
 	} catch (const UserError &) {
 		if (!target_gone())
 			throw;
@@ -537,7 +534,6 @@ Profile MonitorSession::interval_profile(const Interval &iv, const IntervalDelta
 	profile.duration_ns = iv.finished - iv.begin;
 	profile.start_unix_ns = iv.begin_unix;
 	profile.stop_unix_ns = iv.begin_unix + int64_t(profile.duration_ns);
-	profile.probes = attached_.probes;
 	profile.sampled_fraction = std::max(attached_share, 1e-6);
 	std::set<uint32_t> tgids;
 	for (const PathRecord &r : delta.records)
@@ -548,13 +544,7 @@ Profile MonitorSession::interval_profile(const Interval &iv, const IntervalDelta
 		profile.processes.push_back(known != processes().end() ? known->second : describe_process(int(tgid), comms));
 	}
 	apply_titles(profile.processes, engine().read_process_titles());
-	FunctionNamer namer(attached_, engine().read_names(), maps(), opened_);
-	if (calibration_) {
-		profile.calibration = calibration_->calibration;
-		namer.set_cost_kinds(calibration_->spec_kinds, calibration_->native_kind);
-	}
-	*names_cut = add_call_paths(profile, delta.records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); },
-				    process_root_labels(profile.processes), engine().read_worker_statements());
+	*names_cut = session_.add_paths(profile, delta.records, session_.namer(maps()));
 	// The kernel's counters are cumulative; an interval shows its own.
 	auto anomalies = engine().anomalies();
 	for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)

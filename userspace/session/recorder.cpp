@@ -548,21 +548,6 @@ std::vector<ProfileSpan> profile_spans(const std::vector<ProbeRole> &custom, con
 	return out;
 }
 
-} // namespace
-
-std::optional<CalibrationResult> calibrate_or_warn(Engine &engine, bool offcpu_hook, bool trace)
-{
-	auto r = calibrate(engine, offcpu_hook, trace);
-	if (!r) {
-		fprintf(stderr, "usdtprof: %s; times will be shown as measured, probe overhead included\n",
-			r.error().message.c_str());
-		return std::nullopt;
-	}
-	return *r;
-}
-
-namespace {
-
 // steady_clock is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
 uint64_t monotonic_now()
 {
@@ -648,7 +633,7 @@ public:
 	{
 		if (tree_) {
 			tree_->stop(*followed_, [&] { stop_ns_ = engine().stop(); });
-			attached_ = tree_->attached();
+			session_.set_attached(tree_->attached());
 			attach_maps_ = tree_->maps();
 			profile_.processes = tree_->processes();
 		} else {
@@ -709,23 +694,17 @@ public:
 			read.push_back(r.path);
 		engine().delete_paths(read);
 		engine().open_window();
-		calibration_ = calibrate_or_warn(engine(), true, o_.trace.has_value());
+		session_.calibrate(true, o_.trace.has_value());
 		engine().stop();
-		if (calibration_)
-			profile_.calibration = calibration_->calibration;
 	}
 
 	// Names the paths, writes the profile (and the trace) and says so.
 	void save(const std::vector<PathRecord> &records, Wake reason)
 	{
-		profile_.probes = attached_.probes;
 		refresh_comms();
-		FunctionNamer namer(attached_, engine().read_names(), attach_maps_, opened_);
-		if (calibration_)
-			namer.set_cost_kinds(calibration_->spec_kinds, calibration_->native_kind);
+		FunctionNamer namer = session_.namer(attach_maps_);
 		NameLookup lookup = [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); };
-		if (size_t cut = add_call_paths(profile_, records, lookup, process_root_labels(profile_.processes),
-						engine().read_worker_statements()))
+		if (size_t cut = session_.add_paths(profile_, records, namer))
 			fprintf(stderr, "usdtprof: %zu function names or locations longer than %zu bytes were cut\n", cut,
 				kMaxNameBytes);
 		if (auto r = save_profile(profile_, o_.output); !r)
@@ -759,19 +738,16 @@ private:
 	Session session_;
 	std::vector<int> pids_; // the processes recorded: -p's, or the launched command
 	std::optional<HeldChild> child_;
-	TargetFiles opened_;
 	std::unique_ptr<FollowedCommand> followed_;
 	std::optional<FollowedTree> tree_;
 	std::optional<BinaryProcesses> binary_processes_;
 	std::vector<const Preset *> chosen_;
 	std::vector<FoundSite> sites_;
 	std::map<int, std::vector<Mapping>> attach_maps_;
-	AttachedProbes attached_;
 	Profile profile_;
 	EventLog log_;
 	uint64_t start_ns_ = 0, stop_ns_ = 0;
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> anomalies_{};
-	std::optional<CalibrationResult> calibration_;
 	std::string comm_;
 
 	// The launched command's pid; 0 for running processes.
@@ -806,7 +782,7 @@ private:
 
 	void launch_followed()
 	{
-		tree_.emplace(o_.target, engine(), custom_, opened_);
+		tree_.emplace(o_.target, engine(), custom_, session_.files());
 		// The command runs none of its code before it is launched: its
 		// recording starts there, not at the first attach.
 		engine().set_start_ns(monotonic_now());
@@ -829,7 +805,7 @@ private:
 				throw UserError(launched.error().message);
 			child_.reset();
 			child_.emplace(std::move(*launched));
-			files = launch_files(child_->pid(), opened_);
+			files = launch_files(child_->pid(), session_.files());
 			chosen_ = choose_presets(o_.target, files);
 			// The held command has run none of its code: when its runtime
 			// needs an environment variable, it starts again with it.
@@ -838,7 +814,7 @@ private:
 		}
 		pids_ = {child_->pid()};
 		add_process(child_->pid(), std::move(files));
-		attached_ = attach_sites(engine(), sites_, false);
+		session_.attach(sites_, false);
 		engine().set_start_ns(monotonic_now());
 	}
 
@@ -848,16 +824,16 @@ private:
 	{
 		if (!o_.target.binary.empty()) {
 			AttachPlan plan = plan_attach(o_.target, 0, false,
-						      target_files(o_.target, 0, binary_processes_, opened_), custom_);
+						      target_files(o_.target, 0, binary_processes_, session_.files()), custom_);
 			chosen_ = std::move(plan.presets);
 			sites_ = std::move(plan.sites);
-			attached_ = attach_sites(engine(), sites_, true);
+			session_.attach(sites_, true);
 			engine().share_tables(binary_processes_->running());
 			return;
 		}
 		for (int pid : pids_)
-			add_process(pid, target_files(o_.target, pid, binary_processes_, opened_));
-		attached_ = attach_sites(engine(), sites_, false);
+			add_process(pid, target_files(o_.target, pid, binary_processes_, session_.files()));
+		session_.attach(sites_, false);
 	}
 
 	// One process's sites (each with the presets its own files have),
@@ -894,7 +870,7 @@ private:
 	{
 		if (std::vector<int> fresh = binary_processes_->scan(); !fresh.empty()) {
 			auto more = more_sites(o_.target, binary_processes_->files(fresh), chosen_, custom_, sites_.size());
-			merge_attached(attached_, attach_sites(engine(), more, true));
+			session_.attach(more, true);
 			sites_.insert(sites_.end(), more.begin(), more.end());
 		}
 		engine().share_tables(binary_processes_->running());

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <poll.h>
 #include <sys/signalfd.h>
 
 #include "base/result.h"
+#include "target/presets.h"
 #include "target/process.h"
 
 namespace usdtprof {
@@ -77,6 +79,39 @@ void Session::load(uint32_t max_paths, uint32_t trace_buffer_bytes, bool offcpu_
 	if (!engine)
 		throw UserError(engine.error().message);
 	engine_ = std::move(*engine);
+}
+
+void Session::attach(const std::vector<FoundSite> &sites, bool skip_gone)
+{
+	merge_attached(attached_, attach_sites(*engine_, sites, skip_gone));
+}
+
+void Session::calibrate(bool offcpu_hook, bool trace)
+{
+	auto r = usdtprof::calibrate(*engine_, offcpu_hook, trace);
+	if (!r) {
+		fprintf(stderr, "usdtprof: %s; times will be shown as measured, probe overhead included\n",
+			r.error().message.c_str());
+		return;
+	}
+	calibration_ = std::move(*r);
+}
+
+FunctionNamer Session::namer(std::map<int, std::vector<Mapping>> maps) const
+{
+	FunctionNamer namer(attached_, engine_->read_names(), std::move(maps), files_);
+	if (calibration_)
+		namer.set_cost_kinds(calibration_->spec_kinds, calibration_->native_kind);
+	return namer;
+}
+
+size_t Session::add_paths(Profile &profile, const std::vector<PathRecord> &records, const FunctionNamer &namer) const
+{
+	profile.probes = attached_.probes;
+	if (calibration_)
+		profile.calibration = calibration_->calibration;
+	return add_call_paths(profile, records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); },
+			      process_root_labels(profile.processes), engine_->read_worker_statements());
 }
 
 void Session::forward_signals_until_exit(int pid)

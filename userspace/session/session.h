@@ -1,16 +1,25 @@
 // The skeleton record, trace and monitor share: the signals that stop them,
-// the loaded engine, and one wait until a deadline, a signal or the target's
-// exit.
+// the loaded engine, the files and probes attached, one wait until a
+// deadline, a signal or the target's exit, and the kernel's paths named into
+// a Profile.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "base/unique_fd.h"
+#include "engine/calibration.h"
+#include "engine/call_paths.h"
 #include "engine/engine.h"
+#include "engine/probes.h"
+#include "profile/profile.h"
+#include "target/proc_maps.h"
+#include "target/target_file.h"
 
 namespace usdtprof {
 
@@ -71,8 +80,9 @@ struct WaitPlan {
 // sliver of an interval), a signal or the exit of every watched process.
 Wake wait_until(StopSignals &signals, ExitWatch &exits, const WaitPlan &plan);
 
-// One session of probing: its stop signals (blocked from construction on)
-// and, once loaded, its engine. Throws UserError.
+// One session of probing: its stop signals (blocked from construction on),
+// once loaded its engine, the files it attaches in and the probes attached,
+// and their calibration. Throws UserError.
 class Session {
 public:
 	explicit Session(bool hangup_reopens = false) : signals_(hangup_reopens) {}
@@ -86,10 +96,34 @@ public:
 	// Passes each SIGINT/SIGTERM on to pid until it exits.
 	void forward_signals_until_exit(int pid);
 
+	// The files probes are attached in, each opened once: every attach (a
+	// sampling window's again) and every name read uses these open files,
+	// never their paths.
+	TargetFiles &files() { return files_; }
+	const AttachedProbes &attached() const { return attached_; }
+	// Attaches sites (attach_sites): their probes join those attached.
+	void attach(const std::vector<FoundSite> &sites, bool skip_gone);
+	// The probes a followed command's attaches added up to, once stopped.
+	void set_attached(AttachedProbes attached) { attached_ = std::move(attached); }
+	// Measures the probes' cost (calibrate), or warns that times will be
+	// shown as measured; the profiles named after it carry it.
+	void calibrate(bool offcpu_hook, bool trace);
+	// Names the kernel's function ids: by the attached probes, the names the
+	// kernel captured and maps (those of processes that may be gone), with
+	// the calibrated cost kinds.
+	FunctionNamer namer(std::map<int, std::vector<Mapping>> maps) const;
+	// The kernel's paths into profile (add_call_paths), named by namer, with
+	// the attached probes and the calibration; returns how many function
+	// names or locations were cut.
+	size_t add_paths(Profile &profile, const std::vector<PathRecord> &records, const FunctionNamer &namer) const;
+
 private:
 	StopSignals signals_;
 	ExitWatch exits_;
 	std::unique_ptr<Engine> engine_;
+	TargetFiles files_;
+	AttachedProbes attached_;
+	std::optional<CalibrationResult> calibration_;
 };
 
 } // namespace usdtprof
