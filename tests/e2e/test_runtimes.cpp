@@ -209,6 +209,39 @@ TEST_CASE("php: closures are apart by file and line, recursive only when one cal
 	REQUIRE(path(report, "{main};Foo::go;Foo::" + closure(9) + ";run;Foo::" + closure(10))["calls"] == 5);
 }
 
+// PHP's probes pass {closure}, the file and the line of the closure's first opcode; PHP 8.2 keeps
+// no column, and the op_array's addresses change every run (docs/design.md): two closures that
+// start on one line are one function, as the README says; one on a line of its own is apart.
+TEST_CASE("php: two closures that start on one line are one row, their calls added up (no column to part them)",
+	  "[runtimes][names]")
+{
+	std::string dir = temp_dir(), file = dir + "/s.php";
+	const int inc_calls = 3, dbl_calls = 2;
+	std::ofstream(file) << "<?php\n"
+			       "[$inc, $dbl] = [fn($x) => $x + 1, fn($x) => $x * 2];\n" // 2
+			       "$t = 0;\n"
+			       "for ($i = 0; $i < " << inc_calls << "; $i++) { $t += $inc($i); }\n"
+			       "for ($i = 0; $i < " << dbl_calls << "; $i++) { $t += $dbl($i); }\n"
+			       "$other = function ($x) {\n"
+			       "    return $x - 1;\n"                                    // 7
+			       "};\n"
+			       "$t += $other(10);\n"
+			       "echo $t, \"\\n\";\n";
+	auto [o, data] = record_launch({"php", file});
+	REQUIRE(o.out == "17\n"); // 1+2+3 + 0+2 + 9
+	auto report = report_json(data);
+	require_no_anomalies(report);
+	auto closure = [&](int line) { return "{closure:" + file + ":" + std::to_string(line) + "}"; };
+	REQUIRE(function(report, closure(2))["calls"] == inc_calls + dbl_calls);
+	REQUIRE(function(report, closure(2))["recursive"] == false);
+	REQUIRE(path(report, "{main};" + closure(2))["calls"] == inc_calls + dbl_calls);
+	REQUIRE(function(report, closure(7))["calls"] == 1);
+	size_t closures = 0;
+	for (const auto &f : report["functions"])
+		closures += f["name"].get<std::string>().starts_with("{closure");
+	REQUIRE(closures == 2);
+}
+
 TEST_CASE("php: top-level code is {main}, a user function main() is main, each once", "[runtimes]")
 {
 	// Top-level code, a user function main(), an included file's top-level code, and

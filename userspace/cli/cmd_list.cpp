@@ -3,8 +3,8 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "session/targets.h"
 #include "target/probe_list.h"
-#include "target/proc_maps.h"
 #include "target/process.h"
 #include "target/target_file.h"
 #include "base/result.h"
@@ -32,13 +32,14 @@ Command add_list_command(CLI::App &parent)
 				throw UserError("list needs exactly one of -p PID or BINARY", 2);
 			Result<std::vector<ListedProbe>> probes = std::vector<ListedProbe>{};
 			if (a->pid) {
-				auto maps = read_proc_maps(a->pid);
-				if (!maps)
-					throw UserError(maps.error().message);
-				// Each file opened once, checked against its maps line; one
-				// that is not ELF is skipped with a note.
+				// The files record and monitor would search (target_files):
+				// each opened once, checked against its maps line; one that
+				// is not ELF is skipped with a note.
+				TargetSpec target;
+				target.pids = {a->pid};
 				TargetFiles opened;
-				probes = list_probes(opened.of_process(a->pid, *maps));
+				std::optional<BinaryProcesses> no_binary;
+				probes = list_probes(target_files(target, a->pid, no_binary, opened)[a->pid]);
 			} else {
 				probes = list_probes(std::vector<std::string>{a->binary});
 			}

@@ -20,7 +20,7 @@ const CLI::Validator kPositive(
 
 } // namespace
 
-void add_target_options(CLI::App *app, RecordOptions &o)
+void add_target_options(CLI::App *app, TargetSpec &o)
 {
 	app->add_option("-p,--pid", o.pids, "Process to attach to; several: -p 1,2 or -p again (record, trace)")
 		->delimiter(',')
@@ -38,7 +38,7 @@ void add_target_options(CLI::App *app, RecordOptions &o)
 		->allow_extra_args(false);
 }
 
-void add_launch_options(CLI::App *app, RecordOptions &o)
+void add_launch_options(CLI::App *app, TargetSpec &o)
 {
 	app->add_option("--span", o.spans,
 			"Time intervals from one probe to another on a thread beside the call tree, not on its stack: "
@@ -53,7 +53,7 @@ void add_launch_options(CLI::App *app, RecordOptions &o)
 		      "Kill the launched command when recording stops (default: wait for it; a second Ctrl-C is passed on)");
 }
 
-void require_one_target(const RecordOptions &o, const char *command)
+void require_one_target(const TargetSpec &o, const char *command)
 {
 	if (!o.pids.empty() + !o.command.empty() + !o.binary.empty() != 1)
 		throw UserError(std::string(command) + " needs exactly one of -p PID, --binary PATH or -- CMD", 2);
@@ -68,13 +68,13 @@ Command add_record_command(CLI::App &parent)
 	app->add_option("-d,--duration", o->duration_s, "Stop after SECONDS (default: Ctrl-C or exit)")
 		->check(kPositive);
 	app->add_option("-o,--output", o->output, "Profile file to write")->capture_default_str();
-	app->add_option("--max-paths", o->max_paths, "Distinct call paths the kernel map holds")
+	app->add_option("--max-paths", o->target.max_paths, "Distinct call paths the kernel map holds")
 		->capture_default_str()
 		->check(CLI::Range(1u, 1u << 24));
-	add_target_options(app, *o);
-	add_launch_options(app, *o);
+	add_target_options(app, o->target);
+	add_launch_options(app, o->target);
 	return {app, [o] {
-			require_one_target(*o, "record");
+			require_one_target(o->target, "record");
 			return record(*o);
 		}};
 }

@@ -26,10 +26,10 @@ Command add_trace_command(CLI::App &parent)
 		->capture_default_str()
 		->check(CLI::PositiveNumber);
 	app->add_option("--profile", a->record.output, "Call-path profile of the same run")->capture_default_str();
-	add_target_options(app, a->record);
-	add_launch_options(app, a->record);
+	add_target_options(app, a->record.target);
+	add_launch_options(app, a->record.target);
 	return {app, [a] {
-			require_one_target(a->record, "trace");
+			require_one_target(a->record.target, "trace");
 			a->record.trace = a->trace;
 			return record(a->record);
 		}};

@@ -7,7 +7,7 @@
 #include "base/output_file.h"
 
 namespace usdtprof {
-struct RecordOptions;
+struct TargetSpec;
 struct Profile;
 }
 
@@ -20,12 +20,12 @@ struct Command {
 
 // The target and probe options record, trace and monitor share: -p, --binary,
 // --runtime, --pair and --task.
-void add_target_options(CLI::App *app, usdtprof::RecordOptions &o);
+void add_target_options(CLI::App *app, usdtprof::TargetSpec &o);
 // What only record and trace take: the command after -- and how it is
 // launched (--ruby-call-hook, --no-follow, --kill-on-stop), and --span.
-void add_launch_options(CLI::App *app, usdtprof::RecordOptions &o);
+void add_launch_options(CLI::App *app, usdtprof::TargetSpec &o);
 // Throws the usage error unless exactly one target was given.
-void require_one_target(const usdtprof::RecordOptions &o, const char *command);
+void require_one_target(const usdtprof::TargetSpec &o, const char *command);
 
 // What report and export read (inputs.cpp): files or monitor directories,
 // --since/--until and --focus/--ignore.

@@ -25,7 +25,5 @@ struct CalibrationResult {
 // self times the engine records for them. Those records are then forgotten.
 // Runs on the calling thread, which must be the main thread.
 Result<CalibrationResult> calibrate(Engine &engine, bool offcpu_hook, bool trace);
-// calibrate(), or a warning on stderr (the profile then has no calibration).
-std::optional<CalibrationResult> calibrate_or_warn(Engine &engine, bool offcpu_hook, bool trace);
 
 } // namespace usdtprof

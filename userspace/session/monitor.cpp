@@ -3,17 +3,14 @@
 #include <bpf/bpf.h>
 #include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fstream>
-#include <poll.h>
 #include <random>
 #include <set>
 #include <sstream>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,52 +28,13 @@
 #include "target/process.h"
 #include "target/presets.h"
 #include "serve/pusher.h"
+#include "session/session.h"
 #include "session/targets.h"
 #include "base/unique_fd.h"
 
 namespace usdtprof {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-enum class Wake { Deadline, Stop, Reopen };
-
-// Waits for the deadline or a signal: SIGINT/SIGTERM stop, SIGHUP reopens.
-class Signals {
-public:
-	Signals()
-	{
-		sigset_t set;
-		sigemptyset(&set);
-		for (int s : {SIGINT, SIGTERM, SIGHUP})
-			sigaddset(&set, s);
-		sigprocmask(SIG_BLOCK, &set, nullptr);
-		fd_ = UniqueFd(signalfd(-1, &set, SFD_CLOEXEC));
-	}
-	Wake wait_until(Clock::time_point deadline, int pid)
-	{
-		for (;;) {
-			if (pid && !process_exists(pid))
-				return Wake::Stop;
-			// Rounded up: waking before the deadline would start a sliver of an interval.
-			auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
-			if (left <= 0)
-				return Wake::Deadline;
-			pollfd p = {fd_.get(), POLLIN, 0};
-			if (poll(&p, 1, int(std::min<int64_t>(left, 200))) == 1) {
-				signalfd_siginfo info;
-				if (read(fd_.get(), &info, sizeof(info)) == sizeof(info))
-					return info.ssi_signo == SIGHUP ? Wake::Reopen : Wake::Stop;
-			}
-			if (pid && !process_exists(pid))
-				return Wake::Stop;
-		}
-	}
-
-private:
-	UniqueFd fd_;
-};
 
 uint64_t process_cpu_ns(int pid)
 {
@@ -307,23 +265,21 @@ private:
 	void publish(const Interval &iv, Profile &profile, size_t names_cut);
 
 	const MonitorOptions &o_;
-	const RecordOptions &t_;
+	const TargetSpec &t_;
+	Engine &engine() { return session_.engine(); }
+	const Engine &engine() const { return session_.engine(); }
 	// -p's process (monitor takes one); 0 for --binary
 	int pid() const { return t_.pids.empty() ? 0 : t_.pids.front(); }
 	std::vector<ProbeRole> custom_;
-	Signals signals_;
+	Session session_; // stop signals blocked, SIGHUP too, before the outputs start
 	MonitorOutputs outputs_;
-	std::unique_ptr<Engine> engine_;
 	UniqueFd stats_; // the kernel's run time of our programs, for the cost of a hit
 	double trap_ns_ = 0;
-	TargetFiles opened_; // every window attaches to these open files again, never to their paths
 	std::optional<BinaryProcesses> binary_processes_;
 	std::vector<const Preset *> chosen_;
 	std::vector<FoundSite> sites_;
 	bool skip_gone_ = false;
 	bool attached_now_ = true;
-	AttachedProbes attached_;
-	std::optional<CalibrationResult> calibration_; // measured once: every interval's profile carries it
 	std::map<int, ProfileProcess> pid_process_;    // -p's one process (binary_processes_ describes --binary's)
 	std::map<int, std::vector<Mapping>> pid_maps_;
 
@@ -353,26 +309,25 @@ std::vector<ProbeRole> prepare(const MonitorOptions &o)
 // Signals are blocked before the outputs start: the /metrics server's
 // threads inherit the mask, so SIGINT and SIGHUP reach the signalfd.
 MonitorSession::MonitorSession(const MonitorOptions &o)
-	: o_(o), t_(o.target), custom_(prepare(o)), signals_(), outputs_(o)
+	: o_(o), t_(o.target), custom_(prepare(o)), session_(true), outputs_(o)
 {
 	// After the outputs' options held (a bad credential, a port in use): nothing made for nothing.
 	make_dir(o.dir);
-	auto engine = Engine::load(t_.max_paths, 0, o.offcpu);
-	if (!engine)
-		throw UserError(engine.error().message);
-	engine_ = std::move(*engine);
+	session_.load(t_.max_paths, 0, o.offcpu);
+	if (pid())
+		session_.watch({pid()}, ExitWatch::Gone::Reaped);
 	stats_ = UniqueFd(bpf_enable_stats(BPF_STATS_RUN_TIME));
-	auto trap_ns = engine_->measure_trap_ns();
+	auto trap_ns = engine().measure_trap_ns();
 	if (!trap_ns)
 		throw UserError("cannot measure the probe cost: " + trap_ns.error().message);
 	trap_ns_ = *trap_ns;
 
-	FilesByPid files = target_files(t_, pid(), binary_processes_, opened_);
-	chosen_ = choose_presets(t_, files);
-	sites_ = plan_sites(t_, pid(), false, files, chosen_, custom_);
+	AttachPlan plan = plan_attach(t_, pid(), false, target_files(t_, pid(), binary_processes_, session_.files()), custom_);
+	chosen_ = std::move(plan.presets);
+	sites_ = std::move(plan.sites);
 	skip_gone_ = binary_processes_.has_value();
-	attached_ = attach_sites(*engine_, sites_, skip_gone_);
-	calibration_ = calibrate_or_warn(*engine_, o.offcpu, false);
+	session_.attach(sites_, skip_gone_);
+	session_.calibrate(o.offcpu, false); // measured once: every interval's profile carries it
 	if (pid()) {
 		pid_process_[pid()] = describe_process(pid());
 		if (auto m = read_proc_maps(pid()))
@@ -381,10 +336,10 @@ MonitorSession::MonitorSession(const MonitorOptions &o)
 	log_line("monitoring %s: %zu probe sites, a hit costs %.0f ns (trap) plus the program; budget %.2g%%, "
 		 "every %.3g s into %s; Ctrl-C to stop",
 		 pid() ? pid_text(pid()).c_str() : ("every process of " + t_.binary).c_str(),
-		 engine_->attached_sites(), trap_ns_, o.budget * 100, o.interval_s, o.dir.c_str());
+		 engine().attached_sites(), trap_ns_, o.budget * 100, o.interval_s, o.dir.c_str());
 	last_own_cpu_ = own_cpu_ns();
 	last_runs_ = run_totals();
-	last_exited_cpu_ = engine_->exited_cpu_ns();
+	last_exited_cpu_ = engine().exited_cpu_ns();
 	for (int p : target_pids())
 		last_cpu_[p] = process_cpu_ns(p);
 	unix_offset_ = unix_now_ns() - int64_t(mono_ns(Clock::now()));
@@ -392,9 +347,9 @@ MonitorSession::MonitorSession(const MonitorOptions &o)
 
 MonitorSession::Runs MonitorSession::run_totals() const
 {
-	auto [entry_ns, entry_runs] = engine_->run_stats("usdt_entry");
-	auto [exit_ns, exit_runs] = engine_->run_stats("usdt_exit");
-	auto [switch_ns, switch_runs] = engine_->run_stats("track_offcpu");
+	auto [entry_ns, entry_runs] = engine().run_stats("usdt_entry");
+	auto [exit_ns, exit_runs] = engine().run_stats("usdt_exit");
+	auto [switch_ns, switch_runs] = engine().run_stats("track_offcpu");
 	return Runs{entry_ns + exit_ns, entry_runs + exit_runs, switch_ns};
 }
 
@@ -407,7 +362,7 @@ void MonitorSession::scan()
 		return;
 	auto more = more_sites(t_, binary_processes_->files(fresh), chosen_, custom_, sites_.size());
 	if (attached_now_)
-		merge_attached(attached_, attach_sites(*engine_, more, skip_gone_));
+		session_.attach(more, skip_gone_);
 	sites_.insert(sites_.end(), more.begin(), more.end());
 }
 
@@ -420,7 +375,7 @@ std::vector<int> MonitorSession::target_pids()
 	for (const auto &[p, process] : processes())
 		if (process_exists(p))
 			pids.push_back(p);
-	engine_->share_tables(pids.size());
+	engine().share_tables(pids.size());
 	return pids;
 }
 
@@ -431,12 +386,12 @@ void MonitorSession::open_window(Interval &iv)
 	if (attached_now_ || target_gone())
 		return;
 	try {
-		merge_attached(attached_, attach_sites(*engine_, sites_, skip_gone_));
+		session_.attach(sites_, skip_gone_);
 	} catch (const UserError &) {
 		if (!target_gone())
 			throw;
 	}
-	iv.window_open = engine_->open_window();
+	iv.window_open = engine().open_window();
 	attached_now_ = true;
 }
 
@@ -446,18 +401,18 @@ bool MonitorSession::wait(Interval &iv, Clock::time_point end, std::chrono::dura
 {
 	auto window_end = duty_ < 1 && attached_now_ ? at_mono_ns(iv.window_open) + to_clock(length * duty_) : end;
 	for (Clock::time_point until = std::min(window_end, end);;) {
-		Wake w = signals_.wait_until(until, pid());
+		Wake w = session_.wait({until, std::chrono::milliseconds(200), {}});
 		if (w == Wake::Reopen) {
 			make_dir(o_.dir);
 			log_line("SIGHUP: outputs reopened");
 			continue;
 		}
-		if (w == Wake::Stop)
+		if (w == Wake::Stop || w == Wake::TargetExited)
 			return true;
 		if (until == end || !attached_now_)
 			return false;
 		// The sampling window closes: frames open now are counted up to now.
-		auto closed = engine_->close_window();
+		auto closed = engine().close_window();
 		if (!closed)
 			throw UserError(closed.error().message);
 		iv.window_close = *closed;
@@ -471,7 +426,7 @@ bool MonitorSession::wait(Interval &iv, Clock::time_point end, std::chrono::dura
 // before.
 uint64_t MonitorSession::target_cpu_ns(const std::vector<int> &pids)
 {
-	uint64_t exited_cpu = engine_->exited_cpu_ns(), cpu = exited_cpu - last_exited_cpu_;
+	uint64_t exited_cpu = engine().exited_cpu_ns(), cpu = exited_cpu - last_exited_cpu_;
 	last_exited_cpu_ = exited_cpu;
 	for (auto it = last_cpu_.begin(); it != last_cpu_.end();)
 		if (!process_exists(it->first)) {
@@ -527,15 +482,15 @@ void MonitorSession::end_interval(Interval &iv, bool stopping)
 {
 	if (stopping) {
 		// No hit counts after the stop; open frames are charged up to it.
-		iv.finished = engine_->stop();
-		if (auto r = engine_->flush_open_frames(); !r)
+		iv.finished = engine().stop();
+		if (auto r = engine().flush_open_frames(); !r)
 			throw UserError(r.error().message);
 	} else if (attached_now_ && duty_ < 1 && !target_gone()) {
 		// The next interval samples: this one ends with its window, whose
 		// close adds every thread's cached calls to the map. Left in a
 		// cache until the thread's next exit, they would land in the next
 		// window's interval, beyond the time it was attached.
-		auto closed = engine_->close_window();
+		auto closed = engine().close_window();
 		if (!closed)
 			throw UserError(closed.error().message);
 		iv.window_close = iv.finished = *closed;
@@ -546,7 +501,7 @@ void MonitorSession::end_interval(Interval &iv, bool stopping)
 		// calls a busy thread adds then ended before the bump: the
 		// interval ends there.
 		iv.finished = mono_ns(Clock::now());
-		engine_->bump_flush_epoch();
+		engine().bump_flush_epoch();
 		usleep(20000);
 	}
 }
@@ -562,13 +517,13 @@ std::vector<PathRecord> MonitorSession::read_records(std::set<uint32_t> &dead)
 		for (const auto &[p, process] : binary_processes_->seen())
 			if (!process_exists(p))
 				dead.insert(uint32_t(p));
-	std::vector<PathRecord> records = engine_->read_paths();
+	std::vector<PathRecord> records = engine().read_paths();
 	bool died = false;
 	for (const PathRecord &r : records)
 		if (!dead.count(r.stats.tgid) && !process_exists(int(r.stats.tgid)))
 			died = dead.insert(r.stats.tgid).second;
 	if (died)
-		records = engine_->read_paths();
+		records = engine().read_paths();
 	return records;
 }
 
@@ -579,26 +534,19 @@ Profile MonitorSession::interval_profile(const Interval &iv, const IntervalDelta
 	profile.duration_ns = iv.finished - iv.begin;
 	profile.start_unix_ns = iv.begin_unix;
 	profile.stop_unix_ns = iv.begin_unix + int64_t(profile.duration_ns);
-	profile.probes = attached_.probes;
 	profile.sampled_fraction = std::max(attached_share, 1e-6);
 	std::set<uint32_t> tgids;
 	for (const PathRecord &r : delta.records)
 		tgids.insert(r.stats.tgid);
-	auto comms = engine_->read_process_comms();
+	auto comms = engine().read_process_comms();
 	for (uint32_t tgid : tgids) {
 		auto known = processes().find(int(tgid));
 		profile.processes.push_back(known != processes().end() ? known->second : describe_process(int(tgid), comms));
 	}
-	apply_titles(profile.processes, engine_->read_process_titles());
-	FunctionNamer namer(attached_, engine_->read_names(), maps(), opened_);
-	if (calibration_) {
-		profile.calibration = calibration_->calibration;
-		namer.set_cost_kinds(calibration_->spec_kinds, calibration_->native_kind);
-	}
-	*names_cut = add_call_paths(profile, delta.records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); },
-				    process_root_labels(profile.processes), engine_->read_worker_statements());
+	apply_titles(profile.processes, engine().read_process_titles());
+	*names_cut = session_.add_paths(profile, delta.records, session_.namer(maps()));
 	// The kernel's counters are cumulative; an interval shows its own.
-	auto anomalies = engine_->anomalies();
+	auto anomalies = engine().anomalies();
 	for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
 		profile.anomalies[anomaly_name(a)] = anomalies[a] - last_anomalies_[a];
 	last_anomalies_ = anomalies;
@@ -648,7 +596,7 @@ void MonitorSession::publish(const Interval &iv, Profile &profile, size_t names_
 
 void MonitorSession::run()
 {
-	uint64_t boundary = engine_->start_ns();
+	uint64_t boundary = engine().start_ns();
 	// -d counts from the first attach, where the first interval begins, not
 	// from after the calibration (0.1-0.4 s under load): the intervals
 	// together last -d, split as -i says.
@@ -686,9 +634,9 @@ void MonitorSession::run()
 		health_.estimated_overhead_ratio = budget.overhead;
 		publish(iv, profile, names_cut);
 		// What is reported of processes that are gone is forgotten: the maps stay bounded.
-		engine_->delete_paths(delta.forget);
+		engine().delete_paths(delta.forget);
 		for (uint32_t tgid : dead) {
-			engine_->delete_names(tgid);
+			engine().delete_names(tgid);
 			if (binary_processes_) {
 				binary_processes_->forget(int(tgid));
 				std::erase_if(sites_, [&](const FoundSite &f) { return f.pid == int(tgid); });

@@ -6,12 +6,12 @@
 #include <cstdint>
 #include <string>
 
-#include "session/recorder.h"
+#include "target/target_spec.h"
 
 namespace usdtprof {
 
 struct MonitorOptions {
-	RecordOptions target;          // -p, --binary, --runtime, --pair, --task (no command)
+	TargetSpec target;             // -p (one), --binary, --runtime, --pair, --task, --max-paths (no command)
 	std::string dir = "usdtprof-monitor"; // one profile per interval
 	double interval_s = 10;
 	double jitter = 0.2;           // each interval is interval_s * (1 +- jitter), uniformly

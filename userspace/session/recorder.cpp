@@ -18,8 +18,6 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <poll.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,6 +29,7 @@
 #include "target/follow.h"
 #include "base/output_file.h"
 #include "target/presets.h"
+#include "session/session.h"
 #include "session/targets.h"
 #include "engine/probes.h"
 #include "target/process.h"
@@ -41,64 +40,6 @@
 namespace usdtprof {
 
 namespace {
-
-enum class StopReason { Duration, Signal, TargetExited };
-
-sigset_t stop_signals()
-{
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	return set;
-}
-
-// tick runs at least every 50 ms, to drain the trace buffer. The target has
-// exited when every process of pids has (none: no target to wait for).
-StopReason wait_for_stop(const std::vector<int> &pids, double duration_s, const std::function<void()> &tick)
-{
-	sigset_t set = stop_signals();
-	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
-	std::vector<pollfd> fds{{sfd, POLLIN, 0}};
-	std::vector<int> running; // without a pidfd: polled with kill(0)
-	for (int pid : pids)
-		if (int pfd = open_pidfd(pid); pfd >= 0)
-			fds.push_back({pfd, POLLIN, 0});
-		else
-			running.push_back(pid);
-	auto deadline = std::chrono::steady_clock::now() +
-			std::chrono::duration<double>(duration_s > 0 ? duration_s : 1e9);
-	StopReason reason = StopReason::Duration;
-	for (;;) {
-		auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-			deadline - std::chrono::steady_clock::now());
-		if (left.count() <= 0)
-			break;
-		int n = poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(left.count(), 50)));
-		tick();
-		if (n < 0 && errno != EINTR)
-			break;
-		if (fds[0].revents) {
-			signalfd_siginfo info;
-			(void)!read(sfd, &info, sizeof(info)); // taken: a later one is a second Ctrl-C
-			reason = StopReason::Signal;
-			break;
-		}
-		for (size_t i = fds.size(); i-- > 1;)
-			if (fds[i].revents) {
-				close(fds[i].fd);
-				fds.erase(fds.begin() + long(i));
-			}
-		std::erase_if(running, [](int pid) { return !process_exists(pid); });
-		if (!pids.empty() && fds.size() == 1 && running.empty()) {
-			reason = StopReason::TargetExited;
-			break;
-		}
-	}
-	for (const pollfd &f : fds)
-		close(f.fd);
-	return reason;
-}
 
 // The trace buffer: at ~40 bytes an event, room for ~400,000 between drains.
 constexpr uint32_t kTraceBufferBytes = 16 << 20;
@@ -345,14 +286,14 @@ class FollowedTree {
 public:
 	// Sets the environment every runtime needs (any process of the tree may
 	// exec one); said when a process of that runtime is attached.
-	FollowedTree(const RecordOptions &o, Engine &engine, const std::vector<ProbeRole> &custom, TargetFiles &opened)
-		: o_(o), engine_(engine), custom_(custom), opened_(opened)
+	FollowedTree(const TargetSpec &t, Engine &engine, const std::vector<ProbeRole> &custom, TargetFiles &opened)
+		: t_(t), engine_(engine), custom_(custom), opened_(opened)
 	{
 		std::vector<const Preset *> all;
 		for (const Preset &p : presets())
-			if (o.runtime.empty() || o.runtime == p.name)
+			if (t.runtime.empty() || t.runtime == p.name)
 				all.push_back(&p);
-		apply_launch_env(all, o.ruby_call_hook, &env_said_);
+		apply_launch_env(all, t.ruby_call_hook, &env_said_);
 	}
 
 	~FollowedTree()
@@ -455,9 +396,9 @@ private:
 			log_line("%s: %s; not recorded", pid_text(pid).c_str(), files.error().message.c_str());
 			return;
 		}
-		std::vector<const Preset *> chosen = choose_presets(o_, *files);
+		std::vector<const Preset *> chosen = choose_presets(t_, *files);
 		held_.erase(pid);
-		auto sites = more_sites(o_, *files, chosen, custom_, engine_.attached_sites(), &held_[pid]);
+		auto sites = more_sites(t_, *files, chosen, custom_, engine_.attached_sites(), &held_[pid]);
 		if (sites_.count(pid)) {
 			// An exec after an image already recorded: native names are
 			// looked up by address in the maps of the first image, so
@@ -552,7 +493,7 @@ private:
 				 engine_.attached_sites() - before);
 	}
 
-	const RecordOptions &o_;
+	const TargetSpec &t_;
 	Engine &engine_;
 	const std::vector<ProbeRole> &custom_;
 	TargetFiles &opened_; // the tracer thread's under mutex_, until stopped
@@ -572,36 +513,6 @@ private:
 	std::vector<std::thread> pollers_; // attach_when_ready's, under mutex_ until stopped
 };
 
-
-// The launched command is still running when recording stops: says so once,
-// then passes each further SIGINT/SIGTERM on to it; --kill-on-stop kills it.
-void wait_for_command(int pid, const std::string &comm, bool kill_on_stop)
-{
-	if (has_exited(pid))
-		return;
-	if (kill_on_stop) {
-		log_line("--kill-on-stop: killing %s (pid %d)", comm.c_str(), pid);
-		kill(pid, SIGKILL);
-		return;
-	}
-	log_line("waiting for %s (pid %d) to exit; press Ctrl-C again to stop it", comm.c_str(), pid);
-	sigset_t set = stop_signals();
-	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
-	int pfd = open_pidfd(pid);
-	for (;;) {
-		pollfd fds[2] = {{sfd, POLLIN, 0}, {pfd, POLLIN, 0}};
-		if (poll(fds, 2, -1) < 0 && errno != EINTR)
-			break;
-		if (fds[1].revents || pfd < 0)
-			break;
-		signalfd_siginfo info;
-		if (fds[0].revents && read(sfd, &info, sizeof(info)) == sizeof(info))
-			kill(pid, int(info.ssi_signo));
-	}
-	close(sfd);
-	if (pfd >= 0)
-		close(pfd);
-}
 
 // A pair whose frames were popped by other exits, or whose exits popped
 // frames inside it, does not nest with the calls around it: its frames then
@@ -637,21 +548,6 @@ std::vector<ProfileSpan> profile_spans(const std::vector<ProbeRole> &custom, con
 	return out;
 }
 
-} // namespace
-
-std::optional<CalibrationResult> calibrate_or_warn(Engine &engine, bool offcpu_hook, bool trace)
-{
-	auto r = calibrate(engine, offcpu_hook, trace);
-	if (!r) {
-		fprintf(stderr, "usdtprof: %s; times will be shown as measured, probe overhead included\n",
-			r.error().message.c_str());
-		return std::nullopt;
-	}
-	return *r;
-}
-
-namespace {
-
 // steady_clock is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
 uint64_t monotonic_now()
 {
@@ -666,9 +562,9 @@ void check_record_options(const RecordOptions &o)
 	check_output_path(o.output);
 	if (o.trace)
 		check_output_path(o.trace->output);
-	check_target_exists(o);
-	if (!o.command.empty() && o.follow)
-		choose_presets(o, {}); // an unknown --runtime is refused before the launch
+	check_target_exists(o.target);
+	if (!o.target.command.empty() && o.target.follow)
+		choose_presets(o.target, {}); // an unknown --runtime is refused before the launch
 }
 
 // -p's pids, each once (a process attached twice would count each call twice).
@@ -686,22 +582,25 @@ std::vector<int> unique_pids(const std::vector<int> &pids)
 // read, calibrate, name the paths and save. Throws UserError.
 class RecordSession {
 public:
-	RecordSession(const RecordOptions &o, std::vector<ProbeRole> custom, std::unique_ptr<Engine> engine)
-		: o_(o), custom_(std::move(custom)), engine_(std::move(engine)), pids_(unique_pids(o.pids)),
+	// Stop signals are blocked from here on: a signal during attach then
+	// stops the recording as soon as it starts, and the profile is saved.
+	RecordSession(const RecordOptions &o, std::vector<ProbeRole> custom)
+		: o_(o), custom_(std::move(custom)), pids_(unique_pids(o.target.pids)),
 		  log_{o.trace ? o.trace->max_events : 0, {}, 0}
 	{
-		profile_.command = o.command;
+		session_.load(o.target.max_paths, o.trace ? kTraceBufferBytes : 0, true);
+		profile_.command = o.target.command;
 	}
 
 	void start()
 	{
-		if (!o_.command.empty() && o_.follow)
+		if (!o_.target.command.empty() && o_.target.follow)
 			launch_followed();
-		else if (!o_.command.empty())
+		else if (!o_.target.command.empty())
 			launch_held();
 		else
 			attach_running();
-		start_ns_ = engine_->start_ns();
+		start_ns_ = engine().start_ns();
 		profile_.start_unix_ns = unix_now_ns() - int64_t(monotonic_now() - start_ns_);
 		if (child_)
 			if (auto r = child_->release(); !r)
@@ -709,14 +608,23 @@ public:
 		announce();
 	}
 
-	StopReason wait()
+	// Until -d has elapsed, a signal, or every process recorded has
+	// exited; the trace buffer drained every 50 ms.
+	Wake wait()
 	{
 		int ticks = 0;
-		return wait_for_stop(pids_, o_.duration_s, [&] {
-			engine_->drain_events(collector());
+		WaitPlan plan;
+		if (o_.duration_s > 0)
+			plan.deadline = Clock::now() +
+					std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o_.duration_s));
+		plan.period = std::chrono::milliseconds(50);
+		plan.tick = [&] {
+			engine().drain_events(collector());
 			if (binary_processes_ && ++ticks % 4 == 0)
 				attach_new_processes();
-		});
+		};
+		session_.watch(pids_, ExitWatch::Gone::Exited);
+		return session_.wait(plan);
 	}
 
 	// The profile covers what the probes could see: from the start to the
@@ -724,32 +632,32 @@ public:
 	std::vector<PathRecord> stop()
 	{
 		if (tree_) {
-			tree_->stop(*followed_, [&] { stop_ns_ = engine_->stop(); });
-			attached_ = tree_->attached();
+			tree_->stop(*followed_, [&] { stop_ns_ = engine().stop(); });
+			session_.set_attached(tree_->attached());
 			attach_maps_ = tree_->maps();
 			profile_.processes = tree_->processes();
 		} else {
-			stop_ns_ = engine_->stop();
+			stop_ns_ = engine().stop();
 		}
 		profile_.stop_unix_ns = unix_now_ns() - int64_t(monotonic_now() - stop_ns_);
-		engine_->drain_events(collector());
-		if (auto r = engine_->flush_open_frames(); !r)
+		engine().drain_events(collector());
+		if (auto r = engine().flush_open_frames(); !r)
 			throw UserError(r.error().message);
 		profile_.duration_ns = stop_ns_ - start_ns_;
-		anomalies_ = engine_->anomalies();
+		anomalies_ = engine().anomalies();
 		for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
 			profile_.anomalies[anomaly_name(a)] = anomalies_[a];
-		warn_unnested_pairs(custom_, engine_->pair_mismatches());
-		profile_.spans = profile_spans(custom_, engine_->read_spans());
+		warn_unnested_pairs(custom_, engine().pair_mismatches());
+		profile_.spans = profile_spans(custom_, engine().read_spans());
 		// A process that has exited maps nothing any more: then native names are
 		// read from the files it mapped at attach time.
 		for (auto &[p, maps] : attach_maps_)
 			if (auto fresh = read_proc_maps(p); fresh && !fresh->empty() && !(tree_ && tree_->reimaged(p)))
 				maps = std::move(*fresh);
-		std::vector<PathRecord> records = engine_->read_paths();
+		std::vector<PathRecord> records = engine().read_paths();
 		if (binary_processes_)
 			describe_binary_processes(records);
-		apply_titles(profile_.processes, engine_->read_process_titles());
+		apply_titles(profile_.processes, engine().read_process_titles());
 		if (int pid = command_pid())
 			comm_ = describe_process(pid).comm;
 		return records;
@@ -766,10 +674,10 @@ public:
 		}
 		log_line("no probes of %s in %s (the programs the launched command and the processes it started ran)%s; "
 			 "nothing written",
-			 o_.runtime.empty() ? ("any preset (" + preset_names() + ")").c_str()
-					   : ("the " + o_.runtime + " preset").c_str(),
-			 searched.empty() ? o_.command[0].c_str() : searched.c_str(), hints.c_str());
-		wait_for_command(command_pid(), comm_, o_.kill_on_stop);
+			 o_.target.runtime.empty() ? ("any preset (" + preset_names() + ")").c_str()
+					   : ("the " + o_.target.runtime + " preset").c_str(),
+			 searched.empty() ? o_.target.command[0].c_str() : searched.c_str(), hints.c_str());
+		wait_for_command();
 		followed_->wait();
 		return 1;
 	}
@@ -784,25 +692,19 @@ public:
 		std::vector<uint64_t> read;
 		for (const PathRecord &r : records)
 			read.push_back(r.path);
-		engine_->delete_paths(read);
-		engine_->open_window();
-		calibration_ = calibrate_or_warn(*engine_, true, o_.trace.has_value());
-		engine_->stop();
-		if (calibration_)
-			profile_.calibration = calibration_->calibration;
+		engine().delete_paths(read);
+		engine().open_window();
+		session_.calibrate(true, o_.trace.has_value());
+		engine().stop();
 	}
 
 	// Names the paths, writes the profile (and the trace) and says so.
-	void save(const std::vector<PathRecord> &records, StopReason reason)
+	void save(const std::vector<PathRecord> &records, Wake reason)
 	{
-		profile_.probes = attached_.probes;
 		refresh_comms();
-		FunctionNamer namer(attached_, engine_->read_names(), attach_maps_, opened_);
-		if (calibration_)
-			namer.set_cost_kinds(calibration_->spec_kinds, calibration_->native_kind);
+		FunctionNamer namer = session_.namer(attach_maps_);
 		NameLookup lookup = [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); };
-		if (size_t cut = add_call_paths(profile_, records, lookup, process_root_labels(profile_.processes),
-						engine_->read_worker_statements()))
+		if (size_t cut = session_.add_paths(profile_, records, namer))
 			fprintf(stderr, "usdtprof: %zu function names or locations longer than %zu bytes were cut\n", cut,
 				kMaxNameBytes);
 		if (auto r = save_profile(profile_, o_.output); !r)
@@ -810,14 +712,14 @@ public:
 		uint64_t calls = 0;
 		for (const PathNode &n : profile_.nodes)
 			calls += n.calls;
-		const char *why = reason == StopReason::Signal	     ? "stopped by signal"
-				  : reason == StopReason::TargetExited ? "target exited"
-								       : "duration elapsed";
+		const char *why = reason == Wake::Stop		   ? "stopped by signal"
+				  : reason == Wake::TargetExited ? "target exited"
+								 : "duration elapsed";
 		log_line("%s; wrote %s (%zu call paths, %llu calls, %.3f s)", why, o_.output.c_str(),
 			 profile_.nodes.size(), (unsigned long long)calls, profile_.duration_ns / 1e9);
 		if (o_.trace)
 			write_trace(*o_.trace, log_, anomalies_[USDTPROF_ANOM_LOST_EVENTS], start_ns_, stop_ns_, profile_,
-				    lookup, engine_->read_thread_comms(), span_names(custom_));
+				    lookup, engine().read_thread_comms(), span_names(custom_));
 	}
 
 	// The exit status: the launched command's, once it has exited; 0 for a
@@ -826,33 +728,48 @@ public:
 	{
 		if (!child_ && !followed_)
 			return 0;
-		wait_for_command(command_pid(), comm_, o_.kill_on_stop);
+		wait_for_command();
 		return followed_ ? followed_->wait() : child_->wait();
 	}
 
 private:
 	const RecordOptions &o_;
 	const std::vector<ProbeRole> custom_;
-	std::unique_ptr<Engine> engine_;
+	Session session_;
 	std::vector<int> pids_; // the processes recorded: -p's, or the launched command
 	std::optional<HeldChild> child_;
-	TargetFiles opened_;
 	std::unique_ptr<FollowedCommand> followed_;
 	std::optional<FollowedTree> tree_;
 	std::optional<BinaryProcesses> binary_processes_;
 	std::vector<const Preset *> chosen_;
 	std::vector<FoundSite> sites_;
 	std::map<int, std::vector<Mapping>> attach_maps_;
-	AttachedProbes attached_;
 	Profile profile_;
 	EventLog log_;
 	uint64_t start_ns_ = 0, stop_ns_ = 0;
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> anomalies_{};
-	std::optional<CalibrationResult> calibration_;
 	std::string comm_;
 
 	// The launched command's pid; 0 for running processes.
 	int command_pid() const { return child_ || followed_ ? pids_.front() : 0; }
+	Engine &engine() { return session_.engine(); }
+
+	// The launched command is still running when recording stops: says so
+	// once, then passes each further SIGINT/SIGTERM on to it; --kill-on-stop
+	// kills it.
+	void wait_for_command()
+	{
+		int pid = command_pid();
+		if (has_exited(pid))
+			return;
+		if (o_.target.kill_on_stop) {
+			log_line("--kill-on-stop: killing %s (pid %d)", comm_.c_str(), pid);
+			kill(pid, SIGKILL);
+			return;
+		}
+		log_line("waiting for %s (pid %d) to exit; press Ctrl-C again to stop it", comm_.c_str(), pid);
+		session_.forward_signals_until_exit(pid);
+	}
 
 	// Calibration's events (usdtprof's own) are not the target's.
 	std::function<void(const usdtprof_event &)> collector()
@@ -865,11 +782,11 @@ private:
 
 	void launch_followed()
 	{
-		tree_.emplace(o_, *engine_, custom_, opened_);
+		tree_.emplace(o_.target, engine(), custom_, session_.files());
 		// The command runs none of its code before it is launched: its
 		// recording starts there, not at the first attach.
-		engine_->set_start_ns(monotonic_now());
-		auto launched = FollowedCommand::launch(o_.command, tree_->callbacks());
+		engine().set_start_ns(monotonic_now());
+		auto launched = FollowedCommand::launch(o_.target.command, tree_->callbacks());
 		if (!launched)
 			throw UserError(launched.error().message);
 		followed_ = std::move(*launched);
@@ -883,54 +800,53 @@ private:
 	{
 		FilesByPid files;
 		for (int attempt = 0; attempt < 2; attempt++) {
-			auto launched = HeldChild::launch(o_.command);
+			auto launched = HeldChild::launch(o_.target.command);
 			if (!launched)
 				throw UserError(launched.error().message);
 			child_.reset();
 			child_.emplace(std::move(*launched));
-			files = launch_files(child_->pid(), opened_);
-			chosen_ = choose_presets(o_, files);
+			files = launch_files(child_->pid(), session_.files());
+			chosen_ = choose_presets(o_.target, files);
 			// The held command has run none of its code: when its runtime
 			// needs an environment variable, it starts again with it.
-			if (!apply_launch_env(chosen_, o_.ruby_call_hook))
+			if (!apply_launch_env(chosen_, o_.target.ruby_call_hook))
 				break;
 		}
 		pids_ = {child_->pid()};
-		add_process(child_->pid(), files, chosen_);
-		attached_ = attach_sites(*engine_, sites_, false);
-		engine_->set_start_ns(monotonic_now());
+		add_process(child_->pid(), std::move(files));
+		session_.attach(sites_, false);
+		engine().set_start_ns(monotonic_now());
 	}
 
 	// The running processes of -p (each with the presets its own files have)
 	// or of --binary.
 	void attach_running()
 	{
-		if (!o_.binary.empty()) {
-			FilesByPid files = target_files(o_, 0, binary_processes_, opened_);
-			chosen_ = choose_presets(o_, files);
-			sites_ = plan_sites(o_, 0, false, files, chosen_, custom_);
-			attached_ = attach_sites(*engine_, sites_, true);
-			engine_->share_tables(binary_processes_->running());
+		if (!o_.target.binary.empty()) {
+			AttachPlan plan = plan_attach(o_.target, 0, false,
+						      target_files(o_.target, 0, binary_processes_, session_.files()), custom_);
+			chosen_ = std::move(plan.presets);
+			sites_ = std::move(plan.sites);
+			session_.attach(sites_, true);
+			engine().share_tables(binary_processes_->running());
 			return;
 		}
-		for (int pid : pids_) {
-			FilesByPid files = target_files(o_, pid, binary_processes_, opened_);
-			std::vector<const Preset *> chosen = choose_presets(o_, files);
-			add_process(pid, files, chosen);
-			for (const Preset *p : chosen)
-				if (std::find(chosen_.begin(), chosen_.end(), p) == chosen_.end())
-					chosen_.push_back(p);
-		}
-		attached_ = attach_sites(*engine_, sites_, false);
+		for (int pid : pids_)
+			add_process(pid, target_files(o_.target, pid, binary_processes_, session_.files()));
+		session_.attach(sites_, false);
 	}
 
-	// One process's sites, planned after those of the processes before it.
-	void add_process(int pid, const FilesByPid &files, const std::vector<const Preset *> &chosen)
+	// One process's sites (each with the presets its own files have),
+	// planned after those of the processes before it.
+	void add_process(int pid, FilesByPid files)
 	{
 		if (auto maps = read_proc_maps(pid))
 			attach_maps_[pid] = std::move(*maps);
-		auto sites = plan_sites(o_, pid, child_.has_value(), files, chosen, custom_, sites_.size());
-		sites_.insert(sites_.end(), sites.begin(), sites.end());
+		AttachPlan plan = plan_attach(o_.target, pid, child_.has_value(), std::move(files), custom_, sites_.size());
+		sites_.insert(sites_.end(), plan.sites.begin(), plan.sites.end());
+		for (const Preset *p : plan.presets)
+			if (std::find(chosen_.begin(), chosen_.end(), p) == chosen_.end())
+				chosen_.push_back(p);
 		profile_.processes.push_back(describe_process(pid));
 	}
 
@@ -944,8 +860,8 @@ private:
 		for (int pid : pids_)
 			what += (what.empty() ? "" : ", ") + pid_text(pid);
 		log_line("recording %s%s%s: %zu probe sites attached; Ctrl-C to stop",
-			 pids_.empty() ? ("every process of " + o_.binary).c_str() : what.c_str(),
-			 used.empty() ? "" : " with ", used.c_str(), engine_->attached_sites());
+			 pids_.empty() ? ("every process of " + o_.target.binary).c_str() : what.c_str(),
+			 used.empty() ? "" : " with ", used.c_str(), engine().attached_sites());
 	}
 
 	// --binary: processes started since, their libraries attached for each
@@ -953,11 +869,11 @@ private:
 	void attach_new_processes()
 	{
 		if (std::vector<int> fresh = binary_processes_->scan(); !fresh.empty()) {
-			auto more = more_sites(o_, binary_processes_->files(fresh), chosen_, custom_, sites_.size());
-			merge_attached(attached_, attach_sites(*engine_, more, true));
+			auto more = more_sites(o_.target, binary_processes_->files(fresh), chosen_, custom_, sites_.size());
+			session_.attach(more, true);
 			sites_.insert(sites_.end(), more.begin(), more.end());
 		}
-		engine_->share_tables(binary_processes_->running());
+		engine().share_tables(binary_processes_->running());
 	}
 
 	// --binary: every process with a path or a span, as seen or as the kernel
@@ -972,7 +888,7 @@ private:
 			tgids.insert(r.stats.tgid);
 		for (const ProfileSpan &sp : profile_.spans)
 			tgids.insert(uint32_t(sp.pid));
-		auto comms = engine_->read_process_comms();
+		auto comms = engine().read_process_comms();
 		for (uint32_t tgid : tgids) {
 			auto seen = binary_processes_->seen().find(int(tgid));
 			profile_.processes.push_back(seen != binary_processes_->seen().end() ? seen->second
@@ -984,7 +900,7 @@ private:
 	// or were at the exit.
 	void refresh_comms()
 	{
-		auto comms = engine_->read_process_comms();
+		auto comms = engine().read_process_comms();
 		for (ProfileProcess &p : profile_.processes)
 			if (std::string now = has_exited(p.pid) ? "" : describe_process(p.pid).comm; !now.empty())
 				p.comm = now;
@@ -997,18 +913,11 @@ private:
 
 int record(const RecordOptions &o)
 {
-	std::vector<ProbeRole> custom = custom_roles(o);
+	std::vector<ProbeRole> custom = custom_roles(o.target);
 	check_record_options(o);
-	// Blocked from here on, read by wait_for_stop: a signal during attach then
-	// stops the recording as soon as it starts, and the profile is saved.
-	sigset_t stop = stop_signals();
-	sigprocmask(SIG_BLOCK, &stop, nullptr);
-	auto engine = Engine::load(o.max_paths, o.trace ? kTraceBufferBytes : 0);
-	if (!engine)
-		throw UserError(engine.error().message);
-	RecordSession session(o, std::move(custom), std::move(*engine));
+	RecordSession session(o, std::move(custom));
 	session.start();
-	StopReason reason = session.wait();
+	Wake reason = session.wait();
 	std::vector<PathRecord> records = session.stop();
 	if (session.found_no_probes())
 		return session.say_no_probes();

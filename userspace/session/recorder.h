@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "target/target_spec.h"
+
 namespace usdtprof {
 
 // `usdtprof trace`: every probe hit also becomes a timeline event.
@@ -17,19 +19,9 @@ struct TraceOptions {
 };
 
 struct RecordOptions {
-	std::vector<int> pids;            // attach to these processes (-p, several), or
-	std::vector<std::string> command; // launch this command, or
-	std::string binary;               // attach to every process running this file, new ones too
-	bool follow = true;               // a launched command: follow it through exec and into its children
-	bool kill_on_stop = false;        // a launched command still running when recording stops is killed
-	std::string runtime;              // a preset's name; "": detected
-	bool ruby_call_hook = false;      // a launched Ruby gets a call/return hook (the ruby preset)
+	TargetSpec target;                // -p (several), --binary or a command; the probes; --max-paths
 	double duration_s = 0;            // 0: until Ctrl-C/SIGTERM or the target exits
 	std::string output = "usdtprof.data";
-	uint32_t max_paths = 1u << 20;    // aggregation map size (javac makes ~780,000 paths)
-	std::vector<std::string> pairs;   // custom probe pairs (parse_pair_spec)
-	std::vector<std::string> tasks;   // custom task probes, PROVIDER:CREATE/BEGIN/END[:argN]
-	std::vector<std::string> spans;   // spans, PROVIDER:START/END[/END...] (parse_span_spec)
 	std::optional<TraceOptions> trace;
 };
 

@@ -97,11 +97,11 @@ FilesByPid BinaryProcesses::files(const std::vector<int> &pids) const
 	return out;
 }
 
-FilesByPid target_files(const RecordOptions &o, int pid, std::optional<BinaryProcesses> &binary_processes,
+FilesByPid target_files(const TargetSpec &t, int pid, std::optional<BinaryProcesses> &binary_processes,
 			TargetFiles &files)
 {
-	if (!o.binary.empty()) {
-		binary_processes.emplace(o.binary, files);
+	if (!t.binary.empty()) {
+		binary_processes.emplace(t.binary, files);
 		return binary_processes->files();
 	}
 	auto maps = read_proc_maps(pid);
@@ -110,29 +110,29 @@ FilesByPid target_files(const RecordOptions &o, int pid, std::optional<BinaryPro
 	return {{pid, files.of_process(pid, *maps)}};
 }
 
-void check_target_exists(const RecordOptions &o)
+void check_target_exists(const TargetSpec &t)
 {
-	for (int pid : o.pids)
+	for (int pid : t.pids)
 		if (!process_exists(pid))
 			throw UserError("no process with pid " + std::to_string(pid));
-	if (!o.binary.empty() && access(o.binary.c_str(), R_OK) != 0)
-		throw UserError("cannot read " + o.binary + ": " + strerror(errno));
+	if (!t.binary.empty() && access(t.binary.c_str(), R_OK) != 0)
+		throw UserError("cannot read " + t.binary + ": " + strerror(errno));
 }
 
-std::vector<ProbeRole> custom_roles(const RecordOptions &o)
+std::vector<ProbeRole> custom_roles(const TargetSpec &t)
 {
 	std::vector<ProbeRole> roles;
 	using Parser = Result<std::vector<ProbeRole>> (*)(std::string_view);
-	for (const auto &[specs, parse] : {std::pair<const std::vector<std::string> *, Parser>{&o.pairs, parse_pair_spec},
-					   std::pair<const std::vector<std::string> *, Parser>{&o.tasks, parse_task_spec}})
+	for (const auto &[specs, parse] : {std::pair<const std::vector<std::string> *, Parser>{&t.pairs, parse_pair_spec},
+					   std::pair<const std::vector<std::string> *, Parser>{&t.tasks, parse_task_spec}})
 		for (const std::string &spec : *specs) {
 			auto parsed = parse(spec);
 			if (!parsed)
 				throw UserError(parsed.error().message, 2);
 			roles.insert(roles.end(), parsed->begin(), parsed->end());
 		}
-	for (size_t i = 0; i < o.spans.size(); i++) {
-		auto parsed = parse_span_spec(o.spans[i], uint32_t(i + 1));
+	for (size_t i = 0; i < t.spans.size(); i++) {
+		auto parsed = parse_span_spec(t.spans[i], uint32_t(i + 1));
 		if (!parsed)
 			throw UserError(parsed.error().message, 2);
 		roles.insert(roles.end(), parsed->begin(), parsed->end());
@@ -167,17 +167,17 @@ std::vector<ProbeRole> merge_roles(const std::vector<const Preset *> &chosen, co
 
 } // namespace
 
-std::vector<const Preset *> choose_presets(const RecordOptions &o, const FilesByPid &files)
+std::vector<const Preset *> choose_presets(const TargetSpec &t, const FilesByPid &files)
 {
-	if (o.runtime.empty()) {
+	if (t.runtime.empty()) {
 		std::vector<TargetFilePtr> all;
 		for (const auto &[pid, of_pid] : files)
 			all.insert(all.end(), of_pid.begin(), of_pid.end());
 		return detect_presets(all);
 	}
-	const Preset *p = find_preset(o.runtime);
+	const Preset *p = find_preset(t.runtime);
 	if (!p)
-		throw UserError("unknown runtime '" + o.runtime + "' (known: " + preset_names() + ")", 2);
+		throw UserError("unknown runtime '" + t.runtime + "' (known: " + preset_names() + ")", 2);
 	return {p};
 }
 
@@ -250,7 +250,7 @@ void hold_unsafe_sites(std::vector<FoundSite> &sites, const PresetOfProbe &of, s
 
 } // namespace
 
-std::vector<FoundSite> more_sites(const RecordOptions &o, const FilesByPid &files,
+std::vector<FoundSite> more_sites(const TargetSpec &t, const FilesByPid &files,
 				  const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom,
 				  size_t already, std::vector<FoundSite> *held)
 {
@@ -268,7 +268,7 @@ std::vector<FoundSite> more_sites(const RecordOptions &o, const FilesByPid &file
 	hold_unsafe_sites(sites, of, held);
 	// Processes of a binary may be gone, and their maps unknown, before
 	// names are read: native names are then captured in the kernel too.
-	if (!o.binary.empty())
+	if (!t.binary.empty())
 		capture_native_names(sites);
 	return sites;
 }
@@ -289,7 +289,7 @@ void say_semaphore_notes(const std::vector<FoundSite> &sites, const std::vector<
 			log_line("%s", p->semaphore_note);
 }
 
-std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched, const FilesByPid &files,
+std::vector<FoundSite> plan_sites(const TargetSpec &t, int pid, bool launched, const FilesByPid &files,
 				  const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom,
 				  size_t already)
 {
@@ -298,21 +298,30 @@ std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched
 		for (const Preset *p : chosen)
 			if (std::string why = p->check ? p->check(pid) : ""; !why.empty())
 				throw UserError(pid_text(pid) + ": " + why);
-	auto sites = more_sites(o, files, chosen, custom, already);
+	auto sites = more_sites(t, files, chosen, custom, already);
 	say_semaphore_notes(sites, chosen);
-	std::string target = pid ? pid_text(pid) : o.binary;
+	std::string target = pid ? pid_text(pid) : t.binary;
 	// The executable searched, as the kernel names it (or --binary as given).
 	std::error_code ec;
-	std::string exe = pid ? std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec).string() : o.binary;
+	std::string exe = pid ? std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec).string() : t.binary;
 	std::string searched = exe.empty() ? "" : " in " + exe + " or the libraries it maps";
 	if (!has_probe_sites(sites))
 		throw UserError(pid && has_exited(pid) ? target + " exited before its probes could be attached"
-				: !o.runtime.empty() ? target + ": no probes of the " + o.runtime + " preset" + searched +
+				: !t.runtime.empty() ? target + ": no probes of the " + t.runtime + " preset" + searched +
 							       probeless_runtime_hint(exe)
-				: o.pairs.empty() && o.tasks.empty() && o.spans.empty() ? target + ": no probes of any preset (" + preset_names() + ")" +
+				: t.pairs.empty() && t.tasks.empty() && t.spans.empty() ? target + ": no probes of any preset (" + preset_names() + ")" +
 									       searched + probeless_runtime_hint(exe)
 								     : target + ": none of the given probes in its binaries");
 	return sites;
+}
+
+AttachPlan plan_attach(const TargetSpec &t, int pid, bool launched, FilesByPid files,
+		       const std::vector<ProbeRole> &custom, size_t already)
+{
+	AttachPlan plan{std::move(files), {}, {}};
+	plan.presets = choose_presets(t, plan.files);
+	plan.sites = plan_sites(t, pid, launched, plan.files, plan.presets, custom, already);
+	return plan;
 }
 
 void capture_native_names(std::vector<FoundSite> &sites)

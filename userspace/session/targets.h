@@ -13,8 +13,8 @@
 #include "engine/probes.h"
 #include "target/proc_maps.h"
 #include "profile/profile.h"
-#include "session/recorder.h"
 #include "target/target_file.h"
+#include "target/target_spec.h"
 
 namespace usdtprof {
 
@@ -60,17 +60,17 @@ private:
 // The files to look for probes in: those of --binary's file and its running
 // processes (binary_processes is set), or those process pid maps, opened
 // into files. Throws UserError.
-FilesByPid target_files(const RecordOptions &o, int pid, std::optional<BinaryProcesses> &binary_processes,
+FilesByPid target_files(const TargetSpec &t, int pid, std::optional<BinaryProcesses> &binary_processes,
 			TargetFiles &files);
 
 // What the target options name exists: each -p's process, --binary's file.
 // Throws UserError.
-void check_target_exists(const RecordOptions &o);
+void check_target_exists(const TargetSpec &t);
 
 // The probes of --pair and --task. Throws UserError (exit 2) for a bad spec.
-std::vector<ProbeRole> custom_roles(const RecordOptions &o);
+std::vector<ProbeRole> custom_roles(const TargetSpec &t);
 // The presets that apply: --runtime's, or those whose probes the files have.
-std::vector<const Preset *> choose_presets(const RecordOptions &o, const FilesByPid &files);
+std::vector<const Preset *> choose_presets(const TargetSpec &t, const FilesByPid &files);
 // Some site to attach a program to (not only a semaphore to hold).
 bool has_probe_sites(const std::vector<FoundSite> &sites);
 // Says once per run, for each chosen preset with a semaphore_note, that a
@@ -80,15 +80,29 @@ void say_semaphore_notes(const std::vector<FoundSite> &sites, const std::vector<
 // process usdtprof did not launch, a preset's requirement the process lacks
 // is an error that explains it; no site at all is an error. already: the
 // sites planned before these (of other processes). Throws UserError.
-std::vector<FoundSite> plan_sites(const RecordOptions &o, int pid, bool launched, const FilesByPid &files,
+std::vector<FoundSite> plan_sites(const TargetSpec &t, int pid, bool launched, const FilesByPid &files,
 				  const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom,
 				  size_t already = 0);
+// One process's (or, pid 0, every process of --binary's) attach plan: the
+// files searched, the presets that apply, the sites to attach.
+struct AttachPlan {
+	FilesByPid files;
+	std::vector<const Preset *> presets;
+	std::vector<FoundSite> sites;
+};
+
+// The planning step from a target to its sites, for record, trace and
+// monitor: the presets that apply to files (choose_presets) and their sites
+// with the custom probes' (plan_sites), checked. Throws UserError.
+AttachPlan plan_attach(const TargetSpec &t, int pid, bool launched, FilesByPid files,
+		       const std::vector<ProbeRole> &custom, size_t already = 0);
+
 // The sites in more files (of processes started since, or of a followed
 // command's new image), already planned before them. No checks, nothing said.
 // Sites a preset says are not safe in their process yet (Preset::safe_in,
 // Ruby's C method probes) are left out: into held when given (attached once
 // the process raises the preset's safe_signal), else said once.
-std::vector<FoundSite> more_sites(const RecordOptions &o, const FilesByPid &files,
+std::vector<FoundSite> more_sites(const TargetSpec &t, const FilesByPid &files,
 				  const std::vector<const Preset *> &chosen, const std::vector<ProbeRole> &custom,
 				  size_t already, std::vector<FoundSite> *held = nullptr);
 // Native names captured in the kernel, like runtimes' names: for processes

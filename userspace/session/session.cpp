@@ -1,0 +1,130 @@
+#include "session/session.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <poll.h>
+#include <sys/signalfd.h>
+
+#include "base/result.h"
+#include "target/presets.h"
+#include "target/process.h"
+
+namespace usdtprof {
+
+StopSignals::StopSignals(bool hangup_reopens)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	if (hangup_reopens)
+		sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, nullptr);
+	fd_ = UniqueFd(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+}
+
+int StopSignals::take()
+{
+	signalfd_siginfo info;
+	if (read(fd_.get(), &info, sizeof(info)) != sizeof(info))
+		return 0;
+	return last_ = int(info.ssi_signo);
+}
+
+ExitWatch::ExitWatch(const std::vector<int> &pids, Gone gone) : any_(!pids.empty())
+{
+	for (int pid : pids)
+		if (int fd = gone == Gone::Exited ? open_pidfd(pid) : -1; fd >= 0)
+			pidfds_.emplace_back(fd);
+		else
+			polled_.push_back(pid);
+}
+
+bool ExitWatch::all_gone()
+{
+	std::erase_if(pidfds_, [](const UniqueFd &fd) {
+		pollfd p = {fd.get(), POLLIN, 0};
+		return poll(&p, 1, 0) == 1;
+	});
+	std::erase_if(polled_, [](int pid) { return !process_exists(pid); });
+	return any_ && pidfds_.empty() && polled_.empty();
+}
+
+Wake wait_until(StopSignals &signals, ExitWatch &exits, const WaitPlan &plan)
+{
+	for (;;) {
+		if (exits.all_gone())
+			return Wake::TargetExited;
+		auto left = std::chrono::ceil<std::chrono::milliseconds>(plan.deadline - Clock::now()).count();
+		if (left <= 0)
+			return Wake::Deadline;
+		std::vector<pollfd> fds{{signals.fd(), POLLIN, 0}};
+		for (const UniqueFd &fd : exits.pidfds())
+			fds.push_back({fd.get(), POLLIN, 0});
+		int n = poll(fds.data(), fds.size(), int(std::min<int64_t>(left, plan.period.count())));
+		if (plan.tick)
+			plan.tick();
+		if (n < 0 && errno != EINTR)
+			return Wake::Deadline;
+		if (int sig = fds[0].revents ? signals.take() : 0)
+			return sig == SIGHUP ? Wake::Reopen : Wake::Stop;
+	}
+}
+
+void Session::load(uint32_t max_paths, uint32_t trace_buffer_bytes, bool offcpu_hook)
+{
+	auto engine = Engine::load(max_paths, trace_buffer_bytes, offcpu_hook);
+	if (!engine)
+		throw UserError(engine.error().message);
+	engine_ = std::move(*engine);
+}
+
+void Session::attach(const std::vector<FoundSite> &sites, bool skip_gone)
+{
+	merge_attached(attached_, attach_sites(*engine_, sites, skip_gone));
+}
+
+void Session::calibrate(bool offcpu_hook, bool trace)
+{
+	auto r = usdtprof::calibrate(*engine_, offcpu_hook, trace);
+	if (!r) {
+		fprintf(stderr, "usdtprof: %s; times will be shown as measured, probe overhead included\n",
+			r.error().message.c_str());
+		return;
+	}
+	calibration_ = std::move(*r);
+}
+
+FunctionNamer Session::namer(std::map<int, std::vector<Mapping>> maps) const
+{
+	FunctionNamer namer(attached_, engine_->read_names(), std::move(maps), files_);
+	if (calibration_)
+		namer.set_cost_kinds(calibration_->spec_kinds, calibration_->native_kind);
+	return namer;
+}
+
+size_t Session::add_paths(Profile &profile, const std::vector<PathRecord> &records, const FunctionNamer &namer) const
+{
+	profile.probes = attached_.probes;
+	if (calibration_)
+		profile.calibration = calibration_->calibration;
+	return add_call_paths(profile, records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); },
+			      process_root_labels(profile.processes), engine_->read_worker_statements());
+}
+
+void Session::forward_signals_until_exit(int pid)
+{
+	ExitWatch command({pid}, ExitWatch::Gone::Exited);
+	if (command.pidfds().empty())
+		return; // unwatchable: not waited for
+	for (;;) {
+		if (wait_until(signals_, command, WaitPlan{}) == Wake::TargetExited)
+			return;
+		if (int sig = signals_.last())
+			kill(pid, sig);
+	}
+}
+
+} // namespace usdtprof

@@ -1,0 +1,129 @@
+// The skeleton record, trace and monitor share: the signals that stop them,
+// the loaded engine, the files and probes attached, one wait until a
+// deadline, a signal or the target's exit, and the kernel's paths named into
+// a Profile.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "engine/calibration.h"
+#include "engine/call_paths.h"
+#include "engine/engine.h"
+#include "engine/probes.h"
+#include "profile/profile.h"
+#include "target/proc_maps.h"
+#include "target/target_file.h"
+
+namespace usdtprof {
+
+using Clock = std::chrono::steady_clock;
+
+// What ended a wait.
+enum class Wake { Deadline, Stop, Reopen, TargetExited };
+
+// SIGINT and SIGTERM (and SIGHUP, when it reopens outputs), blocked from
+// construction on and read through one signalfd: a signal that comes while
+// probes are attached stops the session as soon as it waits. Never
+// unblocked: launched commands restore them (fork_command), and threads
+// started later (the /metrics server's) inherit the mask, so no signal
+// reaches them instead.
+class StopSignals {
+public:
+	explicit StopSignals(bool hangup_reopens);
+	int fd() const { return fd_.get(); }
+	// The signal pending, read (taken: a later one is a second Ctrl-C); 0 if none.
+	int take();
+	// The signal take() read last; 0 if none yet.
+	int last() const { return last_; }
+
+private:
+	UniqueFd fd_;
+	int last_ = 0;
+};
+
+// The processes whose exit ends a wait (none: no target to wait for).
+class ExitWatch {
+public:
+	enum class Gone {
+		Exited, // a process has exited once its pidfd is readable (a zombie too)
+		Reaped, // a process has gone once kill(0) fails
+	};
+	ExitWatch() = default;
+	ExitWatch(const std::vector<int> &pids, Gone gone);
+	// Whether there are processes, and all of them are gone.
+	bool all_gone();
+	// The pidfds to poll, woken by an exit.
+	const std::vector<UniqueFd> &pidfds() const { return pidfds_; }
+
+private:
+	std::vector<UniqueFd> pidfds_;
+	std::vector<int> polled_; // without a pidfd (or Reaped): checked with kill(0)
+	bool any_ = false;
+};
+
+// How long and on what to wait.
+struct WaitPlan {
+	Clock::time_point deadline = Clock::time_point::max();
+	// tick runs, and the watched processes are checked, at least this often.
+	std::chrono::milliseconds period{200};
+	std::function<void()> tick; // may be empty
+};
+
+// Waits for the deadline (rounded up: waking before it would start a
+// sliver of an interval), a signal or the exit of every watched process.
+Wake wait_until(StopSignals &signals, ExitWatch &exits, const WaitPlan &plan);
+
+// One session of probing: its stop signals (blocked from construction on),
+// once loaded its engine, the files it attaches in and the probes attached,
+// and their calibration. Throws UserError.
+class Session {
+public:
+	explicit Session(bool hangup_reopens = false) : signals_(hangup_reopens) {}
+	// Loads the engine (Engine::load); throws UserError.
+	void load(uint32_t max_paths, uint32_t trace_buffer_bytes, bool offcpu_hook);
+	Engine &engine() { return *engine_; }
+	const Engine &engine() const { return *engine_; }
+	// The processes whose exit ends wait().
+	void watch(const std::vector<int> &pids, ExitWatch::Gone gone) { exits_ = ExitWatch(pids, gone); }
+	Wake wait(const WaitPlan &plan) { return wait_until(signals_, exits_, plan); }
+	// Passes each SIGINT/SIGTERM on to pid until it exits.
+	void forward_signals_until_exit(int pid);
+
+	// The files probes are attached in, each opened once: every attach (a
+	// sampling window's again) and every name read uses these open files,
+	// never their paths.
+	TargetFiles &files() { return files_; }
+	const AttachedProbes &attached() const { return attached_; }
+	// Attaches sites (attach_sites): their probes join those attached.
+	void attach(const std::vector<FoundSite> &sites, bool skip_gone);
+	// The probes a followed command's attaches added up to, once stopped.
+	void set_attached(AttachedProbes attached) { attached_ = std::move(attached); }
+	// Measures the probes' cost (calibrate), or warns that times will be
+	// shown as measured; the profiles named after it carry it.
+	void calibrate(bool offcpu_hook, bool trace);
+	// Names the kernel's function ids: by the attached probes, the names the
+	// kernel captured and maps (those of processes that may be gone), with
+	// the calibrated cost kinds.
+	FunctionNamer namer(std::map<int, std::vector<Mapping>> maps) const;
+	// The kernel's paths into profile (add_call_paths), named by namer, with
+	// the attached probes and the calibration; returns how many function
+	// names or locations were cut.
+	size_t add_paths(Profile &profile, const std::vector<PathRecord> &records, const FunctionNamer &namer) const;
+
+private:
+	StopSignals signals_;
+	ExitWatch exits_;
+	std::unique_ptr<Engine> engine_;
+	TargetFiles files_;
+	AttachedProbes attached_;
+	std::optional<CalibrationResult> calibration_;
+};
+
+} // namespace usdtprof
