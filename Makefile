@@ -228,6 +228,7 @@ bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/lo
 	$(OUTPUT)/bench/path_bench $(OUTPUT)/bench/path_fill
 	$(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed \
 		$(OUTPUT)/bench/loop_probed_nop1 $(OUTPUT)/bench/pingpong
+	USDTPROF=$(USDTPROF) tools/bench-runtimes.sh 100000 3
 	tools/bench/pgbench_monitor.sh $(USDTPROF)
 	tools/bench/monitor_soak.sh $(USDTPROF) $(OUTPUT)/bench/churn
 

@@ -3,8 +3,13 @@
 # empty function) measures the CPU time of its own loop (user + system: the
 # uprobe traps are system time; CPU time, not wall time, so that other load on
 # the machine does not count), run plain, with only the runtime's probe switch,
-# and under `usdtprof record`. Prints the best of RUNS runs of each and the
-# cost per call. Usage: tools/bench-runtimes.sh [N] [RUNS] (as root).
+# under `usdtprof record` with empty programs (USDTPROF_BENCH_FLOOR=1: the same
+# probes, attached the same way, running a program that does nothing: the
+# floor), under bpftrace's empty programs where bpftrace attaches the same
+# probes alone, and under `usdtprof record`. Prints the best of RUNS runs of
+# each, usdtprof's cost per call, and usdtprof / floor as added cost per probe
+# hit ((record - switch) / (floor - switch); issue 19's goal: <= 1.15x).
+# Usage: tools/bench-runtimes.sh [N] [RUNS] (as root).
 set -eu
 N=${1:-300000}
 RUNS=${2:-3}
@@ -58,26 +63,44 @@ best() {
 	echo "$b"
 }
 
-row() { # runtime plain switched recorded
-	awk -v r="$1" -v p="$2" -v s="$3" -v u="$4" -v n="$N" 'BEGIN {
-		printf "%-8s %10.1f %10.1f %10.1f %8.1fx %8.2f\n", r, p/n, s/n, u/n, u/p, (u-s)/n/1000 }'
+row() { # runtime plain switched floor bpftrace recorded
+	awk -v r="$1" -v p="$2" -v s="$3" -v f="$4" -v b="$5" -v u="$6" -v n="$N" 'BEGIN {
+		bt = b == "" ? "-" : sprintf("%.1f", b/n)
+		printf "%-8s %9.1f %9.1f %10.1f %10s %10.1f %9.1fx %8.2f %8.3fx\n", r, p/n, s/n, f/n, bt, u/n, u/p,
+			(u-s)/n/1000, (u-s)/(f-s) }'
 }
 
-echo "N=$N calls, best of $RUNS; ns per call: plain, with the runtime's probe switch only, under record;"
-echo "slowdown under record against plain; usdtprof's cost per call in us (record - switch)"
-printf "%-8s %10s %10s %10s %9s %8s\n" runtime plain switch record slowdown us/call
+# The bpftrace floor: empty programs on the runtime's entry and return probes.
+bpftrace_floor() { # provider:entry provider:return binary CMD...
+	e=$1; x=$2; bin=$3; shift 3
+	# bpftrace attaches through tracefs, not mounted on every host.
+	command -v bpftrace >/dev/null && [ -e /sys/kernel/tracing/uprobe_events ] || return 0
+	best bpftrace -q -e "usdt:$bin:$e {} usdt:$bin:$x {}" -c "$*"
+}
+
+echo "N=$N calls, best of $RUNS; ns per call: plain, with the runtime's probe switch only, under record with"
+echo "empty programs (the floor), under bpftrace's empty programs, under record; slowdown under record against"
+echo "plain; usdtprof's cost per call in us (record - switch); usdtprof / floor, added cost per probe hit"
+printf "%-8s %9s %9s %10s %10s %10s %10s %8s %9s\n" runtime plain switch floor bpftrace record slowdown us/call vs-floor
+F="env USDTPROF_BENCH_FLOOR=1 $U"
 P=$(best /usr/bin/python3.11 "$D/calls.py" "$N")
+L=$(best $F record -o "$D/p.data" -- /usr/bin/python3.11 "$D/calls.py" "$N")
 R=$(best "$U" record -o "$D/p.data" -- /usr/bin/python3.11 "$D/calls.py" "$N")
-row python "$P" "$P" "$R"
+row python "$P" "$P" "$L" "" "$R"
 P=$(best ruby --disable-gems "$D/calls.rb" "$N")
+L=$(best $F record --ruby-call-hook -o "$D/r.data" -- ruby --disable-gems "$D/calls.rb" "$N")
 R=$(best "$U" record --ruby-call-hook -o "$D/r.data" -- ruby --disable-gems "$D/calls.rb" "$N")
 S=$(best env RUBYOPT=-r/run/usdtprof/ruby-launch.rb ruby --disable-gems "$D/calls.rb" "$N") # the hook record installed
-row ruby "$P" "$S" "$R"
+row ruby "$P" "$S" "$L" "" "$R"
 P=$(best php "$D/calls.php" "$N")
 S=$(best env USE_ZEND_DTRACE=1 php "$D/calls.php" "$N")
+L=$(best $F record -o "$D/h.data" -- php "$D/calls.php" "$N")
+PHP_BIN=$(readlink -f "$(command -v php)")
+B=$(USE_ZEND_DTRACE=1 bpftrace_floor php:function__entry php:function__return "$PHP_BIN" "$PHP_BIN" "$D/calls.php" "$N")
 R=$(best "$U" record -o "$D/h.data" -- php "$D/calls.php" "$N")
-row php "$P" "$S" "$R"
+row php "$P" "$S" "$L" "$B" "$R"
 P=$(best java -cp "$D" Calls "$N")
 S=$(best java -XX:+DTraceMethodProbes -cp "$D" Calls "$N")
+L=$(best $F record -o "$D/j.data" -- java -cp "$D" Calls "$N")
 R=$(best "$U" record -o "$D/j.data" -- java -cp "$D" Calls "$N")
-row java "$P" "$S" "$R"
+row java "$P" "$S" "$L" "" "$R"

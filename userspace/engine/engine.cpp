@@ -114,6 +114,11 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_
 	// (docs/design.md, "Call-path table"); beyond it, time is lost (dropped_ns).
 	bpf_map__set_max_entries(engine->skel_->maps.other_paths, max_paths / 4 + 4096);
 	engine->max_paths_ = max_paths;
+	if (const char *floor = getenv("USDTPROF_BENCH_FLOOR"); floor && std::string(floor) == "1") {
+		engine->empty_programs_ = true;
+		fprintf(stderr, "usdtprof: USDTPROF_BENCH_FLOOR=1: every probe runs an empty program; "
+				"nothing is recorded (docs/benchmarks.md)\n");
+	}
 	use_uprobe_multi(engine->skel_->progs.usdt_entry);
 	use_uprobe_multi(engine->skel_->progs.usdt_exit);
 	use_uprobe_multi(engine->skel_->progs.usdt_semaphore);
@@ -179,6 +184,8 @@ Result<uint32_t> Engine::add_spec(const usdtprof_probe_spec &spec)
 
 const bpf_program *Engine::program_of(usdtprof_role role) const
 {
+	if (empty_programs_)
+		return skel_->progs.usdt_semaphore;
 	switch (role) {
 	case USDTPROF_ROLE_EXIT:
 	case USDTPROF_ROLE_TASK_END: return skel_->progs.usdt_exit;

@@ -176,6 +176,9 @@ private:
 	std::vector<UniqueFd> own_links_; // calibration: usdtprof's own sites
 	size_t attached_sites_ = 0;
 	uint32_t max_paths_ = 0;
+	// USDTPROF_BENCH_FLOOR=1 (benchmarks only): every probe runs the empty
+	// program, attached as the real ones are: the floor a hit cannot go below.
+	bool empty_programs_ = false;
 	std::vector<usdtprof_probe_spec> specs_;
 	struct RingBufferDeleter {
 		void operator()(ring_buffer *rb) const;
