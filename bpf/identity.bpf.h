@@ -230,6 +230,60 @@ static __noinline void capture_name(struct pt_regs *ctx, const struct usdtprof_p
 		__sync_fetch_and_add(&u->names, 1);
 }
 
+/* The id of the function a hit's identity arguments name (and its derived
+ * value), from their values and the content of the strings they point to. */
+static __always_inline __u64 hash_ident_args(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec)
+{
+	__u64 h = ident_arg(ctx, spec, 0);
+
+	if (spec->nargs > 1)
+		h = path_hash(h, ident_arg(ctx, spec, 1));
+	if (spec->nargs > 2)
+		h = path_hash(h, ident_arg(ctx, spec, 2));
+	if (spec->nargs > 3)
+		h = path_hash(h, ident_arg(ctx, spec, 3));
+	return h;
+}
+
+/* USDTPROF_CONTENT_CACHED: hash_ident_args() through the process's cache,
+ * keyed by the arguments' values and checked against the 16 bytes before
+ * each string and its first 8. A zero first word (a zend_string whose hash
+ * PHP has not computed yet) proves nothing about a non-empty text: such hits
+ * are not cached. */
+static __noinline __u64 cached_ident_args(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec)
+{
+	struct ident_cache_key key = { .tgid = bpf_get_current_pid_tgid() >> 32,
+				       .content_mask = spec->content_mask };
+	struct ident_cache_value seen = {}, *known;
+	bool cacheable = true;
+	int i;
+
+	for (i = 0; i < USDTPROF_MAX_IDENT_ARGS; i++) {
+		if (i >= spec->nargs)
+			break;
+		key.args[i] = read_arg_slow(ctx, &spec->args[i]);
+		if (!(spec->content_mask & (1u << i)))
+			continue;
+		if (bpf_probe_read_user(seen.check[i], sizeof(seen.check[i]), (void *)(key.args[i] - 16)) ||
+		    (!seen.check[i][0] && (__u8)seen.check[i][2]))
+			cacheable = false;
+	}
+	known = bpf_map_lookup_elem(&ident_cache, &key);
+	if (known && cacheable) {
+		bool same = true;
+
+		for (i = 0; i < USDTPROF_MAX_IDENT_ARGS; i++)
+			same = same && known->check[i][0] == seen.check[i][0] &&
+			       known->check[i][1] == seen.check[i][1] && known->check[i][2] == seen.check[i][2];
+		if (same)
+			return known->func;
+	}
+	seen.func = hash_ident_args(ctx, spec);
+	if (cacheable)
+		bpf_map_update_elem(&ident_cache, &key, &seen, BPF_ANY);
+	return seen.func;
+}
+
 /* The function id of a runtime probe's hit, its name captured on first sight. */
 static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
 					 __u32 spec_index)
@@ -240,14 +294,10 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 		return spec->const_func;
 	if (spec->ident == USDTPROF_IDENT_SQL) {
 		h = sql_hash(ctx, &spec->args[0]);
+	} else if ((spec->content_mask & USDTPROF_CONTENT_CACHED) && !spec->derived.used) {
+		h = cached_ident_args(ctx, spec);
 	} else {
-		h = ident_arg(ctx, spec, 0);
-		if (spec->nargs > 1)
-			h = path_hash(h, ident_arg(ctx, spec, 1));
-		if (spec->nargs > 2)
-			h = path_hash(h, ident_arg(ctx, spec, 2));
-		if (spec->nargs > 3)
-			h = path_hash(h, ident_arg(ctx, spec, 3));
+		h = hash_ident_args(ctx, spec);
 		derived = derived_value(ctx, spec);
 		if (derived)
 			h = path_hash(h, derived);

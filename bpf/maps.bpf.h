@@ -103,6 +103,26 @@ struct {
 	__type(value, struct usdtprof_name);
 } names SEC(".maps");
 
+/* USDTPROF_CONTENT_CACHED: a content-keyed function's id by the addresses of
+ * its identity arguments, so that a hit of a known function reads 24 bytes
+ * per string instead of hashing it. LRU: it only saves work. */
+struct ident_cache_key {
+	__u64 args[USDTPROF_MAX_IDENT_ARGS];
+	__u32 tgid;
+	__u32 content_mask; /* an entry and its exit share it */
+};
+struct ident_cache_value {
+	__u64 func;
+	/* the 16 bytes before each string and its first 8 */
+	__u64 check[USDTPROF_MAX_IDENT_ARGS][3];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct ident_cache_key);
+	__type(value, struct ident_cache_value);
+} ident_cache SEC(".maps");
+
 /* The command name of each process with a probed thread, taken at its
  * first thread's first event: processes that are gone by the time
  * userspace reads the profile keep their name. */

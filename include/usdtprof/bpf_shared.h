@@ -201,6 +201,11 @@ struct usdtprof_probe_spec {
 };
 
 #define USDTPROF_CONTENT_PREFIXED(i) (1u << (16 + (i)))
+/* content_mask: the content-keyed arguments' identity is cached per process
+ * by their addresses, checked at each hit against the 16 bytes before each
+ * string (PHP's zend_string keeps its hash and length there): a string
+ * reused at the same address for other text shows other bytes. */
+#define USDTPROF_CONTENT_CACHED (1u << 31)
 
 /* A function's captured name, keyed by (process, function id). */
 struct usdtprof_name_key {

@@ -93,7 +93,10 @@ std::string ident_name(const Signature &sig)
 	case USDTPROF_IDENT_NATIVE: return "native";
 	case USDTPROF_IDENT_CONST: return "const";
 	case USDTPROF_IDENT_SQL: return "sql";
-	default: return sig.content_mask ? "content" : "value";
+	default:
+		return (sig.content_mask & USDTPROF_CONTENT_CACHED) ? "content cached"
+		       : sig.content_mask			  ? "content"
+								  : "value";
 	}
 }
 
@@ -102,8 +105,16 @@ std::string kind_name(const Signature &sig)
 	return ident_name(sig) + (sig.nop5_site ? " nop5" : "");
 }
 
-// Strings a content or SQL identity reads: as long as typical names and statements.
-const char kContentName[] = "Calibration::probeCost_";
+// Strings a content or SQL identity reads: as long as typical names and
+// statements. The name has a header as PHP's zend_string has (a hash, set,
+// and the length before the text), so a cached identity caches it as it
+// does the target's names.
+struct HeadedString {
+	uint64_t hash, length;
+	char text[24];
+};
+const HeadedString kContentString = {0x8000000012345678, 23, "Calibration::probeCost_"};
+const char *const kContentName = kContentString.text;
 const char kSqlText[] = "SELECT abalance FROM pgbench_accounts WHERE aid = 12345";
 constexpr uint64_t kIdentValue = 0x7fff12345678;
 const std::array<uint32_t, USDTPROF_MAX_IDENT_ARGS> kArgRegs = {USDTPROF_REG_DI, USDTPROF_REG_SI, USDTPROF_REG_DX,

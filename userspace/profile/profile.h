@@ -61,7 +61,7 @@ struct PathNode {
 // What one probed call adds to the self times usdtprof measures, for one
 // kind of probe, calibrated on the recording's machine (calibration.h).
 struct ProbeCost {
-	std::string kind;          // "native", "value", "content", "sql", "const"
+	std::string kind;          // "native", "value", "content", "content cached", "sql", "const"
 	double own_ns = 0;         // added to the call's own self time
 	double caller_ns = 0;      // added to its caller's self time
 	double own_spread_ns = 0;  // half the 10th-90th percentile range over batches

@@ -53,12 +53,15 @@ ProbeRole constant(const char *provider, const char *name, usdtprof_role role, c
 // function name is keyed and captured with those bytes, so the two differ.
 // Every closure is "{closure}": the file (by content) and the line (where the
 // function starts executing, the same at its entry and return: PHP computes
-// both once, in dtrace_execute_ex) keep them apart.
+// both once, in dtrace_execute_ex) keep them apart. The three strings are
+// zend_strings (or literals): a known function's hit is found in a cache by
+// their addresses, checked against each one's hash and length
+// (USDTPROF_CONTENT_CACHED), instead of hashing them again.
 std::vector<ProbeRole> php_roles()
 {
 	const std::vector<NamePart> parts = {{USDTPROF_PART_STR_PREFIXED, 0}, {USDTPROF_PART_STR, 1},
 					     {USDTPROF_PART_INT, 2}, {USDTPROF_PART_STR, 3}};
-	const uint32_t content = 0b111 | USDTPROF_CONTENT_PREFIXED(0);
+	const uint32_t content = 0b111 | USDTPROF_CONTENT_PREFIXED(0) | USDTPROF_CONTENT_CACHED;
 	const std::vector<unsigned> ident = {0, 3, 1, 2}; // function, class, file, line
 	return {runtime("php", "function__entry", USDTPROF_ROLE_ENTRY, ident, content, parts, php_function_name),
 		runtime("php", "function__return", USDTPROF_ROLE_EXIT, ident, content, parts, php_function_name)};
