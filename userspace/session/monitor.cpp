@@ -29,6 +29,7 @@
 #include "target/presets.h"
 #include "serve/pusher.h"
 #include "session/session.h"
+#include "session/sinks.h"
 #include "session/targets.h"
 #include "base/unique_fd.h"
 
@@ -64,18 +65,6 @@ uint64_t process_cpu_ns(int pid)
 	return (utime + stime) * (1000000000ull / uint64_t(sysconf(_SC_CLK_TCK)));
 }
 
-std::string stamp(int64_t unix_ns)
-{
-	time_t secs = unix_ns / 1000000000;
-	tm t;
-	gmtime_r(&secs, &t);
-	char buf[48];
-	size_t n = strftime(buf, sizeof buf, "%Y%m%dT%H%M%S", &t);
-	// No dot: retention groups an interval's files by what precedes the first one.
-	snprintf(buf + n, sizeof buf - n, "%03dZ", int(unix_ns / 1000000 % 1000));
-	return buf;
-}
-
 void make_dir(const std::string &dir)
 {
 	if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
@@ -97,44 +86,16 @@ void raise_descriptor_limit()
 	}
 }
 
-// The extensions of the files monitor writes per interval (formats.h).
-std::vector<std::string> monitor_extensions()
-{
-	std::vector<std::string> out;
-	for (const Format &f : formats())
-		if (f.uses & kUseMonitor)
-			out.push_back(f.extension);
-	return out;
-}
-
-// Writes BASE.<extension> for every format monitor writes; returns the pprof
-// one, for the pusher.
-std::string write_interval_files(const std::string &base, const Profile &measured)
-{
-	std::string pprof;
-	for (const Format &f : formats()) {
-		if (!(f.uses & kUseMonitor))
-			continue;
-		std::string out = render_profile(f, measured, ReportOptions{});
-		// Names usdtprof chose: replaced, never followed or written through.
-		if (auto r = write_file_atomically(base + f.extension, out); !r)
-			log_line("%s", r.error().message.c_str());
-		if (f.name == std::string("pprof"))
-			pprof = std::move(out);
-	}
-	return pprof;
-}
-
 // What the outputs of a monitor are: interval files, /metrics and pushes.
+// Each interval goes to its sinks in turn: the files, /metrics, the push.
 struct MonitorOutputs {
 	MetricsRegistry metrics;
 	std::unique_ptr<MetricsServer> server;
 	std::unique_ptr<ProfilePusher> pusher;
-	bool processes_full_said = false;
-	uint64_t connections_cut_said = 0;
-	std::string push_error_said;
+	ProfileSinks sinks;
 
-	explicit MonitorOutputs(const MonitorOptions &o) : metrics(o.top_n)
+	// health: the monitor's, given to /metrics with each interval.
+	MonitorOutputs(const MonitorOptions &o, const MonitorHealth &health) : metrics(o.top_n)
 	{
 		if (!o.listen.empty()) {
 			WebConfig web;
@@ -172,31 +133,18 @@ struct MonitorOutputs {
 				throw UserError(p.error().message);
 			pusher = std::move(*p);
 		}
+		sinks.push_back(std::make_unique<IntervalFilesSink>(o.dir, kPrefix,
+								    IntervalFileLimits{o.keep, o.max_bytes, o.max_age_s}));
+		sinks.push_back(std::make_unique<MetricsSink>(metrics, server.get(), health));
+		if (pusher)
+			sinks.push_back(std::make_unique<PushSink>(*pusher));
 	}
 
 	// Limits reached since the last interval, said once each.
 	void say_limits()
 	{
-		if (!processes_full_said && metrics.other_processes_full()) {
-			processes_full_said = true;
-			fprintf(stderr, "usdtprof: /metrics: more than %zu process names need an [other] series; later ones share "
-					"process=\"[other]\"\n", MetricsRegistry::kDefaultOtherProcesses);
-		}
-		if (server && server->connections_cut() > connections_cut_said) {
-			MetricsServerLimits limits;
-			fprintf(stderr, "usdtprof: /metrics: %llu connections cut since the last interval (past the %.3g s "
-					"deadline, or the oldest of more than %zu)\n",
-				(unsigned long long)(server->connections_cut() - connections_cut_said),
-				double(limits.deadline.count()) / 1000, limits.max_connections);
-			connections_cut_said = server->connections_cut();
-		}
-		// A refused certificate or credential, a receiver down: each new reason once.
-		if (pusher && pusher->last_error() != push_error_said) {
-			push_error_said = pusher->last_error();
-			log_line("%s (pushes so far: %llu sent, %llu given up, %llu dropped from the full queue)",
-				 push_error_said.c_str(), (unsigned long long)pusher->sent(),
-				 (unsigned long long)pusher->failed(), (unsigned long long)pusher->dropped());
-		}
+		for (const auto &sink : sinks)
+			sink->say_limits();
 	}
 };
 
@@ -299,7 +247,7 @@ std::vector<ProbeRole> prepare(const MonitorOptions &o)
 // Signals are blocked before the outputs start: the /metrics server's
 // threads inherit the mask, so SIGINT and SIGHUP reach the signalfd.
 MonitorSession::MonitorSession(const MonitorOptions &o)
-	: o_(o), t_(o.target), custom_(prepare(o)), session_(true), outputs_(o)
+	: o_(o), t_(o.target), custom_(prepare(o)), session_(true), outputs_(o, health_)
 {
 	// After the outputs' options held (a bad credential, a port in use): nothing made for nothing.
 	make_dir(o.dir);
@@ -542,20 +490,16 @@ std::string pushed_container(const std::map<int, ProfileProcess> &processes)
 // and metrics are compensated), /metrics and the push.
 void MonitorSession::publish(const Interval &iv, Profile &profile, size_t names_cut)
 {
-	std::string base = o_.dir + "/" + kPrefix + stamp(iv.begin_unix);
+	std::string stamp = interval_stamp(iv.begin_unix);
 	if (names_cut)
 		fprintf(stderr, "usdtprof: interval %s: %zu function names or locations longer than %zu bytes were cut\n",
-			stamp(iv.begin_unix).c_str(), names_cut, kMaxNameBytes);
+			stamp.c_str(), names_cut, kMaxNameBytes);
 	if (auto trim = trim_profile(profile, o_.max_interval_bytes))
 		fprintf(stderr,
 			"usdtprof: interval %s: profile of %llu bytes over --max-interval-bytes %llu: kept the %zu "
 			"heaviest of %zu call paths\n",
-			stamp(iv.begin_unix).c_str(), (unsigned long long)trim->bytes_before,
+			stamp.c_str(), (unsigned long long)trim->bytes_before,
 			(unsigned long long)o_.max_interval_bytes, trim->paths_kept, trim->paths_before);
-	std::string pprof = write_interval_files(base, profile);
-	apply_retention(o_.dir, kPrefix, monitor_extensions(), o_.keep, o_.max_bytes, o_.max_age_s);
-	outputs_.metrics.add_interval(compensate(profile));
-	outputs_.say_limits();
 	// The counters as the profile read them: cumulative.
 	health_.anomalies = 0;
 	for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
@@ -563,10 +507,12 @@ void MonitorSession::publish(const Interval &iv, Profile &profile, size_t names_
 			health_.anomalies += last_anomalies_[a];
 	health_.dropped_paths = last_anomalies_[USDTPROF_ANOM_AGG_FULL];
 	health_.intervals++;
-	outputs_.metrics.set_health(health_);
-	if (outputs_.pusher)
-		outputs_.pusher->push({pprof, iv.begin_unix / 1000000000, profile.stop_unix_ns / 1000000000,
-				       pid() ? int32_t(pid()) : 0, pushed_container(processes())});
+	ProfileOutput out{profile, iv.begin_unix};
+	if (outputs_.pusher) {
+		out.pid = pid() ? int32_t(pid()) : 0;
+		out.container_id = pushed_container(processes());
+	}
+	write_all(outputs_.sinks, out);
 }
 
 void MonitorSession::run()

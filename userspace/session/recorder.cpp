@@ -30,6 +30,7 @@
 #include "base/output_file.h"
 #include "target/presets.h"
 #include "session/session.h"
+#include "session/sinks.h"
 #include "session/targets.h"
 #include "engine/probes.h"
 #include "target/process.h"
@@ -709,19 +710,18 @@ public:
 		if (size_t cut = session_.add_paths(profile_, records, namer))
 			fprintf(stderr, "usdtprof: %zu function names or locations longer than %zu bytes were cut\n", cut,
 				kMaxNameBytes);
-		if (auto r = save_profile(profile_, o_.output); !r)
-			throw UserError(r.error().message);
-		uint64_t calls = 0;
-		for (const PathNode &n : profile_.nodes)
-			calls += n.calls;
 		const char *why = reason == Wake::Stop		   ? "stopped by signal"
 				  : reason == Wake::TargetExited ? "target exited"
 								 : "duration elapsed";
-		log_line("%s; wrote %s (%zu call paths, %llu calls, %.3f s)", why, o_.output.c_str(),
-			 profile_.nodes.size(), (unsigned long long)calls, profile_.duration_ns / 1e9);
+		ProfileSinks sinks;
+		sinks.push_back(std::make_unique<ProfileFileSink>(o_.output, why));
 		if (o_.trace)
-			write_trace(*o_.trace, log_, anomalies_[USDTPROF_ANOM_LOST_EVENTS], start_ns_, stop_ns_, profile_,
-				    lookup, engine().read_thread_comms(), span_names(custom_));
+			sinks.push_back(std::make_unique<FunctionSink>([&](ProfileOutput &out) {
+				write_trace(*o_.trace, log_, anomalies_[USDTPROF_ANOM_LOST_EVENTS], start_ns_, stop_ns_,
+					    out.profile, lookup, engine().read_thread_comms(), span_names(custom_));
+			}));
+		ProfileOutput out{profile_, profile_.start_unix_ns};
+		write_all(sinks, out);
 	}
 
 	// The exit status: the launched command's, once it has exited; 0 for a

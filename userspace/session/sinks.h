@@ -1,0 +1,118 @@
+// The outputs of an interval or a recording as a list of sinks, each given
+// the profile made in turn: record and trace write the profile file (and the
+// trace), monitor an interval's files, /metrics and a push.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "profile/profile.h"
+#include "serve/metrics.h"
+
+namespace usdtprof {
+
+class MetricsServer;
+class ProfilePusher;
+
+// What a sink is given: the profile (measured times) and what the sinks
+// before it rendered, for those after it to reuse.
+struct ProfileOutput {
+	ProfileOutput(Profile &p, int64_t begin_unix) : profile(p), begin_unix_ns(begin_unix) {}
+	Profile &profile;
+	int64_t begin_unix_ns = 0;                  // the interval's or the recording's start
+	std::map<std::string, std::string> rendered; // by format name ("pprof": the interval files')
+	int32_t pid = 0;                            // a push's labels: -p's process, or 0,
+	std::string container_id;                   // and the container of the processes, or ""
+};
+
+class ProfileSink {
+public:
+	virtual ~ProfileSink() = default;
+	virtual void write(ProfileOutput &out) = 0;
+	// Limits reached since the last call, said once each.
+	virtual void say_limits() {}
+};
+
+using ProfileSinks = std::vector<std::unique_ptr<ProfileSink>>;
+
+// Gives out to every sink, in order.
+void write_all(const ProfileSinks &sinks, ProfileOutput &out);
+
+// A sink that is one function (record's trace).
+class FunctionSink : public ProfileSink {
+public:
+	explicit FunctionSink(std::function<void(ProfileOutput &)> write) : write_(std::move(write)) {}
+	void write(ProfileOutput &out) override { write_(out); }
+
+private:
+	std::function<void(ProfileOutput &)> write_;
+};
+
+// record's and trace's profile file (save_profile); says what was written
+// and why the recording stopped. Throws UserError.
+class ProfileFileSink : public ProfileSink {
+public:
+	ProfileFileSink(std::string path, std::string why) : path_(std::move(path)), why_(std::move(why)) {}
+	void write(ProfileOutput &out) override;
+
+private:
+	std::string path_, why_;
+};
+
+// How a monitor's interval files are kept.
+struct IntervalFileLimits {
+	size_t keep = 0;         // intervals (0: no limit)
+	uint64_t max_bytes = 0;  // bytes in dir (0: no limit)
+	double max_age_s = 0;    // oldest (0: no limit)
+};
+
+// An interval's file stamp: its start, UTC, "20261203T041500123Z".
+std::string interval_stamp(int64_t unix_ns);
+
+// A monitor's files: DIR/PREFIX<stamp>.<extension> for every format monitor
+// writes (formats.h), "pprof" left in out.rendered; then the retention.
+class IntervalFilesSink : public ProfileSink {
+public:
+	IntervalFilesSink(std::string dir, std::string prefix, IntervalFileLimits limits)
+		: dir_(std::move(dir)), prefix_(std::move(prefix)), limits_(limits) {}
+	void write(ProfileOutput &out) override;
+
+private:
+	std::string dir_, prefix_;
+	IntervalFileLimits limits_;
+};
+
+// /metrics: each interval compensated into the registry, then the health
+// given (the monitor's, as it is when the interval is written).
+class MetricsSink : public ProfileSink {
+public:
+	MetricsSink(MetricsRegistry &metrics, const MetricsServer *server, const MonitorHealth &health)
+		: metrics_(metrics), server_(server), health_(health) {}
+	void write(ProfileOutput &out) override;
+	void say_limits() override;
+
+private:
+	MetricsRegistry &metrics_;
+	const MetricsServer *server_; // nullptr: not served (still counted, for nothing)
+	const MonitorHealth &health_;
+	bool processes_full_said_ = false;
+	uint64_t connections_cut_said_ = 0;
+};
+
+// A push of the interval's pprof (rendered by IntervalFilesSink).
+class PushSink : public ProfileSink {
+public:
+	explicit PushSink(ProfilePusher &pusher) : pusher_(pusher) {}
+	void write(ProfileOutput &out) override;
+	void say_limits() override;
+
+private:
+	ProfilePusher &pusher_;
+	std::string error_said_;
+};
+
+} // namespace usdtprof
