@@ -23,11 +23,12 @@ public:
 	using Sink::write;
 };
 
-// A stdio stream (stdout), buffered by stdio.
+// A stdio stream (stdout), buffered by stdio; one thread writes it, so without
+// stdio's lock (folded stacks of a million paths make four writes a line).
 class StdioSink : public Sink {
 public:
 	explicit StdioSink(FILE *stream) : stream_(stream) {}
-	void write(const char *data, size_t size) override { fwrite(data, 1, size, stream_); }
+	void write(const char *data, size_t size) override { fwrite_unlocked(data, 1, size, stream_); }
 	using Sink::write;
 
 private:

@@ -126,6 +126,15 @@ public:
 	{
 	}
 
+	// The function's id if it has one yet, else 0 (assigns none).
+	uint64_t find(uint32_t function) const
+	{
+		if (function < ids_.size())
+			return ids_[function];
+		auto it = others_.find(function);
+		return it == others_.end() ? 0 : it->second;
+	}
+
 	uint64_t id_of(uint32_t function)
 	{
 		if (function < ids_.size())
@@ -168,9 +177,29 @@ private:
 	uint64_t next_id_ = 1;
 };
 
+// Protobuf's base-128 varint of v into p; returns the end.
+uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = uint8_t(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = uint8_t(v);
+	return p;
+}
+
 // Writes the samples, one per call path with calls or self time, as they are
-// made: field 2 of Profile, one length-delimited record each. Functions,
-// locations and strings go into the tables as the samples first use them.
+// made: field 2 of Profile, one length-delimited record each, encoded here
+// field by field in the bytes protobuf's own serialization of a Sample gives
+// (fields in number order, packed repeated scalars, zero scalars left out).
+// Functions, locations and strings go into the tables as the samples first use
+// them: each sample's frames leaf first, as they are written.
+//
+// A sample's location ids are its stack's, leaf first: the stack of the
+// current path is kept (nodes come in depth-first order from a recording, each
+// after its parent), its ids encoded once each, from the end of one buffer
+// backwards, so that a path's ids are one run of bytes whatever its depth.
+// Only a path whose parent is not on the current stack walks its ancestors.
 class SampleWriter {
 public:
 	SampleWriter(const Profile &profile, bool has_offcpu, LocationTable &locations, StringTable &strings)
@@ -186,53 +215,137 @@ public:
 	void write_all(google::protobuf::io::CodedOutputStream &out)
 	{
 		constexpr uint32_t kSampleTag = (2 << 3) | 2; // field 2, length-delimited
-		for (size_t i = 0; i < profile_.nodes.size(); i++) {
-			const PathNode &n = profile_.nodes[i];
+		const std::vector<PathNode> &nodes = profile_.nodes;
+		// Each node's depth: a root (its parent not before it) is 0. Parents
+		// always come before their children, which also guards against cycles.
+		std::vector<uint32_t> depth(nodes.size());
+		uint32_t max_depth = 0;
+		for (size_t i = 0; i < nodes.size(); i++) {
+			size_t parent = nodes[i].parent;
+			depth[i] = parent >= i ? 0 : depth[parent] + 1;
+			max_depth = std::max(max_depth, depth[i]);
+		}
+		stack_.clear();
+		bytes_.assign((size_t(max_depth) + 1) * 10, 0);
+		std::vector<uint8_t> sample;
+		for (size_t i = 0; i < nodes.size(); i++) {
+			const PathNode &n = nodes[i];
+			push(i, depth);
 			if (n.calls == 0 && n.self_ns == 0)
 				continue;
-			fill(i);
+			if (pending_)
+				assign_ids();
+			encode_sample(n, sample);
 			out.WriteVarint32(kSampleTag);
-			out.WriteVarint32(static_cast<uint32_t>(sample_.ByteSizeLong()));
-			sample_.SerializeWithCachedSizes(&out);
+			out.WriteVarint32(static_cast<uint32_t>(sample.size()));
+			out.WriteRaw(sample.data(), static_cast<int>(sample.size()));
 			if (i % 4096 == 0 && out.HadError())
 				return; // the output failed: what follows would be thrown away
 		}
 	}
 
 private:
-	// One Sample, reused so that a path allocates nothing once the first few
-	// have sized its arrays.
-	void fill(size_t i)
+	struct Frame {
+		uint32_t node = 0;
+		uint32_t function = 0;
+		size_t begin = 0;     // where its id's bytes start in bytes_ (they end at the frame below's begin)
+		bool pending = false; // its function has no id yet: encoded once a sample assigns it one
+	};
+
+	size_t below(size_t level) const { return level ? stack_[level - 1].begin : bytes_.size(); }
+
+	// Node i on top of the stack, at its depth, its parent below it.
+	void push(size_t i, const std::vector<uint32_t> &depth)
 	{
+		uint32_t d = depth[i];
 		const PathNode &n = profile_.nodes[i];
-		sample_.Clear();
-		// Leaf first; parents always come before their children, which also
-		// guards against cycles in a malformed profile.
-		for (size_t j = i;;) {
-			sample_.add_location_id(locations_.id_of(profile_.nodes[j].function));
-			size_t parent = profile_.nodes[j].parent;
-			if (parent >= j)
-				break;
-			j = parent;
+		if (d > 0 && !(stack_.size() >= d && stack_[d - 1].node == n.parent)) {
+			// Not the current stack's: its ancestors, walked once.
+			stack_.assign(d, Frame{});
+			for (size_t j = n.parent, level = d; level-- > 0; j = profile_.nodes[j].parent)
+				stack_[level] = {uint32_t(j), profile_.nodes[j].function, 0, false};
+			pending_ = 0;
+			encode_from(0);
 		}
-		sample_.add_value(to_int64(n.calls));
-		sample_.add_value(to_int64(n.self_ns));
+		for (size_t level = d; level < stack_.size(); level++)
+			pending_ -= stack_[level].pending;
+		stack_.resize(d);
+		stack_.push_back({uint32_t(i), n.function, 0, false});
+		encode_from(d);
+	}
+
+	// The stack's ids from level on, each below the one above it in bytes_.
+	void encode_from(size_t level)
+	{
+		for (; level < stack_.size(); level++) {
+			Frame &f = stack_[level];
+			uint64_t id = locations_.find(f.function);
+			if (f.pending)
+				pending_--;
+			f.pending = id == 0;
+			pending_ += f.pending;
+			uint8_t buf[10];
+			size_t length = id ? size_t(put_varint(buf, id) - buf) : 0;
+			f.begin = below(level) - length;
+			std::copy(buf, buf + length, bytes_.begin() + long(f.begin));
+		}
+	}
+
+	// Ids for the stack's functions that have none, leaf first (the order in
+	// which the samples first use them), then the stack's bytes again.
+	void assign_ids()
+	{
+		for (size_t level = stack_.size(); level-- > 0;)
+			locations_.id_of(stack_[level].function);
+		encode_from(0);
+	}
+
+	void encode_sample(const PathNode &n, std::vector<uint8_t> &sample)
+	{
+		sample.clear();
+		uint8_t buf[10];
+		auto put = [&](uint64_t v) { sample.insert(sample.end(), buf, put_varint(buf, v)); };
+		size_t begin = stack_.back().begin, length = bytes_.size() - begin;
+		if (length) {
+			put((1 << 3) | 2); // location_id, packed
+			put(length);
+			sample.insert(sample.end(), bytes_.begin() + long(begin), bytes_.end());
+		}
+		uint64_t values[4] = {uint64_t(to_int64(n.calls)), uint64_t(to_int64(n.self_ns)), 0, 0};
+		size_t count = 2;
 		if (has_offcpu_) {
 			uint64_t offcpu = std::min(n.self_offcpu_ns, n.self_ns);
-			sample_.add_value(to_int64(n.self_ns - offcpu));
-			sample_.add_value(to_int64(offcpu));
+			values[count++] = uint64_t(to_int64(n.self_ns - offcpu));
+			values[count++] = uint64_t(to_int64(offcpu));
 		}
-		pp::Label *pid = sample_.add_label();
-		pid->set_key(pid_key_);
-		pid->set_num(n.pid);
+		uint8_t packed[40], *end = packed;
+		for (size_t k = 0; k < count; k++)
+			end = put_varint(end, values[k]);
+		put((2 << 3) | 2); // value, packed
+		put(size_t(end - packed));
+		sample.insert(sample.end(), packed, end);
+		// label: {key, num} pid, then {key, str} process when known; int64
+		// fields as protobuf writes them (a negative one in ten bytes), 0 left out.
+		label(sample, pid_key_, 0, n.pid);
 		if (auto it = comms_.find(n.pid); it != comms_.end()) {
-			pp::Label *process = sample_.add_label();
-			process->set_key(process_key_);
 			// Indexed at the process's first sample, as each sample did before.
 			if (it->second.index < 0)
 				it->second.index = strings_.index(it->second.comm);
-			process->set_str(it->second.index);
+			label(sample, process_key_, it->second.index, 0);
 		}
+	}
+
+	static void label(std::vector<uint8_t> &sample, int64_t key, int64_t str, int64_t num)
+	{
+		uint8_t body[33], *end = body;
+		for (auto [tag, v] : {std::pair{uint8_t(1 << 3), key}, {uint8_t(2 << 3), str}, {uint8_t(3 << 3), num}})
+			if (v != 0) {
+				*end++ = tag;
+				end = put_varint(end, uint64_t(v));
+			}
+		sample.push_back((3 << 3) | 2); // label, length-delimited
+		sample.push_back(uint8_t(end - body)); // under 128 bytes
+		sample.insert(sample.end(), body, end);
 	}
 
 	struct Comm {
@@ -247,7 +360,9 @@ private:
 	StringTable &strings_;
 	std::map<int32_t, Comm> comms_;
 	int64_t pid_key_ = 0, process_key_ = 0;
-	pp::Sample sample_;
+	std::vector<Frame> stack_;   // the current path, root first
+	std::vector<uint8_t> bytes_; // the stack's location ids, encoded, the root's last
+	size_t pending_ = 0;	     // frames whose function has no id yet
 };
 
 // The Profile fields after the tables: its times, period and comment.

@@ -287,6 +287,13 @@ void index_children(CallTree &tree)
 
 CallTree build_call_tree(const Profile &profile)
 {
+	std::vector<uint32_t> tree_index;
+	CallTree tree = build_call_tree(profile, tree_index);
+	return tree;
+}
+
+CallTree build_call_tree(const Profile &profile, std::vector<uint32_t> &tree_index)
+{
 	CallTree tree;
 	// Functions of the same name are one frame: each name gets one id.
 	const std::string unknown = "<unknown>";
@@ -302,7 +309,7 @@ CallTree build_call_tree(const Profile &profile)
 	// First the tree's shape (each path's node; each node's name and parent),
 	// then the nodes, allocated once at their number (not grown and shrunk:
 	// copying 64 MB of nodes was a third of this at a million paths), and their sums.
-	std::vector<uint32_t> tree_index = huge_vector<uint32_t>(profile.nodes.size());
+	tree_index = huge_vector<uint32_t>(profile.nodes.size());
 	std::vector<std::pair<uint32_t, uint32_t>> shape; // name, parent
 	reserve_huge(shape, profile.nodes.size());
 	{
@@ -325,13 +332,22 @@ CallTree build_call_tree(const Profile &profile)
 	for (auto [name, parent] : shape)
 		tree.nodes.push_back({.name = name, .parent = parent});
 	shape = {};
-	if (profile.distributions)
+	if (profile.distributions) {
 		tree.dists.resize(tree.nodes.size());
+		for (size_t i = 0; i < profile.nodes.size(); i++)
+			add_distribution(tree.dists[tree_index[i]], profile.nodes[i].dist);
+	}
+	add_times(tree, profile, tree_index);
+	index_children(tree);
+	return tree;
+}
+
+// Each profile node's counts and times added into its tree node, then the subtrees' sums.
+void add_times(CallTree &tree, const Profile &profile, const std::vector<uint32_t> &tree_index)
+{
 	for (size_t i = 0; i < profile.nodes.size(); i++) {
 		const PathNode &pn = profile.nodes[i];
 		TreeNode &n = tree.nodes[tree_index[i]];
-		if (profile.distributions)
-			add_distribution(tree.dists[tree_index[i]], pn.dist);
 		n.calls += pn.calls;
 		n.open += pn.open;
 		uint64_t offcpu = std::min(pn.self_offcpu_ns, pn.self_ns);
@@ -340,10 +356,15 @@ CallTree build_call_tree(const Profile &profile)
 		n.self_offcpu_ns += offcpu;
 		n.uncertain_ns += pn.uncertain_ns;
 	}
-	tree_index = {};
-	index_children(tree);
 	sum_subtrees(tree);
-	return tree;
+}
+
+void refill_times(CallTree &tree, const Profile &profile, const std::vector<uint32_t> &tree_index)
+{
+	for (TreeNode &n : tree.nodes)
+		n = {.name = n.name, .parent = n.parent};
+	tree.time = TimeMode::Wall;
+	add_times(tree, profile, tree_index);
 }
 
 void sum_subtrees(CallTree &tree)

@@ -63,6 +63,15 @@ struct CallTree {
 
 // In wall-clock time; see with_self_time() for the others.
 CallTree build_call_tree(const Profile &profile);
+// The same, and in tree_index each profile node's tree node (for refill_times).
+CallTree build_call_tree(const Profile &profile, std::vector<uint32_t> &tree_index);
+// The tree's counts and times (wall-clock) again from profile, whose shape
+// (nodes, parents, functions) is the one the tree was built from with
+// tree_index, only its times changed (compensation): the tree's shape is kept,
+// not built again. Distributions are kept as they are.
+void refill_times(CallTree &tree, const Profile &profile, const std::vector<uint32_t> &tree_index);
+// Adds each profile node's counts and times into its tree node, then sums the subtrees.
+void add_times(CallTree &tree, const Profile &profile, const std::vector<uint32_t> &tree_index);
 // Sets every total_ns to the sum of the self times of its subtree, and
 // total_self_ns to the sum of all self times.
 void sum_subtrees(CallTree &tree);

@@ -56,12 +56,10 @@ json slice_event(const Action &a)
 // thread and span name, in (pid, tid, name) order.
 constexpr uint32_t kSpanTrackTid = 1u << 30;
 
-} // namespace
-
-std::string render_chrome_trace(const TraceInput &input)
+// The processes' and threads' names; each thread's spans of one name get a
+// track (a tid) of their own: returned.
+std::map<SpanTrackKey, uint32_t> add_names(json &events, const TraceInput &input, const Timeline &t)
 {
-	Timeline t = replay(input);
-	json events = json::array();
 	for (const auto &[pid, name] : input.process_names)
 		events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"args", {{"name", name}}}});
 	for (const auto &[key, th] : t.threads)
@@ -76,8 +74,25 @@ std::string render_chrome_trace(const TraceInput &input)
 		events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", track.first.first}, {"tid", tid},
 			{"args", {{"name", span_label(track.second) + " " + thread_label(input, track.first.second, true)}}}});
 	}
-	// Complete (X) events, not B/E pairs: readers that match an E to the
-	// latest B of any thread (the DevTools trace engine) see no mismatch.
+	return span_tids;
+}
+
+// A paired task creation: its instant and the flow's start.
+void add_flow_start(json &events, const Action &a, const json &at_instant, const json &at_start)
+{
+	json created = at_instant;
+	created.update({{"s", "t"}, {"args", {{"task_id", a.id}}}});
+	events.push_back(std::move(created));
+	json start = at_start;
+	start["id"] = a.id;
+	events.push_back(std::move(start));
+}
+
+// The calls and tasks as complete (X) events, not B/E pairs: readers that
+// match an E to the latest B of any thread (the DevTools trace engine) see no
+// mismatch; and the flows from a task's creation to its start.
+void add_slices(json &events, const Timeline &t)
+{
 	std::map<ThreadKey, std::vector<size_t>> open; // per thread, its unclosed slices' indices in events
 	struct Closing {
 		uint64_t ts = 0;
@@ -104,19 +119,12 @@ std::string render_chrome_trace(const TraceInput &input)
 			close_slice(events, c.slices, slice, micros(a.ts));
 			break;
 		}
-		case Action::FlowStart: {
-			if (!a.paired)
-				break;
+		case Action::FlowStart:
 			// DevTools binds a flow event to the event of the same ts, thread
 			// and cat: the creation's own instant; others to the enclosing slice.
-			json created = at("i", "task created");
-			created.update({{"s", "t"}, {"args", {{"task_id", a.id}}}});
-			events.push_back(std::move(created));
-			json start = at("s", "task");
-			start["id"] = a.id;
-			events.push_back(std::move(start));
+			if (a.paired)
+				add_flow_start(events, a, at("i", "task created"), at("s", "task"));
 			break;
-		}
 		case Action::FlowEnd: {
 			// After the [task] slice it binds to (same ts and cat).
 			json end = at("f", "task");
@@ -126,10 +134,14 @@ std::string render_chrome_trace(const TraceInput &input)
 		}
 		}
 	}
+}
+
+void add_spans(json &events, const Timeline &t, const std::map<SpanTrackKey, uint32_t> &span_tids)
+{
 	for (const auto &[track, slices] : t.spans) {
 		for (const SpanSlice &sp : slices) {
 			json e = {{"ph", "X"}, {"name", span_label(track.second)}, {"cat", "span"}, {"pid", track.first.first},
-				{"tid", span_tids[track]}, {"ts", micros(sp.begin)},
+				{"tid", span_tids.at(track)}, {"ts", micros(sp.begin)},
 				{"dur", micros_between(micros(sp.begin), micros(sp.end))},
 				{"args", {{"span", std::string(track.second)}, {"thread", track.first.second}}}};
 			if (sp.open)
@@ -137,6 +149,10 @@ std::string render_chrome_trace(const TraceInput &input)
 			events.push_back(std::move(e));
 		}
 	}
+}
+
+json other_data(const TraceInput &input, const Timeline &t)
+{
 	json other = {{"unmatched_exits", t.unmatched_exits}, {"events", input.events.size()}};
 	if (!t.spans.empty() || t.span_restarts || t.unmatched_span_ends) {
 		other["span_restarts"] = t.span_restarts;
@@ -149,7 +165,19 @@ std::string render_chrome_trace(const TraceInput &input)
 		// begin before its creation): the timeline keeps measured times.
 		other["compensated"] = false;
 	}
-	return dump({{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}, {"otherData", std::move(other)}});
+	return other;
+}
+
+} // namespace
+
+std::string render_chrome_trace(const TraceInput &input)
+{
+	Timeline t = replay(input);
+	json events = json::array();
+	std::map<SpanTrackKey, uint32_t> span_tids = add_names(events, input, t);
+	add_slices(events, t);
+	add_spans(events, t, span_tids);
+	return dump({{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}, {"otherData", other_data(input, t)}});
 }
 
 } // namespace usdtprof

@@ -242,17 +242,10 @@ private:
 		uint64_t probe_ns, hits, switch_ns;
 	};
 
-	const std::map<int, ProfileProcess> &processes() const
-	{
-		return binary_processes_ ? binary_processes_->seen() : pid_process_;
-	}
-	const std::map<int, std::vector<Mapping>> &maps() const
-	{
-		return binary_processes_ ? binary_processes_->maps() : pid_maps_;
-	}
+	const std::map<int, ProfileProcess> &processes() const { return session_.processes().seen(); }
+	const std::map<int, std::vector<Mapping>> &maps() const { return session_.processes().maps(); }
 	bool target_gone() const { return pid() && !process_exists(pid()); }
 	Runs run_totals() const;
-	void scan();
 	std::vector<int> target_pids();
 	void open_window(Interval &iv);
 	bool wait(Interval &iv, Clock::time_point end, std::chrono::duration<double> length);
@@ -275,13 +268,10 @@ private:
 	MonitorOutputs outputs_;
 	UniqueFd stats_; // the kernel's run time of our programs, for the cost of a hit
 	double trap_ns_ = 0;
-	std::optional<BinaryProcesses> binary_processes_;
 	std::vector<const Preset *> chosen_;
 	std::vector<FoundSite> sites_;
 	bool skip_gone_ = false;
 	bool attached_now_ = true;
-	std::map<int, ProfileProcess> pid_process_;    // -p's one process (binary_processes_ describes --binary's)
-	std::map<int, std::vector<Mapping>> pid_maps_;
 
 	std::mt19937_64 rng_{std::random_device{}()};
 	PathDeltas deltas_;
@@ -322,17 +312,14 @@ MonitorSession::MonitorSession(const MonitorOptions &o)
 		throw UserError("cannot measure the probe cost: " + trap_ns.error().message);
 	trap_ns_ = *trap_ns;
 
-	AttachPlan plan = plan_attach(t_, pid(), false, target_files(t_, pid(), binary_processes_, session_.files()), custom_);
+	AttachPlan plan = plan_attach(t_, pid(), false, session_.target_files(t_, pid()), custom_);
 	chosen_ = std::move(plan.presets);
 	sites_ = std::move(plan.sites);
-	skip_gone_ = binary_processes_.has_value();
+	skip_gone_ = session_.processes().binary() != nullptr;
 	session_.attach(sites_, skip_gone_);
 	session_.calibrate(o.offcpu, false); // measured once: every interval's profile carries it
-	if (pid()) {
-		pid_process_[pid()] = describe_process(pid());
-		if (auto m = read_proc_maps(pid()))
-			pid_maps_[pid()] = std::move(*m);
-	}
+	if (pid())
+		session_.processes().add(pid());
 	log_line("monitoring %s: %zu probe sites, a hit costs %.0f ns (trap) plus the program; budget %.2g%%, "
 		 "every %.3g s into %s; Ctrl-C to stop",
 		 pid() ? pid_text(pid()).c_str() : ("every process of " + t_.binary).c_str(),
@@ -353,29 +340,17 @@ MonitorSession::Runs MonitorSession::run_totals() const
 	return Runs{entry_ns + exit_ns, entry_runs + exit_runs, switch_ns};
 }
 
-// --binary: processes started since the last scan get their libraries
-// attached, for each of them only.
-void MonitorSession::scan()
-{
-	std::vector<int> fresh = binary_processes_->scan();
-	if (fresh.empty())
-		return;
-	auto more = more_sites(t_, binary_processes_->files(fresh), chosen_, custom_, sites_.size());
-	if (attached_now_)
-		session_.attach(more, skip_gone_);
-	sites_.insert(sites_.end(), more.begin(), more.end());
-}
-
 std::vector<int> MonitorSession::target_pids()
 {
 	if (pid())
 		return {pid()};
-	scan();
+	// Processes started since the last scan get their libraries attached,
+	// for each of them only (while the window is open).
+	session_.attach_new_processes(t_, chosen_, custom_, sites_, attached_now_);
 	std::vector<int> pids;
 	for (const auto &[p, process] : processes())
 		if (process_exists(p))
 			pids.push_back(p);
-	engine().share_tables(pids.size());
 	return pids;
 }
 
@@ -513,8 +488,8 @@ void MonitorSession::end_interval(Interval &iv, bool stopping)
 // reported unnamed).
 std::vector<PathRecord> MonitorSession::read_records(std::set<uint32_t> &dead)
 {
-	if (binary_processes_)
-		for (const auto &[p, process] : binary_processes_->seen())
+	if (session_.processes().binary())
+		for (const auto &[p, process] : processes())
 			if (!process_exists(p))
 				dead.insert(uint32_t(p));
 	std::vector<PathRecord> records = engine().read_paths();
@@ -637,8 +612,8 @@ void MonitorSession::run()
 		engine().delete_paths(delta.forget);
 		for (uint32_t tgid : dead) {
 			engine().delete_names(tgid);
-			if (binary_processes_) {
-				binary_processes_->forget(int(tgid));
+			if (BinaryProcesses *binary = session_.processes().binary()) {
+				binary->forget(int(tgid));
 				std::erase_if(sites_, [&](const FoundSite &f) { return f.pid == int(tgid); });
 			}
 		}

@@ -620,8 +620,8 @@ public:
 		plan.period = std::chrono::milliseconds(50);
 		plan.tick = [&] {
 			engine().drain_events(collector());
-			if (binary_processes_ && ++ticks % 4 == 0)
-				attach_new_processes();
+			if (session_.processes().binary() && ++ticks % 4 == 0)
+				session_.attach_new_processes(o_.target, chosen_, custom_, sites_, true);
 		};
 		session_.watch(pids_, ExitWatch::Gone::Exited);
 		return session_.wait(plan);
@@ -638,6 +638,8 @@ public:
 			profile_.processes = tree_->processes();
 		} else {
 			stop_ns_ = engine().stop();
+			if (!session_.processes().binary())
+				attach_maps_ = session_.processes().maps();
 		}
 		profile_.stop_unix_ns = unix_now_ns() - int64_t(monotonic_now() - stop_ns_);
 		engine().drain_events(collector());
@@ -655,7 +657,7 @@ public:
 			if (auto fresh = read_proc_maps(p); fresh && !fresh->empty() && !(tree_ && tree_->reimaged(p)))
 				maps = std::move(*fresh);
 		std::vector<PathRecord> records = engine().read_paths();
-		if (binary_processes_)
+		if (session_.processes().binary())
 			describe_binary_processes(records);
 		apply_titles(profile_.processes, engine().read_process_titles());
 		if (int pid = command_pid())
@@ -740,7 +742,6 @@ private:
 	std::optional<HeldChild> child_;
 	std::unique_ptr<FollowedCommand> followed_;
 	std::optional<FollowedTree> tree_;
-	std::optional<BinaryProcesses> binary_processes_;
 	std::vector<const Preset *> chosen_;
 	std::vector<FoundSite> sites_;
 	std::map<int, std::vector<Mapping>> attach_maps_;
@@ -823,16 +824,15 @@ private:
 	void attach_running()
 	{
 		if (!o_.target.binary.empty()) {
-			AttachPlan plan = plan_attach(o_.target, 0, false,
-						      target_files(o_.target, 0, binary_processes_, session_.files()), custom_);
+			AttachPlan plan = plan_attach(o_.target, 0, false, session_.target_files(o_.target, 0), custom_);
 			chosen_ = std::move(plan.presets);
 			sites_ = std::move(plan.sites);
 			session_.attach(sites_, true);
-			engine().share_tables(binary_processes_->running());
+			engine().share_tables(session_.processes().binary()->running());
 			return;
 		}
 		for (int pid : pids_)
-			add_process(pid, target_files(o_.target, pid, binary_processes_, session_.files()));
+			add_process(pid, session_.target_files(o_.target, pid));
 		session_.attach(sites_, false);
 	}
 
@@ -840,14 +840,13 @@ private:
 	// planned after those of the processes before it.
 	void add_process(int pid, FilesByPid files)
 	{
-		if (auto maps = read_proc_maps(pid))
-			attach_maps_[pid] = std::move(*maps);
+		session_.processes().add(pid);
 		AttachPlan plan = plan_attach(o_.target, pid, child_.has_value(), std::move(files), custom_, sites_.size());
 		sites_.insert(sites_.end(), plan.sites.begin(), plan.sites.end());
 		for (const Preset *p : plan.presets)
 			if (std::find(chosen_.begin(), chosen_.end(), p) == chosen_.end())
 				chosen_.push_back(p);
-		profile_.processes.push_back(describe_process(pid));
+		profile_.processes.push_back(session_.processes().seen().at(pid));
 	}
 
 	void announce()
@@ -864,24 +863,13 @@ private:
 			 used.empty() ? "" : " with ", used.c_str(), engine().attached_sites());
 	}
 
-	// --binary: processes started since, their libraries attached for each
-	// of them only.
-	void attach_new_processes()
-	{
-		if (std::vector<int> fresh = binary_processes_->scan(); !fresh.empty()) {
-			auto more = more_sites(o_.target, binary_processes_->files(fresh), chosen_, custom_, sites_.size());
-			session_.attach(more, true);
-			sites_.insert(sites_.end(), more.begin(), more.end());
-		}
-		engine().share_tables(binary_processes_->running());
-	}
-
 	// --binary: every process with a path or a span, as seen or as the kernel
 	// kept its name.
 	void describe_binary_processes(const std::vector<PathRecord> &records)
 	{
-		binary_processes_->scan();
-		for (const auto &[p, maps] : binary_processes_->maps())
+		BinaryProcesses &binary = *session_.processes().binary();
+		binary.scan();
+		for (const auto &[p, maps] : binary.maps())
 			attach_maps_.emplace(p, maps);
 		std::set<uint32_t> tgids;
 		for (const PathRecord &r : records)
@@ -890,9 +878,9 @@ private:
 			tgids.insert(uint32_t(sp.pid));
 		auto comms = engine().read_process_comms();
 		for (uint32_t tgid : tgids) {
-			auto seen = binary_processes_->seen().find(int(tgid));
-			profile_.processes.push_back(seen != binary_processes_->seen().end() ? seen->second
-											       : describe_process(int(tgid), comms));
+			auto seen = binary.seen().find(int(tgid));
+			profile_.processes.push_back(seen != binary.seen().end() ? seen->second
+										 : describe_process(int(tgid), comms));
 		}
 	}
 

@@ -86,6 +86,19 @@ void Session::attach(const std::vector<FoundSite> &sites, bool skip_gone)
 	merge_attached(attached_, attach_sites(*engine_, sites, skip_gone));
 }
 
+void Session::attach_new_processes(const TargetSpec &t, const std::vector<const Preset *> &chosen,
+				   const std::vector<ProbeRole> &custom, std::vector<FoundSite> &sites, bool attach_now)
+{
+	BinaryProcesses &binary = *processes_.binary();
+	if (std::vector<int> fresh = binary.scan(); !fresh.empty()) {
+		auto more = more_sites(t, binary.files(fresh), chosen, custom, sites.size());
+		if (attach_now)
+			attach(more, true);
+		sites.insert(sites.end(), more.begin(), more.end());
+	}
+	engine_->share_tables(binary.running());
+}
+
 void Session::calibrate(bool offcpu_hook, bool trace)
 {
 	auto r = usdtprof::calibrate(*engine_, offcpu_hook, trace);

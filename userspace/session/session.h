@@ -18,6 +18,7 @@
 #include "engine/engine.h"
 #include "engine/probes.h"
 #include "profile/profile.h"
+#include "session/targets.h"
 #include "target/proc_maps.h"
 #include "target/target_file.h"
 
@@ -103,6 +104,20 @@ public:
 	const AttachedProbes &attached() const { return attached_; }
 	// Attaches sites (attach_sites): their probes join those attached.
 	void attach(const std::vector<FoundSite> &sites, bool skip_gone);
+
+	// The processes attached to: -p's or a launched one (added), or
+	// --binary's, found from target_files() on.
+	ProcessTable &processes() { return processes_; }
+	const ProcessTable &processes() const { return processes_; }
+	// The files to look for probes in for t's process pid, or (pid 0) for
+	// every process of --binary (ProcessTable::target_files). Throws UserError.
+	FilesByPid target_files(const TargetSpec &t, int pid) { return processes_.target_files(t, pid, files_); }
+	// --binary: the processes started since the last scan get their
+	// libraries' sites (for each of them only), planned after sites and
+	// appended to them, attached when attach_now; the kernel's tables are
+	// shared among the processes running.
+	void attach_new_processes(const TargetSpec &t, const std::vector<const Preset *> &chosen,
+				  const std::vector<ProbeRole> &custom, std::vector<FoundSite> &sites, bool attach_now);
 	// The probes a followed command's attaches added up to, once stopped.
 	void set_attached(AttachedProbes attached) { attached_ = std::move(attached); }
 	// Measures the probes' cost (calibrate), or warns that times will be
@@ -122,6 +137,7 @@ private:
 	ExitWatch exits_;
 	std::unique_ptr<Engine> engine_;
 	TargetFiles files_;
+	ProcessTable processes_; // after files_, which --binary's processes open files into
 	AttachedProbes attached_;
 	std::optional<CalibrationResult> calibration_;
 };

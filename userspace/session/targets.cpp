@@ -110,6 +110,13 @@ FilesByPid target_files(const TargetSpec &t, int pid, std::optional<BinaryProces
 	return {{pid, files.of_process(pid, *maps)}};
 }
 
+void ProcessTable::add(int pid)
+{
+	if (auto maps = read_proc_maps(pid))
+		maps_[pid] = std::move(*maps);
+	added_[pid] = describe_process(pid);
+}
+
 void check_target_exists(const TargetSpec &t)
 {
 	for (int pid : t.pids)

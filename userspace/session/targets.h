@@ -63,6 +63,31 @@ private:
 FilesByPid target_files(const TargetSpec &t, int pid, std::optional<BinaryProcesses> &binary_processes,
 			TargetFiles &files);
 
+// The processes a session attaches to, each described and its maps read when
+// first seen: --binary's (BinaryProcesses, found by scanning) or those added
+// (-p's, a launched command).
+class ProcessTable {
+public:
+	// The files to look for probes in (target_files): for --binary, its
+	// processes are scanned from here on. Throws UserError.
+	FilesByPid target_files(const TargetSpec &t, int pid, TargetFiles &files)
+	{
+		return usdtprof::target_files(t, pid, binary_, files);
+	}
+	// A process of -p, or launched: described, its maps read.
+	void add(int pid);
+	// --binary's processes; nullptr for -p and a launched command.
+	BinaryProcesses *binary() { return binary_ ? &*binary_ : nullptr; }
+	const BinaryProcesses *binary() const { return binary_ ? &*binary_ : nullptr; }
+	const std::map<int, ProfileProcess> &seen() const { return binary_ ? binary_->seen() : added_; }
+	const std::map<int, std::vector<Mapping>> &maps() const { return binary_ ? binary_->maps() : maps_; }
+
+private:
+	std::optional<BinaryProcesses> binary_;
+	std::map<int, ProfileProcess> added_;
+	std::map<int, std::vector<Mapping>> maps_;
+};
+
 // What the target options name exists: each -p's process, --binary's file.
 // Throws UserError.
 void check_target_exists(const TargetSpec &t);

@@ -209,6 +209,82 @@ bool nop5_follows(int fd, const GElf_Ehdr &ehdr, uint64_t pc_offset)
 	       std::memcmp(code, kNopNop5, sizeof code) == 0;
 }
 
+
+// The .note.stapsdt section and .stapsdt.base's address, when the file has them.
+struct StapsdtSections {
+	Elf_Scn *notes = nullptr;
+	std::optional<uint64_t> base;
+};
+
+StapsdtSections stapsdt_sections(Elf *elf, size_t shstrndx)
+{
+	StapsdtSections found;
+	for (Elf_Scn *scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+		GElf_Shdr shdr;
+		if (!gelf_getshdr(scn, &shdr))
+			continue;
+		const char *name = elf_strptr(elf, shstrndx, shdr.sh_name);
+		if (!name)
+			continue;
+		if (shdr.sh_type == SHT_NOTE && std::strcmp(name, ".note.stapsdt") == 0)
+			found.notes = scn;
+		else if (std::strcmp(name, ".stapsdt.base") == 0)
+			found.base = shdr.sh_addr;
+	}
+	return found;
+}
+
+// One stapsdt note's site (desc: its descsz bytes), its addresses moved by
+// .stapsdt.base and turned into file offsets.
+Result<UsdtSite> note_site(int fd, const ElfFile &file, const std::string &path, std::string_view desc_bytes,
+			   std::optional<uint64_t> stapsdt_base)
+{
+	const size_t addr_size = file.ehdr.e_ident[EI_CLASS] == ELFCLASS64 ? 8 : 4;
+	const bool big_endian = file.ehdr.e_ident[EI_DATA] == ELFDATA2MSB;
+	const Error malformed{path + ": malformed .note.stapsdt"};
+	if (desc_bytes.size() < 3 * addr_size)
+		return malformed;
+	const auto *desc = reinterpret_cast<const unsigned char *>(desc_bytes.data());
+	UsdtSite site;
+	site.pc = read_addr(desc, addr_size, big_endian);
+	const uint64_t base = read_addr(desc + addr_size, addr_size, big_endian);
+	site.semaphore = read_addr(desc + 2 * addr_size, addr_size, big_endian);
+	// Prelink moves the sections but not the notes: .stapsdt.base records
+	// where the note's base address ended up.
+	if (stapsdt_base) {
+		site.pc += *stapsdt_base - base;
+		if (site.semaphore)
+			site.semaphore += *stapsdt_base - base;
+	}
+
+	std::string_view strings = desc_bytes.substr(3 * addr_size);
+	for (std::string *out : {&site.provider, &site.name, &site.args_text}) {
+		const size_t nul = strings.find('\0');
+		if (nul == std::string_view::npos)
+			return malformed;
+		*out = strings.substr(0, nul);
+		strings.remove_prefix(nul + 1);
+	}
+	site.args = split_args(site.args_text);
+
+	std::optional<uint64_t> pc_offset = file_offset(file.loads, site.pc, PF_X);
+	if (!pc_offset)
+		return Error{path + ": probe " + site.provider + ":" + site.name +
+			     " is outside any executable segment"};
+	site.pc_offset = *pc_offset;
+	site.nop5_follows = nop5_follows(fd, file.ehdr, site.pc_offset);
+	if (site.nop5_follows)
+		site.pc_offset += 1;
+	if (site.semaphore) {
+		std::optional<uint64_t> sem_offset = file_offset(file.loads, site.semaphore, PF_W);
+		if (!sem_offset)
+			return Error{path + ": semaphore of probe " + site.provider + ":" + site.name +
+				     " is outside any writable segment"};
+		site.semaphore_offset = *sem_offset;
+	}
+	return site;
+}
+
 } // namespace
 
 Result<uint64_t> entry_point_offset(int fd, const std::string &name)
@@ -239,38 +315,20 @@ Result<std::vector<UsdtSite>> read_usdt_sites(int fd, const std::string &path, b
 	if (!file)
 		return file.error();
 	Elf *elf = file->elf.get();
-	const GElf_Ehdr &ehdr = file->ehdr;
-	const std::vector<GElf_Phdr> &loads = file->loads;
 	size_t shstrndx = 0;
 	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
 		return Error{path + ": " + elf_errmsg(-1)};
 
-	Elf_Scn *notes = nullptr;
-	std::optional<uint64_t> stapsdt_base;
-	for (Elf_Scn *scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
-		GElf_Shdr shdr;
-		if (!gelf_getshdr(scn, &shdr))
-			continue;
-		const char *name = elf_strptr(elf, shstrndx, shdr.sh_name);
-		if (!name)
-			continue;
-		if (shdr.sh_type == SHT_NOTE && std::strcmp(name, ".note.stapsdt") == 0)
-			notes = scn;
-		else if (std::strcmp(name, ".stapsdt.base") == 0)
-			stapsdt_base = shdr.sh_addr;
-	}
+	StapsdtSections sections = stapsdt_sections(elf, shstrndx);
 	bool bytes_cut = false;
 	if (cut)
 		*cut = false;
-	if (!notes)
+	if (!sections.notes)
 		return std::vector<UsdtSite>{};
-	Elf_Data *data = note_data(elf, notes, bytes_cut);
+	Elf_Data *data = note_data(elf, sections.notes, bytes_cut);
 	if (!data)
 		return Error{path + ": " + elf_errmsg(-1)};
 
-	const size_t addr_size = ehdr.e_ident[EI_CLASS] == ELFCLASS64 ? 8 : 4;
-	const bool big_endian = ehdr.e_ident[EI_DATA] == ELFDATA2MSB;
-	const Error malformed{path + ": malformed .note.stapsdt"};
 	std::vector<UsdtSite> sites;
 	GElf_Nhdr nhdr;
 	size_t name_off = 0, desc_off = 0;
@@ -283,47 +341,10 @@ Result<std::vector<UsdtSite>> read_usdt_sites(int fd, const std::string &path, b
 		const char *buf = static_cast<const char *>(data->d_buf);
 		if (nhdr.n_type != kNtStapsdt || std::string_view(buf + name_off, nhdr.n_namesz) != kStapsdtOwner)
 			continue;
-		if (nhdr.n_descsz < 3 * addr_size)
-			return malformed;
-		const auto *desc = reinterpret_cast<const unsigned char *>(buf + desc_off);
-		UsdtSite site;
-		site.pc = read_addr(desc, addr_size, big_endian);
-		const uint64_t base = read_addr(desc + addr_size, addr_size, big_endian);
-		site.semaphore = read_addr(desc + 2 * addr_size, addr_size, big_endian);
-		// Prelink moves the sections but not the notes: .stapsdt.base records
-		// where the note's base address ended up.
-		if (stapsdt_base) {
-			site.pc += *stapsdt_base - base;
-			if (site.semaphore)
-				site.semaphore += *stapsdt_base - base;
-		}
-
-		std::string_view strings(buf + desc_off + 3 * addr_size, nhdr.n_descsz - 3 * addr_size);
-		for (std::string *out : {&site.provider, &site.name, &site.args_text}) {
-			const size_t nul = strings.find('\0');
-			if (nul == std::string_view::npos)
-				return malformed;
-			*out = strings.substr(0, nul);
-			strings.remove_prefix(nul + 1);
-		}
-		site.args = split_args(site.args_text);
-
-		std::optional<uint64_t> pc_offset = file_offset(loads, site.pc, PF_X);
-		if (!pc_offset)
-			return Error{path + ": probe " + site.provider + ":" + site.name +
-				     " is outside any executable segment"};
-		site.pc_offset = *pc_offset;
-		site.nop5_follows = nop5_follows(fd, ehdr, site.pc_offset);
-		if (site.nop5_follows)
-			site.pc_offset += 1;
-		if (site.semaphore) {
-			std::optional<uint64_t> sem_offset = file_offset(loads, site.semaphore, PF_W);
-			if (!sem_offset)
-				return Error{path + ": semaphore of probe " + site.provider + ":" + site.name +
-					     " is outside any writable segment"};
-			site.semaphore_offset = *sem_offset;
-		}
-		sites.push_back(std::move(site));
+		auto site = note_site(fd, *file, path, std::string_view(buf + desc_off, nhdr.n_descsz), sections.base);
+		if (!site)
+			return site.error();
+		sites.push_back(std::move(*site));
 	}
 	if (cut)
 		*cut = bytes_cut;

@@ -351,6 +351,29 @@ TEST_CASE("pprof: written sample by sample, the bytes are protobuf's own seriali
 		REQUIRE(out.SerializeToString(&whole));
 		CHECK(whole.size() == bytes.size());
 		CHECK(whole == bytes); // fields in order, nothing duplicated or split
+		// Each sample's locations are its path's stack, leaf first, though the
+		// paths do not come depth first (a parent is any earlier node).
+		std::map<uint64_t, std::string> name_of_location;
+		for (const pp::Location &l : out.location())
+			for (const pp::Function &f : out.function())
+				if (f.id() == l.line(0).function_id())
+					name_of_location[l.id()] = out.string_table(f.name());
+		size_t k = 0, mismatches = 0;
+		for (size_t i = 0; i < p.nodes.size(); i++) {
+			if (p.nodes[i].calls == 0 && p.nodes[i].self_ns == 0)
+				continue;
+			std::vector<std::string> want, got;
+			for (size_t j = i;; j = p.nodes[j].parent) {
+				uint32_t f = p.nodes[j].function;
+				want.push_back(f < p.functions.size() ? p.functions[f] : "[function " + std::to_string(f) + "]");
+				if (p.nodes[j].parent >= j)
+					break;
+			}
+			for (uint64_t id : out.sample(int(k++)).location_id())
+				got.push_back(name_of_location[id]);
+			mismatches += got != want;
+		}
+		CHECK(mismatches == 0);
 	}
 }
 
