@@ -89,14 +89,13 @@ static __always_inline __u64 read_user_u64(__u64 addr)
 	return v;
 }
 
-/* The owner of the method running on the execution context ec
- * (USDTPROF_DERIVED_OWNER), 0 when what is found is no method entry. */
-static __always_inline __u64 method_owner(const struct usdtprof_derived *d, __u64 ec)
+/* The owner of the method entry me (USDTPROF_DERIVED_OWNER), or of the one
+ * a special-variable slot in its place holds; 0 when it is no method entry. */
+static __always_inline __u64 entry_owner(const struct usdtprof_derived *d, __u64 me)
 {
-	__u64 frame, ep, me, flags;
+	__u64 flags;
 
-	if (!ec || !(frame = read_user_u64(ec + d->object)) || !(ep = read_user_u64(frame + d->ep)) ||
-	    !(me = read_user_u64(ep + d->me)))
+	if (!me)
 		return 0;
 	flags = read_user_u64(me);
 	if ((flags & d->imemo_mask) == d->imemo_svar) {
@@ -108,21 +107,41 @@ static __always_inline __u64 method_owner(const struct usdtprof_derived *d, __u6
 	return read_user_u64(me + d->owner);
 }
 
+/* The owner of the method running on the execution context ec, 0 when what
+ * is found is no method entry. */
+static __always_inline __u64 method_owner(const struct usdtprof_derived *d, __u64 ec)
+{
+	__u64 frame, ep;
+
+	if (!ec || !(frame = read_user_u64(ec + d->object)) || !(ep = read_user_u64(frame + d->ep)))
+		return 0;
+	return entry_owner(d, read_user_u64(ep + d->me));
+}
+
 /* USDTPROF_DERIVED_OWNER: whether the method the probe names is its class's
- * singleton method; 0 when neither register leads to a method entry whose
- * owner is the class or its singleton class. */
+ * singleton method; 0 when what the site leads to (d->from: through the
+ * execution context in either register, or a method entry or execution
+ * context in a register or stack slot chosen for this site) is no method
+ * entry whose owner is the class or its singleton class. */
 static __always_inline __u64 owner_verdict(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec)
 {
 	const struct usdtprof_derived *d = &spec->derived;
 	__u64 klass = read_arg_slow(ctx, &spec->args[d->proof_arg & (USDTPROF_MAX_IDENT_ARGS - 1)]);
-	__u64 singleton, owner;
+	__u64 singleton, owner, base;
 
 	if (!klass)
 		return 0;
 	singleton = read_user_u64(klass + d->value);
-	owner = method_owner(d, reg_value(ctx, d->reg));
-	if (!owner || (owner != klass && owner != singleton))
-		owner = method_owner(d, reg_value(ctx, d->reg2));
+	base = reg_value(ctx, d->reg);
+	if (d->from == USDTPROF_FROM_SLOT_ENTRY || d->from == USDTPROF_FROM_SLOT_EC)
+		base = read_user_u64(base + d->slot);
+	if (d->from == USDTPROF_FROM_ENTRY || d->from == USDTPROF_FROM_SLOT_ENTRY) {
+		owner = entry_owner(d, base);
+	} else {
+		owner = method_owner(d, base);
+		if (d->from == USDTPROF_FROM_EC && d->reg2 != d->reg && (!owner || (owner != klass && owner != singleton)))
+			owner = method_owner(d, reg_value(ctx, d->reg2));
+	}
 	if (owner && owner == singleton)
 		return USDTPROF_OWNER_SINGLETON;
 	if (owner && owner == klass)

@@ -132,6 +132,15 @@ enum usdtprof_derived_kind {
 #define USDTPROF_OWNER_SINGLETON 1
 #define USDTPROF_OWNER_CLASS 2
 
+/* Where a USDTPROF_DERIVED_OWNER finds the method entry (usdtprof_derived.from). */
+enum usdtprof_owner_from {
+	USDTPROF_FROM_EC,         /* reg, else reg2, holds the execution context:
+				     its frame's method entry */
+	USDTPROF_FROM_ENTRY,      /* reg holds the method entry */
+	USDTPROF_FROM_SLOT_ENTRY, /* the method entry is at reg + slot */
+	USDTPROF_FROM_SLOT_EC,    /* the execution context is at reg + slot */
+};
+
 /* An identity a probe's arguments lack but the runtime keeps beside them:
  * a string object read from a register through the object the arguments
  * were taken from, trusted only when that object proves to be it (one of
@@ -165,6 +174,13 @@ struct usdtprof_derived {
 	__s32 ep, me, svar_me, owner;
 	__s32 klass;
 	__u32 imemo_mask, imemo_ment, imemo_svar;
+	/* What reg leads to (enum usdtprof_owner_from): the execution context
+	 * (above), or, chosen per site (a C method's probes fire outside its
+	 * frame, where its caller still holds its method entry), the method
+	 * entry itself, in reg or in the stack slot at reg + slot, or the
+	 * execution context in that slot. */
+	__u32 from;
+	__s32 slot;
 	__u32 pad;
 };
 

@@ -84,7 +84,7 @@ usdtprof_probe_spec probe_spec(const FoundSite &f)
 	case USDTPROF_IDENT_SQL:
 		spec.nargs = uint32_t(std::min<size_t>(p.ident_args.size(), USDTPROF_MAX_IDENT_ARGS));
 		spec.content_mask = p.content_mask;
-		spec.derived = p.derived;
+		spec.derived = site_derived(p, f.file->sites, f.site);
 		for (uint32_t i = 0; i < spec.nargs; i++)
 			spec.args[i] = site_arg(f, p.ident_args[i]);
 		place_owner_class(f, spec);

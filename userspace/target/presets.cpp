@@ -80,23 +80,66 @@ std::string php_check(int pid)
 // is a fresh copy at each call, so it is keyed by content; method names are
 // interned symbols. A singleton method is named for its class by the probes:
 // Ruby methods' entries and returns also tell whether it is one
-// (kRuby31MethodOwner, a verdict captured with the class). C methods'
-// probes fire outside the method's frame (before Ruby pushes it, after it
-// pops it), where nothing tells: Time.now stays Time#now.
+// (kRuby31MethodOwner, a verdict captured with the class), and so do C
+// methods' in the build whose sites ruby31_cmethod_sites() lists (elsewhere
+// Time.now stays Time#now).
 std::vector<ProbeRole> ruby_roles()
 {
 	const std::vector<NamePart> parts = {
-		{USDTPROF_PART_STR, 0}, {USDTPROF_PART_STR, 1}, {USDTPROF_PART_STR, 2}, {USDTPROF_PART_INT, 3}};
-	std::vector<NamePart> verdict_parts = parts;
-	verdict_parts[0].type = USDTPROF_PART_STR_VERDICT;
+		{USDTPROF_PART_STR_VERDICT, 0}, {USDTPROF_PART_STR, 1}, {USDTPROF_PART_STR, 2}, {USDTPROF_PART_INT, 3}};
 	std::vector<ProbeRole> roles = {
-		runtime("ruby", "method__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0b01, verdict_parts, ruby_method_name),
-		runtime("ruby", "method__return", USDTPROF_ROLE_EXIT, {0, 1}, 0b01, verdict_parts, ruby_method_name),
+		runtime("ruby", "method__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0b01, parts, ruby_method_name),
+		runtime("ruby", "method__return", USDTPROF_ROLE_EXIT, {0, 1}, 0b01, parts, ruby_method_name),
 		runtime("ruby", "cmethod__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0b01, parts, ruby_method_name),
 		runtime("ruby", "cmethod__return", USDTPROF_ROLE_EXIT, {0, 1}, 0b01, parts, ruby_method_name)};
 	roles[0].derived = roles[1].derived = kRuby31MethodOwner;
+	roles[2].site_derived = roles[3].site_derived = ruby31_cmethod_sites();
 	return roles;
 }
+
+} // namespace
+
+// Where each cmethod site of Debian's Ruby 3.1.2 finds the method entry
+// (objdump -d of libruby-3.1.so.3.1 at the .note.stapsdt addresses). Each
+// site passes rb_dtrace_setup the entry's owner, 32 bytes into it; what
+// holds the entry at the probe, after that call:
+// - vm_call_cfunc_with_frame: %r14 at both probes (callee-saved);
+// - its copy inlined in the method dispatch: the stack slot at %rsp, where
+//   the entry is kept across the C function's call (entry and return);
+// - rb_vm_pop_cfunc_frame (a C frame left by a jump): the frame is still
+//   pushed, the execution context in %rbx (its frame's entry);
+// - the exception unwinding in rb_vm_exec: the C frame still pushed, the
+//   execution context in the stack slot at %rbp - 0x150;
+// - another return that pops a C frame itself (code beside
+//   rb_postponed_job_flush), the entry in %rbp;
+// - vm_dtrace (events of optimized instructions, entry and return): Ruby
+//   finds the method from the frame itself; nothing holds it: not proved.
+// Entry and return sites of one call agree (both proved, or both not), so
+// a call's id is the same at both.
+const std::vector<SiteDerived> &ruby31_cmethod_sites()
+{
+	auto at = [](usdtprof_reg reg, usdtprof_owner_from from, int32_t slot) {
+		usdtprof_derived d = kRuby31MethodOwner;
+		d.reg = d.reg2 = reg;
+		d.from = from;
+		d.slot = slot;
+		return d;
+	};
+	static const std::vector<SiteDerived> sites = {
+		{"cmethod__entry", 0x249619, at(USDTPROF_REG_R14, USDTPROF_FROM_ENTRY, 0)},
+		{"cmethod__return", 0x249761, at(USDTPROF_REG_R14, USDTPROF_FROM_ENTRY, 0)},
+		{"cmethod__return", 0x249967, usdtprof_derived{}},
+		{"cmethod__entry", 0x2499c8, usdtprof_derived{}},
+		{"cmethod__return", 0x24a691, at(USDTPROF_REG_BX, USDTPROF_FROM_EC, 0)},
+		{"cmethod__return", 0x2532ec, at(USDTPROF_REG_BP, USDTPROF_FROM_SLOT_EC, -0x150)},
+		{"cmethod__return", 0x257f02, at(USDTPROF_REG_SP, USDTPROF_FROM_SLOT_ENTRY, 0)},
+		{"cmethod__entry", 0x25862f, at(USDTPROF_REG_SP, USDTPROF_FROM_SLOT_ENTRY, 0)},
+		{"cmethod__return", 0x26ac0f, at(USDTPROF_REG_BP, USDTPROF_FROM_ENTRY, 0)},
+	};
+	return sites;
+}
+
+namespace {
 
 // hotspot:method__entry/return(thread, class, class length, method, method
 // length, signature, signature length): strings not NUL-terminated, interned

@@ -176,6 +176,36 @@ Result<std::vector<ProbeRole>> parse_task_spec(std::string_view spec)
 			  "PROVIDER:CREATE/BEGIN/END[:argN]");
 }
 
+usdtprof_derived site_derived(const ProbeRole &probe, const std::vector<UsdtSite> &sites, const UsdtSite &site)
+{
+	const auto &table = probe.site_derived;
+	if (table.empty())
+		return probe.derived;
+	auto row = [&](const UsdtSite &s) -> const SiteDerived * {
+		for (const SiteDerived &r : table)
+			if (r.pc == s.pc && r.probe == s.name)
+				return &r;
+		return nullptr;
+	};
+	size_t listed = 0;
+	for (const UsdtSite &s : sites) {
+		if (s.provider != probe.provider)
+			continue;
+		bool in_table = false;
+		for (const SiteDerived &r : table)
+			in_table = in_table || r.probe == s.name;
+		if (!in_table)
+			continue;
+		if (!row(s))
+			return probe.derived;
+		listed++;
+	}
+	const SiteDerived *mine = row(site);
+	if (listed != table.size() || site.provider != probe.provider || !mine)
+		return probe.derived;
+	return mine->derived;
+}
+
 uint64_t const_function_id(std::string_view name)
 {
 	uint64_t h = 0xcbf29ce484222325ULL; // FNV-1a

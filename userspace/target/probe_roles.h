@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "target/naming.h"
+#include "target/usdt.h"
 #include "base/result.h"
 #include "usdtprof/bpf_shared.h"
 
@@ -17,6 +18,15 @@ struct NamePart {
 	usdtprof_part_type type = USDTPROF_PART_NONE;
 	unsigned arg = 0;
 	unsigned len_arg = 0; // USDTPROF_PART_STR_LEN: the argument holding the length
+};
+
+// A derived identity chosen for one site of one build (Ruby's C method
+// probes: where each site's caller keeps the method entry, found by reading
+// that build's code). derived.used == 0: nothing there proves it.
+struct SiteDerived {
+	std::string_view probe; // the probe's name (the role's provider)
+	uint64_t pc;            // the site's address (UsdtSite::pc)
+	usdtprof_derived derived;
 };
 
 struct ProbeRole;
@@ -34,12 +44,20 @@ struct ProbeRole {
 	std::vector<NamePart> parts;              // IDENT_PTRS, IDENT_SQL: captured, at most USDTPROF_NAME_PARTS
 	NameFormat format = nullptr;              // IDENT_PTRS, IDENT_SQL
 	usdtprof_derived derived{};               // IDENT_PTRS: an identity beside the arguments (CPython's co_qualname)
+	std::vector<SiteDerived> site_derived;    // IDENT_PTRS: one build's sites, each with its own (site_derived())
 	std::string const_name;                   // IDENT_CONST
 	bool semaphore_only = false;              // only hold this probe's semaphore up (see usdt_semaphore)
 	usdtprof_nests nests = USDTPROF_NESTS_NONE; // how its calls nest on the native stack: see usdtprof_probe_spec.nests
 	uint32_t pair = 0;                        // a custom pair's tag, a span's id (usdtprof_probe_spec.pair), 0 otherwise
 	std::string spec;                         // a custom pair or span: the spec it was given as
 };
+
+// The derived identity of a site of probe in a file whose sites are sites:
+// the row of probe.site_derived for it when the file's sites of the table's
+// probes (probe.provider) are exactly the table's, by name and address (the
+// build the table was read from); otherwise probe.derived (none, for a table
+// of one build: another build keeps the values elsewhere).
+usdtprof_derived site_derived(const ProbeRole &probe, const std::vector<UsdtSite> &sites, const UsdtSite &site);
 
 // A custom pair's tag: non-zero, from its provider and probe names.
 uint32_t pair_tag(std::string_view provider, std::string_view entry, std::string_view exit);

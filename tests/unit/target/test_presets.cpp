@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <string>
 
 #include "target/presets.h"
@@ -150,18 +151,111 @@ TEST_CASE("ruby: a method proved a singleton method is Class.method, any other C
 	CHECK(name(0).name == "Util#twice"); // unproved, or a C method's probe
 	CHECK(name(USDTPROF_OWNER_SINGLETON).location == "/srv/u.rb:7");
 	// Ruby methods' probes read the verdict, with the class it is about beside the identity's
-	// arguments; C methods' cannot (they fire outside the method's frame).
+	// arguments; C methods' too, where the site table of their build says where (below).
 	for (const ProbeRole &r : roles) {
 		INFO(r.name);
 		bool ruby_method = !r.name.starts_with("c");
 		CHECK(r.derived.used == (ruby_method ? 1u : 0u));
-		CHECK((r.parts.front().type == USDTPROF_PART_STR_VERDICT) == ruby_method);
+		CHECK(r.site_derived.empty() == ruby_method);
+		CHECK(r.parts.front().type == USDTPROF_PART_STR_VERDICT);
 		if (ruby_method) {
 			CHECK(r.derived.kind == USDTPROF_DERIVED_OWNER);
 			CHECK(r.derived.proof_arg >= r.ident_args.size());
 			CHECK(r.derived.proof_arg < USDTPROF_MAX_IDENT_ARGS);
+			CHECK(r.derived.from == USDTPROF_FROM_EC);
+		}
+		for (const SiteDerived &s : r.site_derived) {
+			INFO(s.probe << " " << s.pc);
+			if (!s.derived.used)
+				continue;
+			CHECK(s.derived.kind == USDTPROF_DERIVED_OWNER);
+			CHECK(s.derived.proof_arg >= r.ident_args.size());
+			CHECK(s.derived.proof_arg < USDTPROF_MAX_IDENT_ARGS);
 		}
 	}
+}
+
+namespace {
+
+UsdtSite site(std::string provider, std::string name, uint64_t pc)
+{
+	UsdtSite s;
+	s.provider = std::move(provider);
+	s.name = std::move(name);
+	s.pc = pc;
+	return s;
+}
+
+} // namespace
+
+TEST_CASE("ruby: C method sites take their build's per-site derived identity, only in that build", "[presets]")
+{
+	const auto roles = usdtprof::find_preset("ruby")->roles();
+	const ProbeRole *entry = nullptr, *ret = nullptr;
+	for (const ProbeRole &r : roles) {
+		if (r.name == "cmethod__entry")
+			entry = &r;
+		if (r.name == "cmethod__return")
+			ret = &r;
+	}
+	REQUIRE(entry);
+	REQUIRE(ret);
+	const auto &table = ruby31_cmethod_sites();
+	REQUIRE(table.size() == 9);
+	std::vector<UsdtSite> build = {site("ruby", "method__entry", 0x1000), site("ruby", "method__return", 0x2000)};
+	for (const SiteDerived &r : table)
+		build.push_back(site("ruby", std::string(r.probe), r.pc));
+	// The build of the table: each site its row (vm_call_cfunc_with_frame's entry in %r14, its
+	// inlined copy's return in the slot at %rsp, vm_dtrace's sites unproved).
+	auto at = [&](const ProbeRole &role, const std::vector<UsdtSite> &sites, const char *name, uint64_t pc) {
+		return site_derived(role, sites, site("ruby", name, pc));
+	};
+	usdtprof_derived d = at(*entry, build, "cmethod__entry", 0x249619);
+	CHECK(d.used == 1);
+	CHECK(d.reg == USDTPROF_REG_R14);
+	CHECK(d.from == USDTPROF_FROM_ENTRY);
+	d = at(*ret, build, "cmethod__return", 0x257f02);
+	CHECK(d.used == 1);
+	CHECK(d.reg == USDTPROF_REG_SP);
+	CHECK(d.from == USDTPROF_FROM_SLOT_ENTRY);
+	d = at(*ret, build, "cmethod__return", 0x2532ec);
+	CHECK(d.from == USDTPROF_FROM_SLOT_EC);
+	CHECK(d.slot == -0x150);
+	CHECK(at(*ret, build, "cmethod__return", 0x249967).used == 0);
+	CHECK(at(*entry, build, "cmethod__entry", 0x2499c8).used == 0);
+	// A site the table lacks, in a build otherwise alike: another build, nothing used.
+	std::vector<UsdtSite> other = build;
+	other.push_back(site("ruby", "cmethod__return", 0x300000));
+	CHECK(at(*entry, other, "cmethod__entry", 0x249619).used == 0);
+	// A site moved, or one missing.
+	other = build;
+	other.back().pc += 16;
+	CHECK(at(*entry, other, "cmethod__entry", 0x249619).used == 0);
+	other = build;
+	other.pop_back();
+	CHECK(at(*entry, other, "cmethod__entry", 0x249619).used == 0);
+	// Another provider's probes of the same names do not count.
+	other = build;
+	other.push_back(site("myapp", "cmethod__entry", 0x400000));
+	CHECK(at(*entry, other, "cmethod__entry", 0x249619).used == 1);
+	// Ruby methods' roles keep their one derived identity everywhere.
+	CHECK(site_derived(roles.front(), other, site("ruby", "method__entry", 0x1000)).from == USDTPROF_FROM_EC);
+
+	// The table is the installed build's, when Debian's 3.1.2 is installed (its first site there).
+	const char *lib = "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1";
+	if (!std::filesystem::exists(lib))
+		return;
+	auto sites = read_usdt_sites(lib);
+	REQUIRE(sites);
+	size_t used = 0, debian = 0;
+	for (const UsdtSite &s : *sites) {
+		if (s.provider != "ruby" || !s.name.starts_with("cmethod__"))
+			continue;
+		debian += s.pc == 0x249619;
+		used += site_derived(s.name == "cmethod__entry" ? *entry : *ret, *sites, s).used;
+	}
+	if (debian)
+		CHECK(used == 7);
 }
 
 TEST_CASE("postgres: a parallel worker's frames go under one naming its leader, no other process's",
