@@ -204,6 +204,9 @@ struct {
 /* Set before load: with it false the verifier drops every event branch, so
  * plain recording pays nothing for the trace mode. */
 const volatile bool trace_events = false;
+/* Benchmarks only (USDTPROF_BENCH_NO_DURATIONS=1): no duration distributions,
+ * to measure what they cost per hit; false, the verifier drops its branches. */
+const volatile bool durations_off = false;
 
 __u64 anomalies[USDTPROF_ANOM_COUNT];
 /* Set by userspace when recording stops and when a `monitor` sampling window

@@ -73,12 +73,10 @@ static __always_inline void add_to_map(const struct usdtprof_path_slot *t, const
 	if (open)
 		__sync_fetch_and_add(&s->open, open);
 	/* A slot's durations (none when no call in it was timed, max 0). */
-	if (d && d->max_ns) {
-		struct dist_ctx c = { .s = s, .d = d };
-
+	if (!durations_off && d && d->max_ns) {
 		span_extreme(&s->min_ns, d->min_ns, true);
 		span_extreme(&s->max_ns, d->max_ns, false);
-		bpf_loop(USDTPROF_DIST_BUCKETS, add_bucket, &c, 0);
+		add_buckets(s, d);
 	}
 }
 
@@ -113,13 +111,14 @@ static __always_inline void add_to_cache(struct usdtprof_thread_stack *st, __u64
 		slot->self_ns = 0;
 		slot->total_ns = 0;
 		slot->self_offcpu_ns = 0;
-		__builtin_memset(dist, 0, sizeof(*dist));
+		if (!durations_off)
+			__builtin_memset(dist, 0, sizeof(*dist));
 	}
 	slot->calls++;
 	slot->self_ns += self;
 	slot->total_ns += total;
 	slot->self_offcpu_ns += offcpu;
-	if (timed) {
+	if (timed && !durations_off) {
 		__u32 b = usdtprof_dist_bucket(total);
 
 		if (b < USDTPROF_DIST_BUCKETS)

@@ -4,20 +4,16 @@
 #define USDTPROF_SPANS_BPF_H
 
 #include "maps.bpf.h"
+#include "bits.bpf.h"
 
+/* Four buckets per power of two: the highest set bit and the two below it. */
 static __always_inline __u32 span_bucket(__u64 ns)
 {
-	__u64 v = ns;
-	__u32 m = 0;
+	__u32 m;
 
 	if (ns < 4)
 		return (__u32)ns;
-	if (v >> 32) { m += 32; v >>= 32; }
-	if (v >> 16) { m += 16; v >>= 16; }
-	if (v >> 8) { m += 8; v >>= 8; }
-	if (v >> 4) { m += 4; v >>= 4; }
-	if (v >> 2) { m += 2; v >>= 2; }
-	if (v >> 1) { m += 1; }
+	m = highest_set_bit(ns);
 	return ((m << 2) | (__u32)((ns >> (m - 2)) & 3)) & (USDTPROF_SPAN_BUCKETS - 1);
 }
 

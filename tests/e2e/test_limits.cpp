@@ -97,6 +97,29 @@ TEST_CASE("recursion 10,000 deep: exact calls, conserved time, deeper detail mar
 	require_time(s["self_ns"], 6e6, slack_ns(o.out));
 }
 
+TEST_CASE("a name the program wrote at run time is not read from its file once it exited", "[limits]")
+{
+	// The file holds other bytes (or none) where the process's writable data
+	// was: the name is unknown, never those bytes.
+	std::string dir = temp_dir(), data = dir + "/runtime_name.data";
+	Output o = run({usdtprof(), "record", "-o", data, "--", target("runtime_name")});
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	auto report = report_json(data);
+	REQUIRE(function(report, "literal")["calls"] == 2);
+	int unknown = 0;
+	for (const auto &f : report["functions"]) {
+		std::string name = f["name"];
+		INFO(name);
+		if (name == "literal")
+			continue;
+		REQUIRE(name.rfind("[unknown 0x", 0) == 0);
+		REQUIRE(f["calls"] == 2);
+		unknown++;
+	}
+	REQUIRE(unknown == 1);
+}
+
 TEST_CASE("very long names are cut and marked, separators in names are escaped in folded output", "[limits]")
 {
 	std::string dir = temp_dir(), data = dir + "/names.data";

@@ -119,6 +119,11 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_
 		fprintf(stderr, "usdtprof: USDTPROF_BENCH_FLOOR=1: every probe runs an empty program; "
 				"nothing is recorded (docs/benchmarks.md)\n");
 	}
+	if (const char *off = getenv("USDTPROF_BENCH_NO_DURATIONS"); off && std::string(off) == "1") {
+		engine->skel_->rodata->durations_off = true;
+		fprintf(stderr, "usdtprof: USDTPROF_BENCH_NO_DURATIONS=1: no duration distributions "
+				"are kept (docs/benchmarks.md)\n");
+	}
 	use_uprobe_multi(engine->skel_->progs.usdt_entry);
 	use_uprobe_multi(engine->skel_->progs.usdt_exit);
 	use_uprobe_multi(engine->skel_->progs.usdt_semaphore);

@@ -166,6 +166,11 @@ Result<std::string> read_target_string(int pid, const std::vector<Mapping> &maps
 	TargetFilePtr file = m ? files.find(*m) : nullptr;
 	if (!file)
 		return Error{"address not in a file opened at attach"};
+	// A writable mapping's bytes were the process's to change (and its .bss
+	// tail reads the file's next section, debug info): only read-only data,
+	// the literals, is what the file holds.
+	if (m->writable)
+		return Error{"address in writable data of a process that is gone"};
 	return read_string_at(file->fd.get(), addr - m->start + m->offset);
 }
 

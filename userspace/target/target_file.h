@@ -70,7 +70,8 @@ private:
 
 // Reads a NUL-terminated string at addr of a process that mapped maps: from
 // its memory while it lives, else from the open file of the mapping at addr
-// (same device and inode) in files. Never by path: Error otherwise.
+// (same device and inode) in files, if that mapping is read-only (a literal:
+// the file holds what the process saw). Never by path: Error otherwise.
 Result<std::string> read_target_string(int pid, const std::vector<Mapping> &maps, const TargetFiles &files,
 				       uint64_t addr);
 
