@@ -1,0 +1,40 @@
+/* How the cost of a probed call moves over time within one process (the
+ * limit of overhead compensation, docs/benchmarks.md): CHUNKS chunks of N
+ * back-to-back calls of an empty probed function, each timed by the thread's
+ * CPU clock; prints ns per call for each chunk. Run under `usdtprof record`.
+ *
+ *   hit_drift CHUNKS N */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <usdtprof/usdtprof.h>
+
+static long long thread_cpu_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static __attribute__((noinline)) void empty(void)
+{
+	USDTPROF_ENTER("empty");
+	USDTPROF_EXIT("empty");
+}
+
+int main(int argc, char **argv)
+{
+	int chunks = argc > 1 ? atoi(argv[1]) : 20;
+	int n = argc > 2 ? atoi(argv[2]) : 5000;
+	if (chunks < 1 || n < 1) {
+		fprintf(stderr, "usage: hit_drift CHUNKS N\n");
+		return 2;
+	}
+	for (int c = 0; c < chunks; c++) {
+		long long start = thread_cpu_ns();
+		for (int i = 0; i < n; i++)
+			empty();
+		printf("%.1f\n", (double)(thread_cpu_ns() - start) / n);
+	}
+	return 0;
+}
