@@ -174,11 +174,12 @@ TEST_CASE("monitor: a hot target is sampled in windows within the budget, counts
 TEST_CASE("monitor: SIGHUP reopens the output directory, SIGTERM stops cleanly; metrics are served", "[monitor]")
 {
 	std::string dir = temp_dir() + "/signals";
+	int port = free_port(); // not a fixed one: two suites on one host would share it
 	Background t({target("nested"), "--wait", "1000"});
 	t.wait_for_line("ready");
 	REQUIRE(kill(t.pid(), SIGUSR1) == 0);
 	Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(t.pid()), "-i", "0.2", "--budget", "1", "--offcpu", "-o", dir, "--listen",
-			"127.0.0.1:19464"});
+			"127.0.0.1:" + std::to_string(port)});
 	mon.wait_for_line("monitoring", true);
 	sleep_s(0.5);
 	// As logrotate would; an interval written meanwhile makes one try fail.
@@ -192,7 +193,7 @@ TEST_CASE("monitor: SIGHUP reopens the output directory, SIGTERM stops cleanly; 
 	REQUIRE(fs::exists(dir));
 	REQUIRE(!interval_profiles(dir).empty());
 
-	httplib::Client http("127.0.0.1", 19464);
+	httplib::Client http("127.0.0.1", port);
 	auto res = http.Get("/metrics");
 	REQUIRE(res);
 	REQUIRE(res->status == 200);
