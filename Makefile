@@ -241,6 +241,7 @@ bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/lo
 		$(OUTPUT)/bench/loop_probed_nop1 $(OUTPUT)/bench/pingpong
 	USDTPROF=$(USDTPROF) tools/bench-runtimes.sh 100000 3
 	tools/bench/durations_cost.sh $(USDTPROF) $(OUTPUT)/bench/dist_paths
+	tools/bench/pg_query_cost.sh $(USDTPROF)
 	tools/bench/pgbench_monitor.sh $(USDTPROF)
 	tools/bench/monitor_soak.sh $(USDTPROF) $(OUTPUT)/bench/churn
 

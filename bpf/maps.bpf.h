@@ -207,6 +207,9 @@ const volatile bool trace_events = false;
 /* Benchmarks only (USDTPROF_BENCH_NO_DURATIONS=1): no duration distributions,
  * to measure what they cost per hit; false, the verifier drops its branches. */
 const volatile bool durations_off = false;
+/* Benchmarks only (USDTPROF_BENCH_SQL_REHASH=1): a query__done hashes its
+ * text again, as before its start's id was kept for it (docs/benchmarks.md). */
+const volatile bool sql_rehash = false;
 
 __u64 anomalies[USDTPROF_ANOM_COUNT];
 /* Set by userspace when recording stops and when a `monitor` sampling window

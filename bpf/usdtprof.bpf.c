@@ -312,6 +312,7 @@ static __always_inline void drain_stack(struct usdtprof_thread_stack *st, struct
 	pop_frames(st, d, d, now, 1);
 	st->depth = 0;
 	st->overflow = 0;
+	st->sql_text = 0;
 	st->idle_since = now;
 	record_attach_chain(st);
 	bpf_loop(USDTPROF_PATH_CACHE, flush_slot, &c, 0);

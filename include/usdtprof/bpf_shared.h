@@ -309,6 +309,11 @@ struct usdtprof_thread_stack {
 	__u64 epoch;        /* the flush_epoch its path cache was last flushed in */
 	__u32 chain_len;    /* entries of attach_chain in use */
 	__u32 pad;
+	/* The latest query__start's text pointer and statement id (IDENT_SQL),
+	 * until a query__done passing the same pointer takes the id without
+	 * reading and hashing the text again; 0 when none is pending. */
+	__u64 sql_text;
+	__u64 sql_func;
 	struct usdtprof_attach_frame attach_chain[USDTPROF_ATTACH_CHAIN]; /* innermost first */
 	struct usdtprof_frame frames[USDTPROF_MAX_DEPTH];
 	struct usdtprof_path_slot cache[USDTPROF_PATH_CACHE];

@@ -124,6 +124,11 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_
 		fprintf(stderr, "usdtprof: USDTPROF_BENCH_NO_DURATIONS=1: no duration distributions "
 				"are kept (docs/benchmarks.md)\n");
 	}
+	if (const char *rehash = getenv("USDTPROF_BENCH_SQL_REHASH"); rehash && std::string(rehash) == "1") {
+		engine->skel_->rodata->sql_rehash = true;
+		fprintf(stderr, "usdtprof: USDTPROF_BENCH_SQL_REHASH=1: each query__done hashes its text again "
+				"(docs/benchmarks.md)\n");
+	}
 	use_uprobe_multi(engine->skel_->progs.usdt_entry);
 	use_uprobe_multi(engine->skel_->progs.usdt_exit);
 	use_uprobe_multi(engine->skel_->progs.usdt_semaphore);
