@@ -11,8 +11,8 @@
 # INTERVAL` (started before the round, its start-up CPU excluded and shown apart, stopped
 # with SIGTERM after). A round is one pgbench run of ADAPT + SECONDS seconds, logging every
 # transaction (-l): its first ADAPT seconds are the adaptation (the monitor's first interval
-# has every probe attached, to measure their cost; later ones attach them for the share of
-# the interval the budget allows), the next SECONDS are measured, split at a time without a
+# starts with every probe attached, to measure their cost in a first window, then keeps
+# them for the share the budget allows, as later ones do), the next SECONDS are measured, split at a time without a
 # pause in the load (the monitor reacts to idle moments). The adaptation's cost is reported
 # on its own line: a transient of each start, where the budget cannot hold yet.
 #
@@ -229,6 +229,17 @@ say "$(nproc) CPUs, load $LOAD_START; $ROUNDS rounds each: pgbench -c $CLIENTS -
 	"the last $SECONDS_PER_ROUND s measured; monitor -i $INTERVAL${BUDGET:+ --budget $BUDGET}"
 printf '| round | monitor | transactions | tps | server CPU ms | monitor CPU ms | CPU us/txn | client CPU us/txn | duty cycle (last) | est. overhead (last) |\n'
 printf '|---|---|---|---|---|---|---|---|---|---|\n'
+# The attached share (sampled_fraction) and length of the monitor's first three intervals in $1.
+first_intervals() {
+	local f
+	for f in $(ls "$1"/usdtprof-*.data 2>/dev/null | head -3); do
+		"$USDTPROF" report --format json "$f" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print("%.3f of %.2f s" % (d["sampled_fraction"], d["duration_ns"] / 1e9), end="; ")'
+	done
+}
+FIRST_LINES=()
 declare -A SUM_NS SUM_TXNS SUM_TPS ADAPT_NS ADAPT_TXNS
 for k in off on; do
 	SUM_NS[$k]=0 SUM_TXNS[$k]=0 SUM_TPS[$k]=0 ADAPT_NS[$k]=0 ADAPT_TXNS[$k]=0
@@ -254,7 +265,7 @@ for r in $(seq "$ROUNDS"); do
 			STARTUP_MS+=($(($(ticks "$MON_PID") * TICK_NS / 1000000)))
 		fi
 		# One pgbench run: ADAPT seconds of adaptation (the monitor's first intervals, the first
-		# with every probe attached), then the measured SECONDS, without a pause between them
+		# starting with every probe attached), then the measured SECONDS, without a pause between them
 		# (a pause would be an idle moment, to which the monitor reacts).
 		snapshot
 		s0=$SNAP_SERVER m0=$SNAP_MON
@@ -295,6 +306,7 @@ for r in $(seq "$ROUNDS"); do
 			overhead=$(printf '%.4f' "$(metric usdtprof_estimated_overhead_ratio "$WORK/metrics.$r")")
 			stop_monitor "$log" "$out"
 			mon_ms=$(((SNAP_MON - m1) * TICK_NS / 1000000))
+			FIRST_LINES+=("round $r: $(first_intervals "$out")")
 		fi
 		server_ns=$(((SNAP_SERVER - s1) * TICK_NS))
 		total_ns=$((server_ns + (SNAP_MON - m1) * TICK_NS))
@@ -331,6 +343,8 @@ if [ "$ADAPT" -gt 0 ]; then
 	printf 'adaptation (the first %s s after the monitor starts): off %s us, on %s us per transaction: %sx\n' \
 		"$ADAPT" "$a_off" "$a_on" "$(fmt_ratio "$a_on" "$a_off")"
 fi
+printf 'first three intervals, probes attached (sampled_fraction) of each interval:\n'
+printf '  %s\n' "${FIRST_LINES[@]}"
 printf 'monitor start-up (loading, calibration, ELF parsing; not counted above): %s ms CPU each\n' "${STARTUP_MS[*]}"
 # What the kernel and /proc account to the monitor, against the "off" CPU per transaction:
 # independent of the machine's noise, unlike the on/off ratio.

@@ -132,6 +132,12 @@ BudgetEstimate estimate_budget(const BudgetInput &in, double budget, double min_
 	// below the estimated cost: a hot target's CPU time is nearly all probes.)
 	else if (in.target_cpu_ns == 0)
 		e.next_duty = std::clamp(in.attached, min_duty, 1.0);
+	// A sampled interval's estimate rests on its window alone, which may
+	// have fallen in a quiet moment (a server before its load arrives, a
+	// lull): the window grows at most twofold an interval, never jumps to
+	// attaching all the time. Cutting it is immediate.
+	else if (in.attached < 1)
+		e.next_duty = std::min(e.next_duty, std::clamp(in.attached * 2, min_duty, 1.0));
 	return e;
 }
 

@@ -49,7 +49,8 @@ struct BudgetInput {
 struct BudgetEstimate {
 	double overhead = 0;  // estimated cost, fixed costs included, over the target's own CPU time
 	double next_duty = 1; // attached share for the next interval, in [min_duty, 1]: the probes get
-	                      // what the fixed costs leave of the budget
+	                      // what the fixed costs leave of the budget; a sampled interval's next
+	                      // window is at most twice its own
 };
 
 BudgetEstimate estimate_budget(const BudgetInput &in, double budget, double min_duty);

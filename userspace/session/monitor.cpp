@@ -74,6 +74,9 @@ void make_dir(const std::string &dir)
 }
 
 constexpr const char *kPrefix = "usdtprof-";
+// The shortest first window that measures the probes' cost: a few ms of
+// clock resolution, the hits of even a slow target.
+constexpr double kFirstWindowMin = 0.05; // s
 
 // The soft descriptor limit up to the hard one: probe links and /metrics
 // connections must never run out before the caps do.
@@ -189,6 +192,13 @@ private:
 	struct Runs {
 		uint64_t probe_ns, hits, switch_ns;
 	};
+	// What the cost of the probes is measured from: the counters at its start.
+	struct CostBaseline {
+		uint64_t own_cpu = 0;
+		Runs runs{};
+		std::map<int, uint64_t> cpu; // per process
+		uint64_t exited_cpu = 0;     // of the processes that exited
+	};
 
 	const std::map<int, ProfileProcess> &processes() const { return session_.processes().seen(); }
 	const std::map<int, std::vector<Mapping>> &maps() const { return session_.processes().maps(); }
@@ -197,8 +207,11 @@ private:
 	std::vector<int> target_pids();
 	void open_window(Interval &iv);
 	bool wait(Interval &iv, Clock::time_point end, std::chrono::duration<double> length);
-	uint64_t target_cpu_ns(const std::vector<int> &pids);
+	bool measure_first_window(const Interval &iv);
+	uint64_t target_cpu_ns(const std::vector<int> &pids, CostBaseline &base);
+	BudgetEstimate estimate_cost(const Interval &iv, CostBaseline &base, uint64_t *hits);
 	BudgetEstimate next_budget(const Interval &iv, uint64_t *hits);
+	void set_duty(const BudgetEstimate &budget, uint64_t hits, uint64_t cpu_ns, const char *from);
 	void end_interval(Interval &iv, bool stopping);
 	std::vector<PathRecord> read_records(std::set<uint32_t> &dead);
 	Profile interval_profile(const Interval &iv, const IntervalDelta &delta, double attached_share,
@@ -225,11 +238,10 @@ private:
 	PathDeltas deltas_;
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> last_anomalies_{};
 	MonitorHealth health_;
-	uint64_t last_own_cpu_ = 0;
-	Runs last_runs_{};
-	std::map<int, uint64_t> last_cpu_;
-	uint64_t last_exited_cpu_ = 0;
+	CostBaseline last_; // at the end of the last interval
+	uint64_t last_cpu_ns_ = 0; // the target's CPU in the last estimate, for its log line
 	double duty_ = 1;
+	bool measuring_ = true; // the first interval's cost is not known yet
 	int64_t unix_offset_ = 0;
 };
 
@@ -272,11 +284,11 @@ MonitorSession::MonitorSession(const MonitorOptions &o)
 		 "every %.3g s into %s; Ctrl-C to stop",
 		 pid() ? pid_text(pid()).c_str() : ("every process of " + t_.binary).c_str(),
 		 engine().attached_sites(), trap_ns_, o.budget * 100, o.interval_s, o.dir.c_str());
-	last_own_cpu_ = own_cpu_ns();
-	last_runs_ = run_totals();
-	last_exited_cpu_ = engine().exited_cpu_ns();
+	last_.own_cpu = own_cpu_ns();
+	last_.runs = run_totals();
+	last_.exited_cpu = engine().exited_cpu_ns();
 	for (int p : target_pids())
-		last_cpu_[p] = process_cpu_ns(p);
+		last_.cpu[p] = process_cpu_ns(p);
 	unix_offset_ = unix_now_ns() - int64_t(mono_ns(Clock::now()));
 }
 
@@ -318,12 +330,25 @@ void MonitorSession::open_window(Interval &iv)
 	attached_now_ = true;
 }
 
-// Sleeps to the interval's end, closing a sampling window on the way.
+// How long the first interval keeps every probe attached before their cost
+// is estimated: what the budget would allow of the interval, at most half of
+// it, but long enough for the clocks and counters to mean something.
+std::chrono::duration<double> first_window(std::chrono::duration<double> length, double budget)
+{
+	return std::min(length / 2, std::max(length * budget, std::chrono::duration<double>(kFirstWindowMin)));
+}
+
+// Sleeps to the interval's end, closing a sampling window on the way (and,
+// in the first interval, measuring the probes' cost first).
 // Returns whether to stop (a signal, or the target exited).
 bool MonitorSession::wait(Interval &iv, Clock::time_point end, std::chrono::duration<double> length)
 {
-	auto window_end = duty_ < 1 && attached_now_ ? at_mono_ns(iv.window_open) + to_clock(length * duty_) : end;
-	for (Clock::time_point until = std::min(window_end, end);;) {
+	auto measured = measuring_ && attached_now_ ? Clock::now() + to_clock(first_window(length, o_.budget))
+						    : Clock::time_point::max();
+	measuring_ = false;
+	for (;;) {
+		auto window_end = duty_ < 1 && attached_now_ ? at_mono_ns(iv.window_open) + to_clock(length * duty_) : end;
+		auto until = std::min({window_end, end, measured});
 		Wake w = session_.wait({until, std::chrono::milliseconds(200), {}});
 		if (w == Wake::Reopen) {
 			make_dir(o_.dir);
@@ -332,6 +357,11 @@ bool MonitorSession::wait(Interval &iv, Clock::time_point end, std::chrono::dura
 		}
 		if (w == Wake::Stop || w == Wake::TargetExited)
 			return true;
+		if (until == measured && until < std::min(window_end, end)) {
+			measured = measure_first_window(iv) ? Clock::time_point::max()
+							    : Clock::now() + to_clock(first_window(length, o_.budget));
+			continue;
+		}
 		if (until == end || !attached_now_)
 			return false;
 		// The sampling window closes: frames open now are counted up to now.
@@ -340,64 +370,96 @@ bool MonitorSession::wait(Interval &iv, Clock::time_point end, std::chrono::dura
 			throw UserError(closed.error().message);
 		iv.window_close = *closed;
 		attached_now_ = false;
-		until = end;
 	}
+}
+
+// The first interval starts with every probe attached, their cost unknown:
+// a whole interval of that (1.2-1.3x pgbench's CPU for 10 s) at every start
+// would break the budget. After a short window the cost is estimated as an
+// interval's is, and the rest of the interval keeps the probes only for the
+// share the budget allows. The interval's own estimate, at its end, still
+// covers all of it. A window without a hit cost nothing and says nothing:
+// the next one measures again (false).
+bool MonitorSession::measure_first_window(const Interval &iv)
+{
+	CostBaseline from = last_;
+	uint64_t hits = 0;
+	BudgetEstimate budget = estimate_cost(iv, from, &hits);
+	if (hits == 0)
+		return false;
+	set_duty(budget, hits, last_cpu_ns_, "from now");
+	return true;
 }
 
 // The target's CPU time since the last call: processes alive now from their
 // CPU clocks; those that exited from the kernel, less what was read of them
 // before.
-uint64_t MonitorSession::target_cpu_ns(const std::vector<int> &pids)
+uint64_t MonitorSession::target_cpu_ns(const std::vector<int> &pids, CostBaseline &base)
 {
-	uint64_t exited_cpu = engine().exited_cpu_ns(), cpu = exited_cpu - last_exited_cpu_;
-	last_exited_cpu_ = exited_cpu;
-	for (auto it = last_cpu_.begin(); it != last_cpu_.end();)
+	uint64_t exited_cpu = engine().exited_cpu_ns(), cpu = exited_cpu - base.exited_cpu;
+	base.exited_cpu = exited_cpu;
+	for (auto it = base.cpu.begin(); it != base.cpu.end();)
 		if (!process_exists(it->first)) {
 			cpu -= std::min(cpu, it->second);
-			it = last_cpu_.erase(it);
+			it = base.cpu.erase(it);
 		} else {
 			++it;
 		}
 	for (int p : pids) {
 		uint64_t now_cpu = process_cpu_ns(p);
-		cpu += now_cpu - std::min(now_cpu, last_cpu_[p]);
-		last_cpu_[p] = now_cpu;
+		cpu += now_cpu - std::min(now_cpu, base.cpu[p]);
+		base.cpu[p] = now_cpu;
 	}
 	return cpu;
 }
 
-// The cost of this interval's hits against the target's CPU time sets the
-// next window; sampling starting or ending is said once each time, with the
-// figures that decided it.
-BudgetEstimate MonitorSession::next_budget(const Interval &iv, uint64_t *hits)
+// The cost of the hits since base against the target's CPU time since
+// then; base moves to now.
+BudgetEstimate MonitorSession::estimate_cost(const Interval &iv, CostBaseline &base, uint64_t *hits)
 {
 	std::vector<int> pids = target_pids();
 	Runs runs = run_totals();
-	uint64_t cpu = target_cpu_ns(pids);
+	uint64_t cpu = target_cpu_ns(pids, base);
 	uint64_t measured = mono_ns(Clock::now());
 	uint64_t attached_until = iv.window_close ? iv.window_close : attached_now_ ? measured : iv.window_open;
 	double measured_share = std::clamp(double(attached_until - iv.window_open) /
 						   double(std::max<uint64_t>(1, measured - iv.begin)), 0.0, 1.0);
 	uint64_t own_cpu = own_cpu_ns();
-	*hits = runs.hits - last_runs_.hits;
+	*hits = runs.hits - base.runs.hits;
 	BudgetEstimate budget = estimate_budget(
-		{*hits, trap_ns_, cpu, measured_share, double(runs.probe_ns - last_runs_.probe_ns),
-		 double(runs.switch_ns - last_runs_.switch_ns) + double(own_cpu - last_own_cpu_)},
+		{*hits, trap_ns_, cpu, measured_share, double(runs.probe_ns - base.runs.probe_ns),
+		 double(runs.switch_ns - base.runs.switch_ns) + double(own_cpu - base.own_cpu)},
 		o_.budget, o_.min_duty);
-	last_own_cpu_ = own_cpu;
-	last_runs_ = runs;
-	if ((budget.next_duty < 1) != (duty_ < 1))
-		log_line(budget.next_duty < 1
-				 ? "sampling from the next interval: estimated probe cost %.2f%% of the target's CPU "
-				   "(%llu hits, %.0f ns trap each, %.3f s target CPU) is over the budget %.2g%%: probes "
-				   "attached for %.0f%% of each interval"
-				 : "sampling ends: estimated probe cost %.2f%% of the target's CPU (%llu hits, %.0f ns "
-				   "trap each, %.3f s target CPU) is within the budget %.2g%%: probes attached for %.0f%% "
-				   "of each interval",
-			 budget.overhead * 100, (unsigned long long)*hits, trap_ns_, cpu / 1e9, o_.budget * 100,
+	base.own_cpu = own_cpu;
+	base.runs = runs;
+	last_cpu_ns_ = cpu;
+	return budget;
+}
+
+// The cost of this interval's hits against the target's CPU time sets the
+// next window.
+BudgetEstimate MonitorSession::next_budget(const Interval &iv, uint64_t *hits)
+{
+	BudgetEstimate budget = estimate_cost(iv, last_, hits);
+	set_duty(budget, *hits, last_cpu_ns_, "from the next interval");
+	return budget;
+}
+
+// Sampling starting or ending is said once each time, with the figures that
+// decided it.
+void MonitorSession::set_duty(const BudgetEstimate &budget, uint64_t hits, uint64_t cpu, const char *from)
+{
+	if (budget.next_duty < 1 && duty_ == 1)
+		log_line("sampling %s: estimated probe cost %.2f%% of the target's CPU (%llu hits, %.0f ns trap each, "
+			 "%.3f s target CPU) is over the budget %.2g%%: probes attached for %.0f%% of each interval",
+			 from, budget.overhead * 100, (unsigned long long)hits, trap_ns_, cpu / 1e9, o_.budget * 100,
+			 budget.next_duty * 100);
+	else if (budget.next_duty == 1 && duty_ < 1)
+		log_line("sampling ends: estimated probe cost %.2f%% of the target's CPU (%llu hits, %.0f ns trap each, "
+			 "%.3f s target CPU) is within the budget %.2g%%: probes attached for %.0f%% of each interval",
+			 budget.overhead * 100, (unsigned long long)hits, trap_ns_, cpu / 1e9, o_.budget * 100,
 			 budget.next_duty * 100);
 	duty_ = budget.next_duty;
-	return budget;
 }
 
 // Where the interval's data ends.

@@ -114,6 +114,11 @@ TEST_CASE("budget: attached all the time while cheap, a proportional share when 
 	REQUIRE(estimate_budget({100'000, 5'000, 480'000'000, 1.0, 10'000'000}, 0.01, 0.01).next_duty == 0.01);
 	// A sampled window that saw no hit widens step by step.
 	REQUIRE(estimate_budget({0, 500, 1'000'000, 0.05}, 0.01, 0.01).next_duty == Approx(0.1));
+	// So does one whose few hits say the probes are cheap now (a quiet
+	// moment): 10 hits of 500 ns in 1 s of CPU while attached 5%, 0.1% full time.
+	REQUIRE(estimate_budget({10, 500, 1'000'000'000, 0.05}, 0.01, 0.01).next_duty == Approx(0.1));
+	// Attached all along, cheap: all the time (nothing sampled to grow from).
+	REQUIRE(estimate_budget({10, 500, 1'000'000'000, 1.0}, 0.01, 0.01).next_duty == 1.0);
 }
 
 TEST_CASE("retention: oldest intervals go first, by count, bytes and age", "[interval]")
