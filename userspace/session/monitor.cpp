@@ -345,6 +345,9 @@ bool MonitorSession::wait(Interval &iv, Clock::time_point end, std::chrono::dura
 {
 	auto measured = measuring_ && attached_now_ ? Clock::now() + to_clock(first_window(length, o_.budget))
 						    : Clock::time_point::max();
+	// Later measurements: often enough to catch a load as it comes, without
+	// the estimates' reads costing more than the probes (20 an interval).
+	auto step = std::max(first_window(length, o_.budget), length / 20);
 	measuring_ = false;
 	for (;;) {
 		auto window_end = duty_ < 1 && attached_now_ ? at_mono_ns(iv.window_open) + to_clock(length * duty_) : end;
@@ -358,8 +361,7 @@ bool MonitorSession::wait(Interval &iv, Clock::time_point end, std::chrono::dura
 		if (w == Wake::Stop || w == Wake::TargetExited)
 			return true;
 		if (until == measured && until < std::min(window_end, end)) {
-			measured = measure_first_window(iv) ? Clock::time_point::max()
-							    : Clock::now() + to_clock(first_window(length, o_.budget));
+			measured = measure_first_window(iv) ? Clock::time_point::max() : Clock::now() + to_clock(step);
 			continue;
 		}
 		if (until == end || !attached_now_)
@@ -378,14 +380,15 @@ bool MonitorSession::wait(Interval &iv, Clock::time_point end, std::chrono::dura
 // would break the budget. After a short window the cost is estimated as an
 // interval's is, and the rest of the interval keeps the probes only for the
 // share the budget allows. The interval's own estimate, at its end, still
-// covers all of it. A window without a hit cost nothing and says nothing:
-// the next one measures again (false).
+// covers all of it. A cost within budget so far may only mean the load has
+// not come yet (a server before its clients): the cost is measured again,
+// from the start, every 20th of the interval until it ends (false).
 bool MonitorSession::measure_first_window(const Interval &iv)
 {
 	CostBaseline from = last_;
 	uint64_t hits = 0;
 	BudgetEstimate budget = estimate_cost(iv, from, &hits);
-	if (hits == 0)
+	if (hits == 0 || budget.next_duty == 1)
 		return false;
 	set_duty(budget, hits, last_cpu_ns_, "from now");
 	return true;
