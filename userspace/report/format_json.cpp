@@ -1,6 +1,8 @@
 // The JSON report (formats.cpp, docs/report-json.md): functions, paths,
 // anomalies and calibration, and what the chosen view adds (views.cpp).
 #include <charconv>
+#include <cstring>
+#include <memory>
 #include <string_view>
 #include <unordered_map>
 
@@ -131,22 +133,37 @@ RawTimes raw_times(const CallTree &raw_tree)
 
 // The paths' text, built in one buffer and handed to the sink in chunks of
 // ~64 KiB: a million paths made a string and a sink write each (and a strlen
-// per literal).
+// per literal). Literals are copied by their compile-time length; a path's
+// fields but its name (< 1 KiB), or a histogram bucket, always fit in the
+// slack after a chunk (chunk_done between them); names are checked.
 class PathsText {
 public:
-	explicit PathsText(Sink &out) : out_(out) { text_.reserve(kChunk + 4096); }
+	explicit PathsText(Sink &out) : out_(out), text_(new char[kSize]) {}
 	// What is left of the text, written.
 	void finish()
 	{
-		out_.write(text_);
-		text_.clear();
+		out_.write(text_.get(), used_);
+		used_ = 0;
 	}
-	template <size_t N> void lit(const char (&s)[N]) { text_.append(s, N - 1); }
-	void str(const std::string &s) { text_ += s; }
+	template <size_t N> void lit(const char (&s)[N])
+	{
+		memcpy(text_.get() + used_, s, N - 1);
+		used_ += N - 1;
+	}
+	void str(const std::string &s)
+	{
+		if (used_ + s.size() > kChunk)
+			finish();
+		if (s.size() > kChunk)
+			out_.write(s);
+		else {
+			memcpy(text_.get() + used_, s.data(), s.size());
+			used_ += s.size();
+		}
+	}
 	void number(uint64_t value)
 	{
-		char digits[24];
-		text_.append(digits, std::to_chars(digits, digits + sizeof digits, value).ptr);
+		used_ = size_t(std::to_chars(text_.get() + used_, text_.get() + kSize, value).ptr - text_.get());
 	}
 	// ",\n" INDENT "\"NAME\": VALUE", INDENT (spaces) and NAME literals.
 	template <size_t I, size_t N> void field(const char (&indent)[I], const char (&name)[N], uint64_t value)
@@ -160,16 +177,15 @@ public:
 	}
 	void chunk_done()
 	{
-		if (text_.size() >= kChunk) {
-			out_.write(text_);
-			text_.clear();
-		}
+		if (used_ >= kChunk)
+			finish();
 	}
 
 private:
-	static constexpr size_t kChunk = 64 * 1024;
+	static constexpr size_t kChunk = 64 * 1024, kSize = kChunk + 16 * 1024;
 	Sink &out_;
-	std::string text_;
+	std::unique_ptr<char[]> text_;
+	size_t used_ = 0;
 };
 
 // durations_json(d) as dump(2) writes it three levels in, written directly
@@ -191,6 +207,7 @@ void write_durations(PathsText &t, const Distribution &d)
 		t.field("            ", "high_ns", dist_bucket_high(d.buckets[b].first));
 		t.field("            ", "count", d.buckets[b].second);
 		t.lit("\n          }");
+		t.chunk_done(); // the room for the next, whatever the number of buckets
 	}
 	if (!d.buckets.empty())
 		t.lit("\n        ]");

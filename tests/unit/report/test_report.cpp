@@ -307,6 +307,7 @@ TEST_CASE("report: json is written path by path with exactly the bytes of the do
 {
 	Profile p = sample_profile();
 	p.functions[1] = "w\"o\\rk\x01\xff"; // quoted, escaped and invalid UTF-8
+	p.functions[2] = std::string(70'000, 'n'); // longer than the writer's chunks
 	for (int variant = 0; variant < 3; variant++) {
 		bool calibrated = variant > 0;
 		if (calibrated)
