@@ -212,7 +212,7 @@ private:
 	std::vector<int> target_pids();
 	void open_window(Interval &iv);
 	bool wait(Interval &iv, Clock::time_point end, std::chrono::duration<double> length);
-	bool measure_first_window(const Interval &iv);
+	bool cut_if_over_budget(const Interval &iv);
 	uint64_t target_cpu_ns(const std::vector<int> &pids, CostBaseline &base);
 	BudgetEstimate estimate_cost(const Interval &iv, CostBaseline &base, uint64_t *hits);
 	BudgetEstimate next_budget(const Interval &iv, uint64_t *hits);
@@ -245,7 +245,7 @@ private:
 	CostBaseline last_; // at the end of the last interval
 	uint64_t last_cpu_ns_ = 0; // the target's CPU in the last estimate, for its log line
 	double duty_ = 1;
-	bool measuring_ = true; // the first interval's cost is not known yet
+	bool first_interval_ = true;
 	int64_t unix_offset_ = 0;
 };
 
@@ -362,16 +362,16 @@ std::chrono::duration<double> first_window(std::chrono::duration<double> length,
 }
 
 // Sleeps to the interval's end, closing a sampling window on the way (and,
-// in the first interval, measuring the probes' cost first).
+// in an interval with every probe attached, checking their cost as it goes).
 // Returns whether to stop (a signal, or the target exited).
 bool MonitorSession::wait(Interval &iv, Clock::time_point end, std::chrono::duration<double> length)
 {
-	auto measured = measuring_ && attached_now_ ? Clock::now() + to_clock(first_window(length, o_.budget))
-						    : Clock::time_point::max();
-	// Later measurements: often enough to catch a load as it comes, without
-	// the estimates' reads costing more than the probes (20 an interval).
+	// Checks often enough to catch a load as it comes, without their reads
+	// costing more than the probes: 20 an interval; the first one sooner.
 	auto step = std::max(first_window(length, o_.budget), length / 20);
-	measuring_ = false;
+	auto first = first_interval_ ? first_window(length, o_.budget) : step;
+	auto measured = duty_ == 1 && attached_now_ ? Clock::now() + to_clock(first) : Clock::time_point::max();
+	first_interval_ = false;
 	for (;;) {
 		auto window_end = duty_ < 1 && attached_now_ ? at_mono_ns(iv.window_open) + to_clock(length * duty_) : end;
 		auto until = std::min({window_end, end, measured});
@@ -384,7 +384,7 @@ bool MonitorSession::wait(Interval &iv, Clock::time_point end, std::chrono::dura
 		if (w == Wake::Stop || w == Wake::TargetExited)
 			return true;
 		if (until == measured && until < std::min(window_end, end)) {
-			measured = measure_first_window(iv) ? Clock::time_point::max() : Clock::now() + to_clock(step);
+			measured = cut_if_over_budget(iv) ? Clock::time_point::max() : Clock::now() + to_clock(step);
 			continue;
 		}
 		if (until == end || !attached_now_)
@@ -398,15 +398,14 @@ bool MonitorSession::wait(Interval &iv, Clock::time_point end, std::chrono::dura
 	}
 }
 
-// The first interval starts with every probe attached, their cost unknown:
-// a whole interval of that (1.2-1.3x pgbench's CPU for 10 s) at every start
-// would break the budget. After a short window the cost is estimated as an
-// interval's is, and the rest of the interval keeps the probes only for the
-// share the budget allows. The interval's own estimate, at its end, still
-// covers all of it. A cost within budget so far may only mean the load has
-// not come yet (a server before its clients): the cost is measured again,
-// from the start, every 20th of the interval until it ends (false).
-bool MonitorSession::measure_first_window(const Interval &iv)
+// An interval with every probe attached (the first, their cost unknown; one
+// after a quiet one, the load gone or not yet come) cannot wait for its end
+// to learn their cost: a whole interval of pgbench's load cost 1.2-1.3x its
+// CPU, at every start. Its cost so far is estimated as an interval's is; if
+// over budget, the rest of the interval keeps the probes only for the share
+// the budget allows (true). The interval's own estimate, at its end, still
+// covers all of it. Within budget (or no hit), it is checked again (false).
+bool MonitorSession::cut_if_over_budget(const Interval &iv)
 {
 	CostBaseline from = last_;
 	uint64_t hits = 0;
