@@ -31,9 +31,10 @@ class PathPlacer {
 public:
 	PathPlacer(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup,
 		   const std::map<uint32_t, std::string> &process_roots,
-		   const std::map<uint32_t, uint64_t> &label_parents)
+		   const std::map<uint32_t, uint64_t> &label_parents, const ThreadNamer &thread_name)
 		: profile_(profile), records_(records), lookup_(lookup), process_roots_(process_roots),
-		  label_parents_(label_parents), locations_(profile.locations), node_of_(records.size(), kNoParent)
+		  label_parents_(label_parents), thread_name_(thread_name), locations_(profile.locations),
+		  node_of_(records.size(), kNoParent)
 	{
 		by_path_.reserve(records.size());
 		// A node per record (and a few labels): no regrowth copying a million nodes.
@@ -129,6 +130,33 @@ private:
 		return labelled_root_[tgid];
 	}
 
+	// The frame of a thread's roots (--per-thread), where its process's
+	// roots would be.
+	uint32_t thread_parent(uint32_t tgid, uint32_t tid)
+	{
+		auto [it, added] = thread_root_.try_emplace({tgid, tid}, 0);
+		if (!added)
+			return it->second;
+		PathNode root;
+		root.parent = root_parent(tgid);
+		std::string name = thread_name_ ? thread_name_(tgid, tid) : "";
+		root.function = add_function({(name.empty() ? "" : name + " ") + "(tid " + std::to_string(tid) + ")", ""});
+		root.pid = int32_t(tgid);
+		it->second = uint32_t(profile_.nodes.size());
+		profile_.thread_nodes.push_back(it->second);
+		profile_.nodes.push_back(root);
+		return it->second;
+	}
+
+	// A root's parent: its process's label or none, or its thread's frame.
+	uint32_t top_parent(const usdtprof_path_stats &s, bool &thread)
+	{
+		thread = s.parent && is_thread_root(s.parent, s.tgid);
+		if (thread)
+			return thread_parent(s.tgid, thread_root_tid(s.parent));
+		return s.parent ? orphan_parent(s.tgid) : root_parent(s.tgid);
+	}
+
 	uint32_t place(size_t i)
 	{
 		// Collect the unplaced ancestors, then place them top-down.
@@ -146,10 +174,9 @@ private:
 				continue;
 			const usdtprof_path_stats &s = records_[*it].stats;
 			auto parent = by_path_.find(s.parent);
+			bool thread = false;
 			PathNode node;
-			node.parent = !s.parent ? root_parent(s.tgid)
-				      : parent != by_path_.end() ? node_of_[parent->second]
-								 : orphan_parent(s.tgid);
+			node.parent = parent != by_path_.end() ? node_of_[parent->second] : top_parent(s, thread);
 			node.function = function_of(s);
 			node.pid = int32_t(s.tgid);
 			node.calls = s.calls;
@@ -161,8 +188,10 @@ private:
 			if (node_of_[*it] != kNoParent)
 				continue; // placed by root_parent, under a label's parent
 			node_of_[*it] = uint32_t(profile_.nodes.size());
-			if (!s.parent && node.parent != kNoParent)
+			if ((!s.parent || thread) && node.parent != kNoParent)
 				profile_.nodes[node.parent].total_ns += node.total_ns;
+			if (thread && profile_.nodes[node.parent].parent != kNoParent) // its process's label
+				profile_.nodes[profile_.nodes[node.parent].parent].total_ns += node.total_ns;
 			profile_.nodes.push_back(node);
 		}
 		return node_of_[i];
@@ -173,6 +202,8 @@ private:
 	const NameLookup &lookup_;
 	const std::map<uint32_t, std::string> &process_roots_;
 	const std::map<uint32_t, uint64_t> &label_parents_;
+	const ThreadNamer &thread_name_;
+	std::map<std::pair<uint32_t, uint32_t>, uint32_t> thread_root_;
 	size_t names_cut_ = 0;
 	std::unordered_map<uint64_t, size_t> by_path_;
 	std::map<std::pair<uint32_t, uint64_t>, uint32_t> func_index_;
@@ -188,9 +219,9 @@ private:
 
 size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup,
 		      const std::map<uint32_t, std::string> &process_roots,
-		      const std::map<uint32_t, uint64_t> &label_parents)
+		      const std::map<uint32_t, uint64_t> &label_parents, const ThreadNamer &thread_name)
 {
-	return PathPlacer(profile, records, lookup, process_roots, label_parents).run();
+	return PathPlacer(profile, records, lookup, process_roots, label_parents, thread_name).run();
 }
 
 } // namespace usdtprof
