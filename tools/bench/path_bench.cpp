@@ -3,7 +3,15 @@
 // record and monitor do) against one key per system call (what they did before,
 // and still do on kernels without batch operations).
 //
-//   path_bench PATH_FILL [B] [ROUNDS]
+//   path_bench PATH_FILL [B] [ROUNDS [SAVE_DIR]]
+//   path_bench --replay SAVE_DIR [PROFILE]
+//
+// ROUNDS 0: only what record's stop pays (one batched read, then
+// add_call_paths), timed; SAVE_DIR keeps that read (records.bin, the records
+// as read_paths returns them, and names.tsv, each function id's name) so that
+// --replay can run add_call_paths again on the same recording (two builds
+// side by side, tools/bench/record_stop.sh) and write the profile
+// (PROFILE) for cmp.
 //
 // PATH_FILL (tools/bench/path_fill.c) runs under the engine's own probes, as
 // `record` attaches them, and makes 1 + B + B^2 call paths (B = 1000: 1,001,001)
@@ -20,10 +28,14 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <fstream>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "engine/call_paths.h"
+#include "profile/profile.h"
 #include "engine/engine.h"
 #include "engine/probes.h"
 #include "target/process.h"
@@ -68,12 +80,74 @@ double median(std::vector<double> v)
 	return v[v.size() / 2];
 }
 
+// SAVE_DIR: records.bin (the records' bytes) and names.tsv ("tgid func
+// cost_kind name location" per function id, tab-separated; path_fill's names
+// hold no tab or newline).
+void save_recording(const std::string &dir, const std::vector<PathRecord> &records, const NameLookup &lookup)
+{
+	FILE *f = fopen((dir + "/records.bin").c_str(), "wb");
+	if (!f || fwrite(records.data(), sizeof(PathRecord), records.size(), f) != records.size() || fclose(f))
+		die("cannot write " + dir + "/records.bin");
+	std::set<std::pair<uint32_t, uint64_t>> ids;
+	for (const PathRecord &r : records)
+		ids.insert({r.stats.tgid, r.stats.func});
+	f = fopen((dir + "/names.tsv").c_str(), "w");
+	if (!f)
+		die("cannot write " + dir + "/names.tsv");
+	for (auto [tgid, func] : ids) {
+		FunctionName n = function_name(lookup, tgid, func);
+		fprintf(f, "%u\t%llu\t%d\t%s\t%s\n", tgid, (unsigned long long)func, n.cost_kind, n.name.c_str(),
+			n.location.c_str());
+	}
+	fclose(f);
+}
+
+int replay(const std::string &dir, const char *profile_path)
+{
+	std::vector<PathRecord> records;
+	FILE *f = fopen((dir + "/records.bin").c_str(), "rb");
+	if (!f)
+		die("cannot read " + dir + "/records.bin");
+	fseek(f, 0, SEEK_END);
+	records.resize(size_t(ftell(f)) / sizeof(PathRecord));
+	rewind(f);
+	if (fread(records.data(), sizeof(PathRecord), records.size(), f) != records.size())
+		die("cannot read " + dir + "/records.bin");
+	fclose(f);
+	std::map<std::pair<uint32_t, uint64_t>, FunctionName> names;
+	std::ifstream in(dir + "/names.tsv");
+	for (std::string line; std::getline(in, line);) {
+		std::vector<std::string> col;
+		for (size_t at = 0;; at = line.find('\t', at) + 1) {
+			col.push_back(line.substr(at, line.find('\t', at) - at));
+			if (line.find('\t', at) == std::string::npos)
+				break;
+		}
+		if (col.size() != 5)
+			die("bad line in names.tsv: " + line);
+		names[{uint32_t(std::stoul(col[0])), std::stoull(col[1])}] = {col[3], col[4], std::stoi(col[2])};
+	}
+	Profile profile;
+	Timed t = timed([&] {
+		add_call_paths(profile, records, [&](uint32_t tgid, uint64_t func) -> Result<FunctionName> {
+			return names.at({tgid, func});
+		});
+	});
+	printf("%zu call paths replayed: add_call_paths %.3f s (CPU %.3f)\n", records.size(), t.wall, t.cpu);
+	if (profile_path)
+		if (auto r = save_profile(profile, profile_path); !r)
+			die(r.error().message);
+	return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
+	if (argc > 2 && std::string(argv[1]) == "--replay")
+		return replay(argv[2], argc > 3 ? argv[3] : nullptr);
 	if (argc < 2)
-		die("usage: path_bench PATH_FILL [B] [ROUNDS]");
+		die("usage: path_bench PATH_FILL [B] [ROUNDS [SAVE_DIR]] | --replay SAVE_DIR [PROFILE]");
 	int b = argc > 2 ? atoi(argv[2]) : 1000;
 	int rounds = argc > 3 ? atoi(argv[3]) : 5;
 	const uint32_t max_paths = 1u << 20;
@@ -122,7 +196,8 @@ int main(int argc, char **argv)
 	if (a[USDTPROF_ANOM_AGG_FULL] || a[USDTPROF_ANOM_DROPPED_NS])
 		die("the table overflowed: agg_full " + std::to_string(a[USDTPROF_ANOM_AGG_FULL]));
 
-	std::vector<PathRecord> records = engine.read_paths();
+	std::vector<PathRecord> records;
+	Timed read = timed([&] { records = engine.read_paths(); });
 	Profile profile;
 	FunctionNamer namer(attached, engine.read_names(), {{child->pid(), *maps}}, opened);
 	Timed named = timed([&] {
@@ -131,6 +206,14 @@ int main(int argc, char **argv)
 	if (profile.nodes.size() != records.size() || profile.functions.size() < size_t(b))
 		die("add_call_paths made " + std::to_string(profile.nodes.size()) + " nodes of " +
 		    std::to_string(profile.functions.size()) + " functions");
+	if (rounds == 0) {
+		// What record's stop pays, alone (for perf): one batched read, then the naming.
+		if (argc > 4)
+			save_recording(argv[4], records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); });
+		printf("%zu call paths: read (batched) %.3f s (CPU %.3f), add_call_paths %.3f s (CPU %.3f)\n",
+		       records.size(), read.wall, read.cpu, named.wall, named.cpu);
+		return 0;
+	}
 
 	// Forgotten in chunks, batched and key by key alternately.
 	std::vector<uint64_t> ids;

@@ -22,7 +22,7 @@ const CLI::Validator kPositive(
 
 void add_target_options(CLI::App *app, TargetSpec &o)
 {
-	app->add_option("-p,--pid", o.pids, "Process to attach to; several: -p 1,2 or -p again (record, trace)")
+	app->add_option("-p,--pid", o.pids, "Process to attach to; several: -p 1,2 or -p again")
 		->delimiter(',')
 		->check(kPositive)
 		->allow_extra_args(false);

@@ -7,12 +7,17 @@
 #include <unordered_map>
 
 #include "base/huge_pages.h"
+#include "base/id_index.h"
 
 namespace usdtprof {
 
 Distribution distribution_of(const usdtprof_path_stats &s)
 {
 	Distribution d;
+	uint32_t used = 0;
+	for (uint32_t b = 0; b < USDTPROF_DIST_BUCKETS; b++)
+		used += s.buckets[b] != 0;
+	d.buckets.reserve(used); // one allocation per path
 	for (uint32_t b = 0; b < USDTPROF_DIST_BUCKETS; b++)
 		if (s.buckets[b])
 			d.buckets.emplace_back(b, s.buckets[b]);
@@ -25,6 +30,13 @@ Distribution distribution_of(const usdtprof_path_stats &s)
 
 namespace {
 
+struct FunctionIdHash {
+	size_t operator()(const std::pair<uint32_t, uint64_t> &id) const
+	{
+		return std::hash<uint64_t>()(id.second * 0x9e3779b97f4a7c15ULL ^ id.first);
+	}
+};
+
 // add_call_paths' state: the records by path id, the functions and labels
 // made so far, and each record's node once placed.
 class PathPlacer {
@@ -33,14 +45,17 @@ public:
 		   const std::map<uint32_t, std::string> &process_roots,
 		   const std::map<uint32_t, uint64_t> &label_parents, const ThreadNamer &thread_name)
 		: profile_(profile), records_(records), lookup_(lookup), process_roots_(process_roots),
-		  label_parents_(label_parents), thread_name_(thread_name), locations_(profile.locations),
-		  node_of_(records.size(), kNoParent)
+		  label_parents_(label_parents), thread_name_(thread_name), by_path_(records.size()),
+		  locations_(profile.locations), node_of_(huge_vector<uint32_t>(records.size(), kNoParent)),
+		  parent_at_(huge_vector<uint32_t>(records.size(), IdIndex::kNone))
 	{
-		by_path_.reserve(records.size());
 		// A node per record (and a few labels): no regrowth copying a million nodes.
 		reserve_huge(profile.nodes, profile.nodes.size() + records.size() + 64);
 		for (size_t i = 0; i < records.size(); i++)
-			by_path_[records[i].path] = i;
+			by_path_.set(records[i].path, uint32_t(i));
+		// Each record's parent record, looked up once.
+		for (size_t i = 0; i < records.size(); i++)
+			parent_at_[i] = by_path_.find(records[i].stats.parent);
 		locations_.resize(profile.functions.size());
 	}
 
@@ -113,9 +128,9 @@ private:
 			return it->second;
 		uint32_t parent = kNoParent;
 		auto under = label_parents_.find(tgid);
-		auto record = under == label_parents_.end() ? by_path_.end() : by_path_.find(under->second);
-		if (record != by_path_.end() && labelling_.insert(tgid).second) {
-			parent = place(record->second);
+		uint32_t record = under == label_parents_.end() ? IdIndex::kNone : by_path_.find(under->second);
+		if (record != IdIndex::kNone && labelling_.insert(tgid).second) {
+			parent = place(record);
 			labelling_.erase(tgid);
 		}
 		if (auto it = labelled_root_.find(tgid); it != labelled_root_.end())
@@ -148,52 +163,57 @@ private:
 		return it->second;
 	}
 
-	// A root's parent: its process's label or none, or its thread's frame.
-	uint32_t top_parent(const usdtprof_path_stats &s, bool &thread)
+	// The node of a path whose parent is parent_at (a record or kNone): a
+	// root's parent is its process's label or none, or (thread set) its
+	// thread's frame.
+	PathNode node_of_path(const usdtprof_path_stats &s, uint32_t parent_at, bool &thread)
 	{
-		thread = s.parent && is_thread_root(s.parent, s.tgid);
-		if (thread)
-			return thread_parent(s.tgid, thread_root_tid(s.parent));
-		return s.parent ? orphan_parent(s.tgid) : root_parent(s.tgid);
+		PathNode node;
+		thread = parent_at == IdIndex::kNone && s.parent && is_thread_root(s.parent, s.tgid);
+		node.parent = !s.parent ? root_parent(s.tgid)
+			      : parent_at != IdIndex::kNone ? node_of_[parent_at]
+			      : thread ? thread_parent(s.tgid, thread_root_tid(s.parent))
+				       : orphan_parent(s.tgid);
+		node.function = function_of(s);
+		node.pid = int32_t(s.tgid);
+		node.calls = s.calls;
+		node.open = s.open;
+		node.self_ns = s.self_ns;
+		node.self_offcpu_ns = s.self_offcpu_ns;
+		node.total_ns = s.total_ns;
+		node.dist = distribution_of(s);
+		return node;
 	}
 
 	uint32_t place(size_t i)
 	{
-		// Collect the unplaced ancestors, then place them top-down.
-		std::vector<size_t> chain;
+		// Collect the unplaced ancestors, then place them top-down. chain_
+		// is a stack: root_parent may place a label's path in the middle.
+		size_t base = chain_.size();
 		for (size_t j = i; node_of_[j] == kNoParent;) {
-			chain.push_back(j);
-			auto parent = by_path_.find(records_[j].stats.parent);
-			if (records_[j].stats.parent == 0 || parent == by_path_.end() ||
-			    chain.size() > records_.size())
+			chain_.push_back(j);
+			if (records_[j].stats.parent == 0 || parent_at_[j] == IdIndex::kNone ||
+			    chain_.size() - base > records_.size())
 				break;
-			j = parent->second;
+			j = parent_at_[j];
 		}
-		for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-			if (node_of_[*it] != kNoParent)
+		for (size_t k = chain_.size(); k-- > base;) {
+			size_t at = chain_[k];
+			if (node_of_[at] != kNoParent)
 				continue;
-			const usdtprof_path_stats &s = records_[*it].stats;
-			auto parent = by_path_.find(s.parent);
+			const usdtprof_path_stats &s = records_[at].stats;
 			bool thread = false;
-			PathNode node;
-			node.parent = parent != by_path_.end() ? node_of_[parent->second] : top_parent(s, thread);
-			node.function = function_of(s);
-			node.pid = int32_t(s.tgid);
-			node.calls = s.calls;
-			node.open = s.open;
-			node.self_ns = s.self_ns;
-			node.self_offcpu_ns = s.self_offcpu_ns;
-			node.total_ns = s.total_ns;
-			node.dist = distribution_of(s);
-			if (node_of_[*it] != kNoParent)
+			PathNode node = node_of_path(s, parent_at_[at], thread);
+			if (node_of_[at] != kNoParent)
 				continue; // placed by root_parent, under a label's parent
-			node_of_[*it] = uint32_t(profile_.nodes.size());
+			node_of_[at] = uint32_t(profile_.nodes.size());
 			if ((!s.parent || thread) && node.parent != kNoParent)
 				profile_.nodes[node.parent].total_ns += node.total_ns;
 			if (thread && profile_.nodes[node.parent].parent != kNoParent) // its process's label
 				profile_.nodes[profile_.nodes[node.parent].parent].total_ns += node.total_ns;
-			profile_.nodes.push_back(node);
+			profile_.nodes.push_back(std::move(node));
 		}
+		chain_.resize(base);
 		return node_of_[i];
 	}
 
@@ -205,12 +225,14 @@ private:
 	const ThreadNamer &thread_name_;
 	std::map<std::pair<uint32_t, uint32_t>, uint32_t> thread_root_;
 	size_t names_cut_ = 0;
-	std::unordered_map<uint64_t, size_t> by_path_;
-	std::map<std::pair<uint32_t, uint64_t>, uint32_t> func_index_;
+	IdIndex by_path_; // path id -> its record
+	std::unordered_map<std::pair<uint32_t, uint64_t>, uint32_t, FunctionIdHash> func_index_;
 	std::map<std::pair<std::string, std::string>, uint32_t> name_index_;
 	std::vector<std::string> locations_;
 	std::map<uint32_t, uint32_t> dropped_root_;
 	std::vector<uint32_t> node_of_;
+	std::vector<uint32_t> parent_at_; // each record's parent record, kNone when it has none among them
+	std::vector<size_t> chain_;
 	std::map<uint32_t, uint32_t> labelled_root_;
 	std::set<uint32_t> labelling_;
 };

@@ -192,7 +192,12 @@ private:
 
 	const std::map<int, ProfileProcess> &processes() const { return session_.processes().seen(); }
 	const std::map<int, std::vector<Mapping>> &maps() const { return session_.processes().maps(); }
-	bool target_gone() const { return pid() && !process_exists(pid()); }
+	// -p's processes all gone (--binary's never are: new ones may start).
+	bool target_gone() const
+	{
+		return !pids_.empty() &&
+		       std::none_of(pids_.begin(), pids_.end(), [](int p) { return process_exists(p); });
+	}
 	Runs run_totals() const;
 	std::vector<int> target_pids();
 	void open_window(Interval &iv);
@@ -209,9 +214,8 @@ private:
 	const TargetSpec &t_;
 	Engine &engine() { return session_.engine(); }
 	const Engine &engine() const { return session_.engine(); }
-	// -p's process (monitor takes one); 0 for --binary
-	int pid() const { return t_.pids.empty() ? 0 : t_.pids.front(); }
 	std::vector<ProbeRole> custom_;
+	std::vector<int> pids_; // -p's processes, each once; none for --binary
 	Session session_; // stop signals blocked, SIGHUP too, before the outputs start
 	MonitorOutputs outputs_;
 	UniqueFd stats_; // the kernel's run time of our programs, for the cost of a hit
@@ -237,8 +241,6 @@ private:
 std::vector<ProbeRole> prepare(const MonitorOptions &o)
 {
 	std::vector<ProbeRole> custom = custom_roles(o.target);
-	if (o.target.pids.size() > 1)
-		throw UserError("monitor takes one -p PID (several are for record and trace)", 2);
 	check_target_exists(o.target);
 	raise_descriptor_limit();
 	return custom;
@@ -247,30 +249,46 @@ std::vector<ProbeRole> prepare(const MonitorOptions &o)
 // Signals are blocked before the outputs start: the /metrics server's
 // threads inherit the mask, so SIGINT and SIGHUP reach the signalfd.
 MonitorSession::MonitorSession(const MonitorOptions &o)
-	: o_(o), t_(o.target), custom_(prepare(o)), session_(true), outputs_(o, health_)
+	: o_(o), t_(o.target), custom_(prepare(o)), pids_(unique_pids(o.target.pids)), session_(true),
+	  outputs_(o, health_)
 {
 	// After the outputs' options held (a bad credential, a port in use): nothing made for nothing.
 	make_dir(o.dir);
 	session_.load(t_.max_paths, 0, o.offcpu);
-	if (pid())
-		session_.watch({pid()}, ExitWatch::Gone::Reaped);
+	if (!pids_.empty())
+		session_.watch(pids_, ExitWatch::Gone::Reaped); // stops when all have gone
 	stats_ = UniqueFd(bpf_enable_stats(BPF_STATS_RUN_TIME));
 	auto trap_ns = engine().measure_trap_ns();
 	if (!trap_ns)
 		throw UserError("cannot measure the probe cost: " + trap_ns.error().message);
 	trap_ns_ = *trap_ns;
 
-	AttachPlan plan = plan_attach(t_, pid(), false, session_.target_files(t_, pid()), custom_);
-	chosen_ = std::move(plan.presets);
-	sites_ = std::move(plan.sites);
-	skip_gone_ = session_.processes().binary() != nullptr;
+	if (pids_.empty()) {
+		AttachPlan plan = plan_attach(t_, 0, false, session_.target_files(t_, 0), custom_);
+		chosen_ = std::move(plan.presets);
+		sites_ = std::move(plan.sites);
+	}
+	// Each -p process with the presets its own files have, planned after
+	// those before it; each is labelled by its pid in every output.
+	for (int p : pids_) {
+		AttachPlan plan = plan_attach(t_, p, false, session_.target_files(t_, p), custom_, sites_.size());
+		sites_.insert(sites_.end(), plan.sites.begin(), plan.sites.end());
+		for (const Preset *preset : plan.presets)
+			if (std::find(chosen_.begin(), chosen_.end(), preset) == chosen_.end())
+				chosen_.push_back(preset);
+	}
+	// Processes may go before a window's attach: all but the last of -p's.
+	skip_gone_ = session_.processes().binary() != nullptr || pids_.size() > 1;
 	session_.attach(sites_, skip_gone_);
 	session_.calibrate(o.offcpu, false); // measured once: every interval's profile carries it
-	if (pid())
-		session_.processes().add(pid());
+	std::string what;
+	for (int p : pids_) {
+		session_.processes().add(p);
+		what += (what.empty() ? "" : ", ") + pid_text(p);
+	}
 	log_line("monitoring %s: %zu probe sites, a hit costs %.0f ns (trap) plus the program; budget %.2g%%, "
 		 "every %.3g s into %s; Ctrl-C to stop",
-		 pid() ? pid_text(pid()).c_str() : ("every process of " + t_.binary).c_str(),
+		 !pids_.empty() ? what.c_str() : ("every process of " + t_.binary).c_str(),
 		 engine().attached_sites(), trap_ns_, o.budget * 100, o.interval_s, o.dir.c_str());
 	last_own_cpu_ = own_cpu_ns();
 	last_runs_ = run_totals();
@@ -290,8 +308,13 @@ MonitorSession::Runs MonitorSession::run_totals() const
 
 std::vector<int> MonitorSession::target_pids()
 {
-	if (pid())
-		return {pid()};
+	if (!pids_.empty()) {
+		std::vector<int> alive;
+		for (int p : pids_)
+			if (process_exists(p))
+				alive.push_back(p);
+		return alive;
+	}
 	// Processes started since the last scan get their libraries attached,
 	// for each of them only (while the window is open).
 	session_.attach_new_processes(t_, chosen_, custom_, sites_, attached_now_);
@@ -436,7 +459,7 @@ void MonitorSession::end_interval(Interval &iv, bool stopping)
 // reported unnamed).
 std::vector<PathRecord> MonitorSession::read_records(std::set<uint32_t> &dead)
 {
-	if (session_.processes().binary())
+	if (session_.processes().binary() || pids_.size() > 1)
 		for (const auto &[p, process] : processes())
 			if (!process_exists(p))
 				dead.insert(uint32_t(p));
@@ -509,7 +532,7 @@ void MonitorSession::publish(const Interval &iv, Profile &profile, size_t names_
 	health_.intervals++;
 	ProfileOutput out{profile, iv.begin_unix};
 	if (outputs_.pusher) {
-		out.pid = pid() ? int32_t(pid()) : 0;
+		out.pid = pids_.size() == 1 ? int32_t(pids_.front()) : 0; // several: each sample's pid label
 		out.container_id = pushed_container(processes());
 	}
 	write_all(outputs_.sinks, out);
@@ -558,15 +581,15 @@ void MonitorSession::run()
 		engine().delete_paths(delta.forget);
 		for (uint32_t tgid : dead) {
 			engine().delete_names(tgid);
-			if (BinaryProcesses *binary = session_.processes().binary()) {
+			if (BinaryProcesses *binary = session_.processes().binary())
 				binary->forget(int(tgid));
-				std::erase_if(sites_, [&](const FoundSite &f) { return f.pid == int(tgid); });
-			}
+			std::erase_if(sites_, [&](const FoundSite &f) { return f.pid == int(tgid); });
 		}
 		// A target gone by now may have counted calls since the read: one
 		// more (last) interval reads them.
 		if (stopping && target_gone())
-			log_line("%s exited", pid_text(pid()).c_str());
+			log_line(pids_.size() == 1 ? "%s exited" : "%s: all exited",
+				 pids_.size() == 1 ? pid_text(pids_.front()).c_str() : "the processes of -p");
 	}
 	log_line("stopped after %llu intervals, %llu probe hits", (unsigned long long)health_.intervals,
 		 (unsigned long long)health_.probe_hits);

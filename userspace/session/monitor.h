@@ -11,7 +11,7 @@
 namespace usdtprof {
 
 struct MonitorOptions {
-	TargetSpec target;             // -p (one), --binary, --runtime, --pair, --task, --max-paths (no command)
+	TargetSpec target;             // -p, --binary, --runtime, --pair, --task, --max-paths (no command)
 	std::string dir = "usdtprof-monitor"; // one profile per interval
 	double interval_s = 10;
 	double jitter = 0.2;           // each interval is interval_s * (1 +- jitter), uniformly

@@ -557,16 +557,6 @@ void check_record_options(const RecordOptions &o)
 		choose_presets(o.target, {}); // an unknown --runtime is refused before the launch
 }
 
-// -p's pids, each once (a process attached twice would count each call twice).
-std::vector<int> unique_pids(const std::vector<int> &pids)
-{
-	std::vector<int> out;
-	for (int pid : pids)
-		if (std::find(out.begin(), out.end(), pid) == out.end())
-			out.push_back(pid);
-	return out;
-}
-
 // One recording, in the steps record() takes: start (a followed or held
 // launch, or an attach to running processes), wait for the stop, stop and
 // read, calibrate, name the paths and save. Throws UserError.

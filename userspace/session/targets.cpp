@@ -117,6 +117,15 @@ void ProcessTable::add(int pid)
 	added_[pid] = describe_process(pid);
 }
 
+std::vector<int> unique_pids(const std::vector<int> &pids)
+{
+	std::vector<int> out;
+	for (int pid : pids)
+		if (std::find(out.begin(), out.end(), pid) == out.end())
+			out.push_back(pid);
+	return out;
+}
+
 void check_target_exists(const TargetSpec &t)
 {
 	for (int pid : t.pids)

@@ -88,6 +88,9 @@ private:
 	std::map<int, std::vector<Mapping>> maps_;
 };
 
+// -p's pids, each once, in order (a process attached twice would count each
+// call twice).
+std::vector<int> unique_pids(const std::vector<int> &pids);
 // What the target options name exists: each -p's process, --binary's file.
 // Throws UserError.
 void check_target_exists(const TargetSpec &t);

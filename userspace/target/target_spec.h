@@ -11,7 +11,7 @@ namespace usdtprof {
 
 struct TargetSpec {
 	// Exactly one of:
-	std::vector<int> pids;            // running processes (monitor takes one)
+	std::vector<int> pids;            // running processes
 	std::vector<std::string> command; // a command to launch (record, trace)
 	std::string binary;               // every process running this file, new ones too
 
