@@ -1,6 +1,8 @@
 // The JSON report (formats.cpp, docs/report-json.md): functions, paths,
 // anomalies and calibration, and what the chosen view adds (views.cpp).
 #include <charconv>
+#include <cstring>
+#include <memory>
 #include <string_view>
 #include <unordered_map>
 
@@ -129,13 +131,123 @@ RawTimes raw_times(const CallTree &raw_tree)
 	return raw;
 }
 
-template <size_t N> void number_field(std::string &out, const char (&name)[N], uint64_t value)
+// The paths' text, built in one buffer and handed to the sink in chunks of
+// ~64 KiB: a million paths made a string and a sink write each (and a strlen
+// per literal). Literals are copied by their compile-time length; a path's
+// fields but its name (< 1 KiB), or a histogram bucket, always fit in the
+// slack after a chunk (chunk_done between them); names are checked.
+class PathsText {
+public:
+	explicit PathsText(Sink &out) : out_(out), text_(new char[kSize]) {}
+	// What is left of the text, written.
+	void finish()
+	{
+		out_.write(text_.get(), used_);
+		used_ = 0;
+	}
+	template <size_t N> void lit(const char (&s)[N])
+	{
+		memcpy(text_.get() + used_, s, N - 1);
+		used_ += N - 1;
+	}
+	void str(const std::string &s)
+	{
+		if (used_ + s.size() > kChunk)
+			finish();
+		if (s.size() > kChunk)
+			out_.write(s);
+		else {
+			memcpy(text_.get() + used_, s.data(), s.size());
+			used_ += s.size();
+		}
+	}
+	void number(uint64_t value)
+	{
+		used_ = size_t(std::to_chars(text_.get() + used_, text_.get() + kSize, value).ptr - text_.get());
+	}
+	// ",\n" INDENT "\"NAME\": VALUE", INDENT (spaces) and NAME literals.
+	template <size_t I, size_t N> void field(const char (&indent)[I], const char (&name)[N], uint64_t value)
+	{
+		lit(",\n");
+		lit(indent);
+		lit("\"");
+		lit(name);
+		lit("\": ");
+		number(value);
+	}
+	void chunk_done()
+	{
+		if (used_ >= kChunk)
+			finish();
+	}
+
+private:
+	static constexpr size_t kChunk = 64 * 1024, kSize = kChunk + 16 * 1024;
+	Sink &out_;
+	std::unique_ptr<char[]> text_;
+	size_t used_ = 0;
+};
+
+// durations_json(d) as dump(2) writes it three levels in, written directly
+// (a million paths' durations through a DOM took most of the report's time).
+void write_durations(PathsText &t, const Distribution &d)
 {
-	out += ",\n      \"";
-	out.append(name, N - 1);
-	out += "\": ";
-	char digits[24];
-	out.append(digits, std::to_chars(digits, digits + sizeof digits, value).ptr);
+	t.lit(",\n      \"durations\": {\n        \"count\": ");
+	t.number(bucket_count(d.buckets));
+	t.field("        ", "min_ns", d.min_ns);
+	t.field("        ", "p50_ns", dist_quantile(d, 0.5));
+	t.field("        ", "p99_ns", dist_quantile(d, 0.99));
+	t.field("        ", "max_ns", d.max_ns);
+	t.lit(",\n        \"histogram\": ");
+	if (d.buckets.empty())
+		t.lit("[]");
+	for (size_t b = 0; b < d.buckets.size(); b++) {
+		t.lit(b ? ",\n          {\n            \"low_ns\": " : "[\n          {\n            \"low_ns\": ");
+		t.number(dist_bucket_low(d.buckets[b].first));
+		t.field("            ", "high_ns", dist_bucket_high(d.buckets[b].first));
+		t.field("            ", "count", d.buckets[b].second);
+		t.lit("\n          }");
+		t.chunk_done(); // the room for the next, whatever the number of buckets
+	}
+	if (!d.buckets.empty())
+		t.lit("\n        ]");
+	t.lit("\n      }");
+}
+
+// One path of the array, as dump(2) would indent it; name: its frame's name,
+// quoted.
+void write_path(PathsText &t, const CallTree &tree, uint32_t i, const std::string &name, const RawTimes *raw)
+{
+	const TreeNode &n = tree.nodes[i];
+	if (i)
+		t.lit(",\n    {\n      \"id\": ");
+	else
+		t.lit("[\n    {\n      \"id\": ");
+	t.number(i);
+	if (n.parent == kNoParent)
+		t.lit(",\n      \"parent\": null");
+	else
+		t.field("      ", "parent", n.parent);
+	t.lit(",\n      \"name\": ");
+	t.str(name);
+	t.field("      ", "calls", n.calls);
+	t.field("      ", "open", n.open);
+	t.field("      ", "self_ns", n.self_ns);
+	t.field("      ", "self_oncpu_ns", n.self_oncpu_ns);
+	t.field("      ", "self_offcpu_ns", n.self_offcpu_ns);
+	t.field("      ", "total_ns", n.total_ns);
+	if (raw) {
+		t.field("      ", "raw_self_ns", raw->self_ns[i]);
+		t.field("      ", "raw_total_ns", raw->total_ns[i]);
+		t.field("      ", "uncertain_ns", n.uncertain_ns);
+		if (uncertain(n.self_ns, n.uncertain_ns))
+			t.lit(",\n      \"self_uncertain\": true");
+		else
+			t.lit(",\n      \"self_uncertain\": false");
+	}
+	if (!tree.dists.empty())
+		write_durations(t, tree.dists[i]);
+	t.lit("\n    }");
 }
 
 // The paths array, "paths": [ ... ] as dump(2) would indent it: each path
@@ -150,46 +262,18 @@ void write_paths(Sink &out, const CallTree &tree, const RawTimes *raw)
 	}
 	std::vector<std::string> names(tree.names.size()); // each name quoted and escaped once
 	std::vector<bool> quoted(tree.names.size());
-	std::string text;
-	char digits[24];
+	PathsText text(out);
 	for (uint32_t i = 0; i < tree.nodes.size(); i++) {
-		const TreeNode &n = tree.nodes[i];
-		if (!quoted[n.name]) {
-			names[n.name] = JsonReportWriter::dump(tree.names[n.name]);
-			quoted[n.name] = true;
+		uint32_t name = tree.nodes[i].name;
+		if (!quoted[name]) {
+			names[name] = JsonReportWriter::dump(tree.names[name]);
+			quoted[name] = true;
 		}
-		text = i ? ",\n    {\n      \"id\": " : "[\n    {\n      \"id\": ";
-		text.append(digits, std::to_chars(digits, digits + sizeof digits, i).ptr);
-		if (n.parent == kNoParent)
-			text += ",\n      \"parent\": null";
-		else
-			number_field(text, "parent", n.parent);
-		text += ",\n      \"name\": ";
-		text += names[n.name];
-		number_field(text, "calls", n.calls);
-		number_field(text, "open", n.open);
-		number_field(text, "self_ns", n.self_ns);
-		number_field(text, "self_oncpu_ns", n.self_oncpu_ns);
-		number_field(text, "self_offcpu_ns", n.self_offcpu_ns);
-		number_field(text, "total_ns", n.total_ns);
-		if (raw) {
-			number_field(text, "raw_self_ns", raw->self_ns[i]);
-			number_field(text, "raw_total_ns", raw->total_ns[i]);
-			number_field(text, "uncertain_ns", n.uncertain_ns);
-			text += uncertain(n.self_ns, n.uncertain_ns) ? ",\n      \"self_uncertain\": true"
-							       : ",\n      \"self_uncertain\": false";
-		}
-		if (!tree.dists.empty()) {
-			// Indented as dump(2) would, three levels in.
-			std::string d = JsonReportWriter::dump(durations_json(tree.dists[i]));
-			text += ",\n      \"durations\": ";
-			for (char c : d)
-				text += c == '\n' ? std::string("\n      ") : std::string(1, c);
-		}
-		text += "\n    }";
-		out.write(text);
+		write_path(text, tree, i, names[name], raw);
+		text.chunk_done();
 	}
-	out.write("\n  ]");
+	text.lit("\n  ]");
+	text.finish();
 }
 
 void write_json(Sink &out, const Profile &profile, const CallTree &tree, const ReportOptions &options,

@@ -307,9 +307,17 @@ TEST_CASE("report: json is written path by path with exactly the bytes of the do
 {
 	Profile p = sample_profile();
 	p.functions[1] = "w\"o\\rk\x01\xff"; // quoted, escaped and invalid UTF-8
-	for (bool calibrated : {false, true}) {
+	p.functions[2] = std::string(70'000, 'n'); // longer than the writer's chunks
+	for (int variant = 0; variant < 3; variant++) {
+		bool calibrated = variant > 0;
 		if (calibrated)
 			p.calibration = Calibration{{{"native", 120.0, 80.0, 3.0, 2.0, 24, 0}}, std::vector<int32_t>(5, 0)};
+		if (variant == 2) {
+			// Durations, written by hand per path: one bucket, several, none.
+			p.distributions = true;
+			p.nodes[0].dist = {1000, 1000, {{9, 1}}};
+			p.nodes[1].dist = {3, 2'000'000'000'000, {{1, 2}, {12, 7}, {39, 1}}};
+		}
 		for (const char *view : {"flat", "tree"}) {
 			ReportOptions o;
 			o.view = view;
@@ -318,6 +326,7 @@ TEST_CASE("report: json is written path by path with exactly the bytes of the do
 			CHECK(text == j.dump(2) + "\n");
 			CHECK(j["paths"].size() == 6); // the renamed function no longer merges with its namesake
 			CHECK(j["paths"][0].contains("raw_self_ns") == calibrated);
+			CHECK(j["paths"][0].contains("durations") == (variant == 2));
 		}
 	}
 	CHECK(render_as("json", Profile{}, {}) == nlohmann::ordered_json::parse(render_as("json", Profile{}, {})).dump(2) + "\n");
