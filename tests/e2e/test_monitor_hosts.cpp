@@ -171,3 +171,30 @@ TEST_CASE("monitor --all with no process with probes yet runs its -d in interval
 	REQUIRE(covered >= 1500000000ull);
 	REQUIRE(took >= 1.5);
 }
+
+TEST_CASE("monitor --all: --max-processes reached is one line and a count at the stop; a PHP whose probes are off "
+	  "is skipped with one line",
+	  "[monitor][hosts]")
+{
+	std::string dir = temp_dir(), out = dir + "/cap";
+	Background a({target("nested"), "--wait"}), b({target("nested"), "--wait"}), c({target("nested"), "--wait"});
+	Background php({"env", "-u", "USE_ZEND_DTRACE", "php", "-r", "echo \"ready\\n\"; sleep(30);"});
+	for (Background *t : {&a, &b, &c, &php})
+		t->wait_for_line("ready");
+	Output o = run({"env", "USDTPROF_TEST_ALL_UNDER=" + std::to_string(getpid()), e2e::usdtprof(), "monitor", "--all",
+			"--runtime", "native,php", "--max-processes", "1", "-i", "0.5", "-d", "0.6", "-o", out});
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	auto count = [&](const std::string &text) {
+		size_t n = 0;
+		for (size_t at = o.err.find(text); at != std::string::npos; at = o.err.find(text, at + 1))
+			n++;
+		return n;
+	};
+	REQUIRE(count("--all: profiling pid ") == 1);
+	REQUIRE(count("--max-processes 1 reached") == 1);
+	REQUIRE(count("2 processes with probes were not profiled: --max-processes 1 was reached") == 1);
+	REQUIRE(count("pid " + std::to_string(php.pid()) + " (php) skipped") == 1);
+	REQUIRE(count("skipped") == 1);
+	REQUIRE_THAT(o.err, Catch::Matchers::Contains("USE_ZEND_DTRACE=1"));
+}

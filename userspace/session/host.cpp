@@ -123,7 +123,7 @@ std::vector<FoundSite> HostProcesses::examine(int pid, size_t already)
 		// said once per preset.
 		if (std::string why = p->check ? p->check(pid) : ""; !why.empty()) {
 			if (check_said_.insert(p).second)
-				log_line("--all: %s skipped, and every later process of the %s preset like it: %s",
+				log_line("--all: %s skipped (said once for the %s preset): %s",
 					 pid_text(pid).c_str(), p->name, why.c_str());
 			continue;
 		}
