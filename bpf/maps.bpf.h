@@ -210,6 +210,9 @@ const volatile bool durations_off = false;
 /* Benchmarks only (USDTPROF_BENCH_SQL_REHASH=1): a query__done hashes its
  * text again, as before its start's id was kept for it (docs/benchmarks.md). */
 const volatile bool sql_rehash = false;
+/* record --per-thread: each thread's roots hang under a root of its own
+ * (USDTPROF_THREAD_ROOT); false, the verifier drops its branches. */
+const volatile bool per_thread = false;
 
 __u64 anomalies[USDTPROF_ANOM_COUNT];
 /* Set by userspace when recording stops and when a `monitor` sampling window
