@@ -64,7 +64,7 @@ E2E_OBJS := $(E2E_SRCS:%.cpp=$(OUTPUT)/%.o)
 TARGETS := $(TARGET_C:tests/targets/%.c=$(OUTPUT)/targets/%) \
 	$(TARGET_CXX:tests/targets/%.cpp=$(OUTPUT)/targets/%) \
 	$(TARGET_LIB_C:tests/targets/%.c=$(OUTPUT)/targets/%.so)
-SKELS := $(OUTPUT)/usdtprof.skel.h
+SKELS := $(OUTPUT)/usdtprof.skel.h $(OUTPUT)/exec_events.skel.h
 TEST_SKELS := $(OUTPUT)/tests/bpf/sql_shape.skel.h
 # pprof's schema (userspace/report/proto/profile.proto), compiled by protoc into the library.
 PROTO_HDR := $(OUTPUT)/proto/profile.pb.h
@@ -97,7 +97,7 @@ DEB := $(OUTPUT)/usdtprof_$(VERSION)_$(shell dpkg --print-architecture 2>/dev/nu
 # Generated in chains of pattern rules: kept, not deleted as intermediates.
 # (Not a bare .SECONDARY:, which would also let a missing object of a new
 # source file go unbuilt.)
-.SECONDARY: $(OUTPUT)/usdtprof.bpf.o $(SKELS) $(TEST_SKELS:.skel.h=.bpf.o) $(TEST_SKELS) \
+.SECONDARY: $(OUTPUT)/usdtprof.bpf.o $(OUTPUT)/exec_events.bpf.o $(SKELS) $(TEST_SKELS:.skel.h=.bpf.o) $(TEST_SKELS) \
 	$(OUTPUT)/proto/profile.pb.cc $(PROTO_HDR)
 all: $(USDTPROF)
 

@@ -214,7 +214,7 @@ TEST_CASE("monitor: bad input is one line with exit status 2", "[monitor]")
 {
 	Output none = run({e2e::usdtprof(), "monitor"});
 	REQUIRE(none.status == 2);
-	REQUIRE_THAT(none.err, Catch::Matchers::Contains("exactly one of -p PID or --binary PATH"));
+	REQUIRE_THAT(none.err, Catch::Matchers::Contains("exactly one of -p PID, --binary PATH or --all"));
 	Output bad_listen = run({e2e::usdtprof(), "monitor", "--binary", target("nested"), "--listen", "nonsense", "-o",
 				 temp_dir() + "/x"});
 	REQUIRE(bad_listen.status != 0);

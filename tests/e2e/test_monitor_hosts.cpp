@@ -1,8 +1,11 @@
 // usdtprof monitor over several processes: -p given several pids, and
 // --all (every process of the host with probes, new ones from exec events).
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <csignal>
+#include <fstream>
 #include <set>
+#include <unistd.h>
 
 #include "harness.h"
 #include "intervals.h"
@@ -66,4 +69,132 @@ TEST_CASE("monitor -p A,B: each process counted apart under its pid; one exiting
 	REQUIRE(calls_of_pid(profiles, pb, "outer") == 0);
 	REQUIRE(labelled(profiles, pa, "nested"));
 	REQUIRE(labelled(profiles, pb, "recursion"));
+}
+
+namespace {
+
+// A PHP with probes on (USE_ZEND_DTRACE=1) that calls f() 50 times once go exists.
+std::vector<std::string> php_calls(const std::string &go)
+{
+	return {"env", "USE_ZEND_DTRACE=1", "php", "-r",
+		"function f() {} echo \"ready\\n\"; while (!file_exists('" + go +
+			"')) usleep(10000); for ($i = 0; $i < 50; $i++) f();"};
+}
+
+bool profiled(const std::vector<usdtprof::Profile> &profiles, int pid)
+{
+	for (const usdtprof::Profile &p : profiles)
+		for (const usdtprof::ProfileProcess &proc : p.processes)
+			if (proc.pid == pid)
+				return true;
+	return false;
+}
+
+} // namespace
+
+TEST_CASE("monitor --all: native and PHP processes started before and after it, each apart under its pid with "
+	  "exact calls; one without probes ignored, usdtprof never profiled",
+	  "[monitor][hosts]")
+{
+	std::string dir = temp_dir(), out = dir + "/all";
+	// Before the monitor: found by its scan of /proc.
+	Background nested({target("nested"), "--wait", "20"});
+	Background php1(php_calls(dir + "/go1"));
+	Background sleeper({"sleep", "30"}); // no probes
+	nested.wait_for_line("ready");
+	php1.wait_for_line("ready");
+	const int p_nested = nested.pid(), p_php1 = php1.pid(), p_sleep = sleeper.pid();
+	// Only this test's processes (USDTPROF_TEST_ALL_UNDER): the machine is shared.
+	Background mon({"env", "USDTPROF_TEST_ALL_UNDER=" + std::to_string(getpid()), e2e::usdtprof(), "monitor",
+			"--all", "--runtime", "native", "--runtime", "php", "-i", "0.5", "--budget", "1", "-d", "60",
+			"-o", out});
+	const int p_mon = mon.pid();
+	mon.wait_for_line("monitoring", true);
+	// After it: found from their exec events.
+	Background recursion({target("recursion"), "--wait"});
+	Background php2(php_calls(dir + "/go2"));
+	const int p_rec = recursion.pid(), p_php2 = php2.pid();
+	recursion.wait_for_line("ready");
+	php2.wait_for_line("ready");
+	for (int pid : {p_rec, p_php2})
+		mon.wait_for_line("--all: profiling pid " + std::to_string(pid) + " ", true); // attached
+	REQUIRE(kill(p_nested, SIGUSR1) == 0);
+	REQUIRE(kill(p_rec, SIGUSR1) == 0);
+	std::ofstream(dir + "/go1").put('\n');
+	std::ofstream(dir + "/go2").put('\n');
+	REQUIRE(nested.wait() == 7);
+	recursion.wait();
+	REQUIRE(php1.wait() == 0);
+	REQUIRE(php2.wait() == 0);
+	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
+	REQUIRE(mon.wait() == 0);
+	std::string err = mon.rest_of_stderr();
+	INFO(err);
+	auto profiles = interval_profiles(out);
+	REQUIRE(calls_of_pid(profiles, p_nested, "outer") == 20);
+	REQUIRE(calls_of_pid(profiles, p_nested, "inner") == 60);
+	REQUIRE(calls_of_pid(profiles, p_rec, "rec") == 20);
+	REQUIRE(calls_of_pid(profiles, p_rec, "ping") == 6);
+	REQUIRE(calls_of_pid(profiles, p_php1, "f") == 50);
+	REQUIRE(calls_of_pid(profiles, p_php2, "f") == 50);
+	REQUIRE(labelled(profiles, p_nested, "nested"));
+	REQUIRE(labelled(profiles, p_rec, "recursion"));
+	REQUIRE(profiled(profiles, p_php1));
+	REQUIRE(profiled(profiles, p_php2));
+	// Never sampled: counts are exact because every window was whole.
+	for (const auto &p : profiles)
+		REQUIRE(p.sampled_fraction == 1.0);
+	REQUIRE(!profiled(profiles, p_sleep));
+	REQUIRE(!profiled(profiles, p_mon));
+	REQUIRE(err.find("pid " + std::to_string(p_sleep) + " ") == std::string::npos);
+}
+
+TEST_CASE("monitor --all with no process with probes yet runs its -d in intervals, every one written",
+	  "[monitor][hosts]")
+{
+	std::string out = temp_dir() + "/none";
+	// A tree with no probes: only sleep's (USDTPROF_TEST_ALL_UNDER).
+	Background sleeper({"sleep", "30"});
+	auto t0 = std::chrono::steady_clock::now();
+	Output o = run({"env", "USDTPROF_TEST_ALL_UNDER=" + std::to_string(sleeper.pid()), e2e::usdtprof(), "monitor",
+			"--all", "-i", "0.5", "-d", "1.5", "-o", out});
+	double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	REQUIRE_THAT(o.err, Catch::Matchers::Contains("(0 now, at most 64)"));
+	// Its intervals cover -d (the first begins once the programs are loaded).
+	auto profiles = interval_profiles(out);
+	uint64_t covered = 0;
+	for (const auto &p : profiles)
+		covered += p.duration_ns;
+	REQUIRE(profiles.size() >= 2);
+	REQUIRE(covered >= 1500000000ull);
+	REQUIRE(took >= 1.5);
+}
+
+TEST_CASE("monitor --all: --max-processes reached is one line and a count at the stop; a PHP whose probes are off "
+	  "is skipped with one line",
+	  "[monitor][hosts]")
+{
+	std::string dir = temp_dir(), out = dir + "/cap";
+	Background a({target("nested"), "--wait"}), b({target("nested"), "--wait"}), c({target("nested"), "--wait"});
+	Background php({"env", "-u", "USE_ZEND_DTRACE", "php", "-r", "echo \"ready\\n\"; sleep(30);"});
+	for (Background *t : {&a, &b, &c, &php})
+		t->wait_for_line("ready");
+	Output o = run({"env", "USDTPROF_TEST_ALL_UNDER=" + std::to_string(getpid()), e2e::usdtprof(), "monitor", "--all",
+			"--runtime", "native,php", "--max-processes", "1", "-i", "0.5", "-d", "0.6", "-o", out});
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	auto count = [&](const std::string &text) {
+		size_t n = 0;
+		for (size_t at = o.err.find(text); at != std::string::npos; at = o.err.find(text, at + 1))
+			n++;
+		return n;
+	};
+	REQUIRE(count("--all: profiling pid ") == 1);
+	REQUIRE(count("--max-processes 1 reached") == 1);
+	REQUIRE(count("2 processes with probes were not profiled: --max-processes 1 was reached") == 1);
+	REQUIRE(count("pid " + std::to_string(php.pid()) + " (php) skipped") == 1);
+	REQUIRE(count("skipped") == 1);
+	REQUIRE_THAT(o.err, Catch::Matchers::Contains("USE_ZEND_DTRACE=1"));
 }

@@ -3,6 +3,7 @@
 #include "cli/commands.h"
 #include "session/monitor.h"
 #include "base/result.h"
+#include "session/targets.h"
 
 namespace usdtprof::cli {
 
@@ -10,8 +11,23 @@ Command add_monitor_command(CLI::App &parent)
 {
 	auto o = std::make_shared<MonitorOptions>();
 	CLI::App *app = parent.add_subcommand(
-		"monitor", "Profile continuously (-p PID or --binary PATH): one profile per interval, within a CPU budget");
+		"monitor", "Profile continuously (-p PID, --binary PATH or --all): one profile per interval, within a CPU "
+			   "budget");
 	add_target_options(app, o->target);
+	// --runtime again, as a list: --all takes several.
+	app->remove_option(app->get_option("--runtime"));
+	app->add_option("--runtime", o->runtimes,
+			"Use this preset only (" + preset_names() +
+				"); default: detected. --all: may be given several times; default: every preset but ruby "
+				"(its probes fire only in a Ruby launched with a call hook)")
+		->delimiter(',')
+		->allow_extra_args(false);
+	app->add_flag("--all", o->all,
+		      "Every process of the host with probes of the presets, those started later too (from the "
+		      "kernel's exec and fork events); never usdtprof itself");
+	app->add_option("--max-processes", o->max_processes, "--all: processes profiled at once; beyond, one line says so")
+		->capture_default_str()
+		->check(CLI::Range(size_t(1), size_t(4096)));
 	app->add_option("-o,--output-dir", o->dir, "Directory for the interval profiles (.data and .pb.gz)")
 		->capture_default_str();
 	app->add_option("-i,--interval", o->interval_s, "Seconds per interval (each jittered by +-20%)")
@@ -48,8 +64,12 @@ Command add_monitor_command(CLI::App &parent)
 		->capture_default_str()
 		->check(CLI::Range(1u, 1u << 24));
 	return {app, [o] {
-			if (o->target.pids.empty() == o->target.binary.empty())
-				throw UserError("monitor needs exactly one of -p PID or --binary PATH", 2);
+			if (!o->target.pids.empty() + !o->target.binary.empty() + o->all != 1)
+				throw UserError("monitor needs exactly one of -p PID, --binary PATH or --all", 2);
+			if (o->runtimes.size() > 1 && !o->all)
+				throw UserError("several --runtime are for --all", 2);
+			if (!o->all && !o->runtimes.empty())
+				o->target.runtime = o->runtimes.front();
 			return monitor(*o);
 		}};
 }

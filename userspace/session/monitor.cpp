@@ -7,6 +7,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -20,6 +21,7 @@
 #include "engine/call_paths.h"
 #include "profile/compensation.h"
 #include "engine/engine.h"
+#include "session/host.h"
 #include "session/interval.h"
 #include "serve/metrics.h"
 #include "serve/metrics_server.h"
@@ -200,6 +202,7 @@ private:
 	}
 	Runs run_totals() const;
 	std::vector<int> target_pids();
+	void discover();
 	void open_window(Interval &iv);
 	bool wait(Interval &iv, Clock::time_point end, std::chrono::duration<double> length);
 	uint64_t target_cpu_ns(const std::vector<int> &pids);
@@ -224,6 +227,7 @@ private:
 	std::vector<FoundSite> sites_;
 	bool skip_gone_ = false;
 	bool attached_now_ = true;
+	std::optional<HostProcesses> host_; // --all's processes
 
 	std::mt19937_64 rng_{std::random_device{}()};
 	PathDeltas deltas_;
@@ -263,7 +267,15 @@ MonitorSession::MonitorSession(const MonitorOptions &o)
 		throw UserError("cannot measure the probe cost: " + trap_ns.error().message);
 	trap_ns_ = *trap_ns;
 
-	if (pids_.empty()) {
+	if (o.all) {
+		// Listening before the scan: no process starts unseen between them.
+		host_.emplace(t_, host_presets(o.runtimes), custom_, o.max_processes, session_.files(),
+			      session_.processes());
+		host_->listen();
+		sites_ = host_->discover(0);
+		chosen_ = host_->chosen();
+		engine().share_tables(host_->profiled());
+	} else if (pids_.empty()) {
 		AttachPlan plan = plan_attach(t_, 0, false, session_.target_files(t_, 0), custom_);
 		chosen_ = std::move(plan.presets);
 		sites_ = std::move(plan.sites);
@@ -278,8 +290,14 @@ MonitorSession::MonitorSession(const MonitorOptions &o)
 				chosen_.push_back(preset);
 	}
 	// Processes may go before a window's attach: all but the last of -p's.
-	skip_gone_ = session_.processes().binary() != nullptr || pids_.size() > 1;
+	skip_gone_ = session_.processes().binary() != nullptr || pids_.size() > 1 || host_;
 	session_.attach(sites_, skip_gone_);
+	if (host_) {
+		host_->say_found(true);
+		// No process with probes yet: the intervals start now all the same.
+		if (!engine().start_ns())
+			engine().set_start_ns(mono_ns(Clock::now()));
+	}
 	session_.calibrate(o.offcpu, false); // measured once: every interval's profile carries it
 	std::string what;
 	for (int p : pids_) {
@@ -288,7 +306,11 @@ MonitorSession::MonitorSession(const MonitorOptions &o)
 	}
 	log_line("monitoring %s: %zu probe sites, a hit costs %.0f ns (trap) plus the program; budget %.2g%%, "
 		 "every %.3g s into %s; Ctrl-C to stop",
-		 !pids_.empty() ? what.c_str() : ("every process of " + t_.binary).c_str(),
+		 host_ ? ("every process of the host with probes of " + preset_list(host_presets(o.runtimes)) + " (" +
+			  std::to_string(host_->profiled()) + " now, at most " + std::to_string(o.max_processes) + ")")
+				 .c_str()
+		 : !pids_.empty() ? what.c_str()
+				  : ("every process of " + t_.binary).c_str(),
 		 engine().attached_sites(), trap_ns_, o.budget * 100, o.interval_s, o.dir.c_str());
 	last_own_cpu_ = own_cpu_ns();
 	last_runs_ = run_totals();
@@ -306,8 +328,31 @@ MonitorSession::Runs MonitorSession::run_totals() const
 	return Runs{entry_ns + exit_ns, entry_runs + exit_runs, switch_ns};
 }
 
+// --all: the processes started since the last look (exec and fork events)
+// get their sites, attached now if the window is open, else at its next open.
+void MonitorSession::discover()
+{
+	std::vector<FoundSite> more = host_->discover(sites_.size());
+	if (more.empty())
+		return;
+	if (attached_now_)
+		session_.attach(more, true);
+	host_->say_found(attached_now_);
+	sites_.insert(sites_.end(), more.begin(), more.end());
+	chosen_ = host_->chosen();
+	engine().share_tables(host_->profiled());
+}
+
 std::vector<int> MonitorSession::target_pids()
 {
+	if (host_) {
+		discover();
+		std::vector<int> alive;
+		for (int p : host_->pids())
+			if (process_exists(p))
+				alive.push_back(p);
+		return alive;
+	}
 	if (!pids_.empty()) {
 		std::vector<int> alive;
 		for (int p : pids_)
@@ -347,7 +392,10 @@ bool MonitorSession::wait(Interval &iv, Clock::time_point end, std::chrono::dura
 {
 	auto window_end = duty_ < 1 && attached_now_ ? at_mono_ns(iv.window_open) + to_clock(length * duty_) : end;
 	for (Clock::time_point until = std::min(window_end, end);;) {
-		Wake w = session_.wait({until, std::chrono::milliseconds(200), {}});
+		WaitPlan plan{until, std::chrono::milliseconds(200), {}};
+		if (host_)
+			plan.tick = [this] { discover(); };
+		Wake w = session_.wait(plan);
 		if (w == Wake::Reopen) {
 			make_dir(o_.dir);
 			log_line("SIGHUP: outputs reopened");
@@ -459,7 +507,7 @@ void MonitorSession::end_interval(Interval &iv, bool stopping)
 // reported unnamed).
 std::vector<PathRecord> MonitorSession::read_records(std::set<uint32_t> &dead)
 {
-	if (session_.processes().binary() || pids_.size() > 1)
+	if (session_.processes().binary() || pids_.size() > 1 || host_)
 		for (const auto &[p, process] : processes())
 			if (!process_exists(p))
 				dead.insert(uint32_t(p));
@@ -583,6 +631,8 @@ void MonitorSession::run()
 			engine().delete_names(tgid);
 			if (BinaryProcesses *binary = session_.processes().binary())
 				binary->forget(int(tgid));
+			if (host_)
+				host_->forget(int(tgid));
 			std::erase_if(sites_, [&](const FoundSite &f) { return f.pid == int(tgid); });
 		}
 		// A target gone by now may have counted calls since the read: one
@@ -593,6 +643,9 @@ void MonitorSession::run()
 	}
 	log_line("stopped after %llu intervals, %llu probe hits", (unsigned long long)health_.intervals,
 		 (unsigned long long)health_.probe_hits);
+	if (host_ && host_->refused())
+		log_line("--all: %zu processes with probes were not profiled: --max-processes %zu was reached",
+			 host_->refused(), o_.max_processes);
 	if (outputs_.pusher) {
 		outputs_.pusher->flush(std::chrono::milliseconds(2000));
 		outputs_.say_limits(); // what the last pushes met

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "target/target_spec.h"
 
@@ -31,6 +32,9 @@ struct MonitorOptions {
 	std::string service = "usdtprof"; // the pushed profiles' application name
 	double duration_s = 0;         // 0: until SIGINT/SIGTERM
 	bool offcpu = false;           // split self time into on- and off-CPU: a hook on every context switch
+	bool all = false;              // every process of the host with probes of runtimes, new ones too
+	size_t max_processes = 64;     // --all: processes profiled at once
+	std::vector<std::string> runtimes; // --runtime: one, or for --all several; none: detected
 };
 
 // Returns the exit status. Throws UserError for what stops it from starting.

@@ -251,14 +251,6 @@ FilesByPid launch_files(int pid, TargetFiles &opened)
 	return *files;
 }
 
-std::string preset_list(const std::vector<const Preset *> &chosen)
-{
-	std::string out;
-	for (const Preset *p : chosen)
-		out += (out.empty() ? "" : ", ") + std::string(p->name);
-	return out;
-}
-
 // A forked child maps its parent's files, but not their pages: fork copies no
 // page table entries of file mappings. BPF reads names without faulting, so
 // the read-only mappings of files with native names are faulted in (reading

@@ -156,6 +156,14 @@ std::vector<ProbeRole> custom_roles(const TargetSpec &t)
 	return roles;
 }
 
+std::string preset_list(const std::vector<const Preset *> &chosen)
+{
+	std::string out;
+	for (const Preset *p : chosen)
+		out += (out.empty() ? "" : ", ") + std::string(p->name);
+	return out;
+}
+
 std::string preset_names()
 {
 	std::string out;

@@ -76,6 +76,12 @@ public:
 	}
 	// A process of -p, or launched: described, its maps read.
 	void add(int pid);
+	// Forgets an added process that has gone (monitor --all).
+	void forget(int pid)
+	{
+		added_.erase(pid);
+		maps_.erase(pid);
+	}
 	// --binary's processes; nullptr for -p and a launched command.
 	BinaryProcesses *binary() { return binary_ ? &*binary_ : nullptr; }
 	const BinaryProcesses *binary() const { return binary_ ? &*binary_ : nullptr; }
@@ -142,5 +148,7 @@ void capture_native_names(std::vector<FoundSite> &sites);
 std::string probeless_runtime_hint(const std::string &binary);
 // "native, php, ...".
 std::string preset_names();
+// The names of chosen: "native, php".
+std::string preset_list(const std::vector<const Preset *> &chosen);
 
 } // namespace usdtprof
