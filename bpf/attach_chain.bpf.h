@@ -43,8 +43,10 @@ static long record_chain_frame(__u32 i, void *data)
 static __always_inline void record_attach_chain(struct usdtprof_thread_stack *st)
 {
 	struct chain_ctx c = { .st = st, .n = st->chain_len };
+	__u64 top = thread_root(st);
 	struct usdtprof_path_slot root = {
-		.path = path_hash(st->tgid, USDTPROF_FUNC_RUNNING_AT_ATTACH),
+		.path = path_hash(top ? top : st->tgid, USDTPROF_FUNC_RUNNING_AT_ATTACH),
+		.parent = top,
 		.func = USDTPROF_FUNC_RUNNING_AT_ATTACH,
 	};
 	__u32 i;

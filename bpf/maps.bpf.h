@@ -207,6 +207,9 @@ const volatile bool trace_events = false;
 /* Benchmarks only (USDTPROF_BENCH_NO_DURATIONS=1): no duration distributions,
  * to measure what they cost per hit; false, the verifier drops its branches. */
 const volatile bool durations_off = false;
+/* record --per-thread: each thread's roots hang under a root of its own
+ * (USDTPROF_THREAD_ROOT); false, the verifier drops its branches. */
+const volatile bool per_thread = false;
 
 __u64 anomalies[USDTPROF_ANOM_COUNT];
 /* Set by userspace when recording stops and when a `monitor` sampling window

@@ -42,6 +42,13 @@ static __always_inline struct usdtprof_path_stats *path_stats(__u64 path, __u64 
 	return bpf_map_lookup_elem(&paths, &path);
 }
 
+/* The parent of the thread's roots: 0 (the process's), or with --per-thread
+ * its thread's root id, which no path of the table has. */
+static __always_inline __u64 thread_root(const struct usdtprof_thread_stack *st)
+{
+	return per_thread ? USDTPROF_THREAD_ROOT(st->tgid, st->tid) : 0;
+}
+
 /* The path id of the [other] child of parent (0: of the process's roots). */
 static __always_inline __u64 other_path(__u64 parent, __u32 tgid)
 {

@@ -39,9 +39,12 @@ static __always_inline struct usdtprof_thread_stack *thread_stack(void)
 	}
 	if (!st->tgid) {
 		struct task_struct *task = bpf_get_current_task_btf();
+		__u64 id = bpf_get_current_pid_tgid();
 		char comm[16];
 
-		st->tgid = bpf_get_current_pid_tgid() >> 32;
+		st->tgid = id >> 32;
+		if (per_thread)
+			st->tid = (__u32)id;
 		st->idle_since = start_ns;
 		if (!bpf_map_lookup_elem(&process_comms, &st->tgid)) {
 			if (bpf_probe_read_kernel_str(comm, sizeof(comm), task->group_leader->comm) > 0)
@@ -144,7 +147,7 @@ int usdt_entry(struct pt_regs *ctx)
 		parent_path = f->path;
 	} else {
 		st->unknown_self += now - st->idle_since;
-		parent_path = 0;
+		parent_path = thread_root(st);
 	}
 	if (spec->role == USDTPROF_ROLE_TASK_BEGIN) {
 		/* The task's work goes under its creator's path, behind a [task] frame. */
@@ -160,7 +163,7 @@ int usdt_entry(struct pt_regs *ctx)
 	f = &st->frames[d & FRAME_MASK];
 	f->func = func;
 	f->parent = parent_path;
-	f->path = path_hash(parent_path ? parent_path : st->tgid, func); /* roots are per process */
+	f->path = path_hash(parent_path ? parent_path : st->tgid, func); /* roots are per process (or thread) */
 	f->coarse = 0;
 	if (d > 0 && spec->role != USDTPROF_ROLE_TASK_BEGIN && st->frames[(d - 1) & FRAME_MASK].coarse) {
 		/* Below a frame without its own path: in the same [other]. */

@@ -308,16 +308,23 @@ struct usdtprof_thread_stack {
 	__u64 switched_out; /* when the thread last left its CPU, 0 while running */
 	__u64 epoch;        /* the flush_epoch its path cache was last flushed in */
 	__u32 chain_len;    /* entries of attach_chain in use */
-	__u32 pad;
+	__u32 tid;          /* record --per-thread: the thread's id, set at its first event; else 0 */
 	struct usdtprof_attach_frame attach_chain[USDTPROF_ATTACH_CHAIN]; /* innermost first */
 	struct usdtprof_frame frames[USDTPROF_MAX_DEPTH];
 	struct usdtprof_path_slot cache[USDTPROF_PATH_CACHE];
 	struct usdtprof_path_dist dist[USDTPROF_PATH_CACHE]; /* beside cache[i] */
 };
 
+/* record --per-thread: the parent id of a thread's roots, an id no path has
+ * (a path id is a hash; one with this bit set is a thread root when no path
+ * of the table has it): the process and the thread, recoverable by
+ * userspace. Without --per-thread roots have parent 0. */
+#define USDTPROF_THREAD_ROOT_BIT (1ULL << 63)
+#define USDTPROF_THREAD_ROOT(tgid, tid) (USDTPROF_THREAD_ROOT_BIT | ((__u64)(tgid) << 32) | (__u32)(tid))
+
 /* Aggregation map value, keyed by the __u64 path id. */
 struct usdtprof_path_stats {
-	__u64 parent;   /* parent path id, 0 for a root */
+	__u64 parent;   /* parent path id, 0 for a root (a thread root's id with --per-thread) */
 	__u64 func;
 	__u32 tgid;
 	__u32 pad;

@@ -5,13 +5,17 @@
 # (USDTPROF_BENCH_NO_DURATIONS=1: the verifier drops their code), alternating, ROUNDS
 # rounds, for one hot path and for 256 paths in turn (a cache eviction at nearly every
 # exit). With BASELINE (another usdtprof binary), its runs alternate with them too.
-# Prints each run and the medians.
+# DIST_BENCH_VARIANTS picks the variants: "on" (as recorded by default), "off" (without
+# distributions), "perthread" (record --per-thread), "baseline"; DIST_BENCH_ARGS is
+# given to dist_paths after PATHS and CALLS ("roots": every call a root).
+# Prints each run and the medians, and each variant's against the first.
 #
-#   [DIST_BENCH_PATHS="1 256"] durations_cost.sh USDTPROF DIST_PATHS [ROUNDS [BASELINE]]
+#   [DIST_BENCH_PATHS="1 256"] [DIST_BENCH_VARIANTS="on off"] [DIST_BENCH_ARGS=roots] \
+#     durations_cost.sh USDTPROF DIST_PATHS [ROUNDS [BASELINE]]
 set -eu
 usdtprof=$1 target=$2 rounds=${3:-5} baseline=${4:-}
-variants="on off"
-[ -n "$baseline" ] && variants="on off baseline"
+variants=${DIST_BENCH_VARIANTS:-on off}
+[ -n "$baseline" ] && [ -z "${DIST_BENCH_VARIANTS:-}" ] && variants="on off baseline"
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 trap 'sysctl -q kernel.bpf_stats_enabled=$old_stats' EXIT
 sysctl -q kernel.bpf_stats_enabled=1
@@ -33,10 +37,12 @@ for p in json.load(sys.stdin):
 
 # one_run VARIANT PATHS: ns per run of each program over 2 s of the recording.
 one_run() {
-	local env=() a b pid binary=$usdtprof
+	local env=() args=() a b pid binary=$usdtprof
 	[ "$1" = off ] && env=(USDTPROF_BENCH_NO_DURATIONS=1)
+	[ "$1" = perthread ] && args=(--per-thread)
 	[ "$1" = baseline ] && binary=$baseline
-	env "${env[@]}" "$binary" record -o "$out/p.data" -- "$target" "$2" 100000000 >/dev/null 2>&1 &
+	env "${env[@]}" "$binary" record "${args[@]}" -o "$out/p.data" -- "$target" "$2" 100000000 ${DIST_BENCH_ARGS:-} \
+		>/dev/null 2>&1 &
 	pid=$!
 	# Loading takes seconds under load: wait for both programs to run.
 	for _ in $(seq 1 60); do
@@ -68,12 +74,12 @@ for paths in ${DIST_BENCH_PATHS:-1 256}; do
 import os, statistics, sys
 out, paths, variants = sys.argv[1], sys.argv[2], sys.argv[3:]
 def med(v, i): return statistics.median(float(l.split()[i]) for l in open(os.path.join(out, v)) if l.strip())
+label = {"on": "with", "off": "without", "perthread": "per-thread"}
+first = variants[0]
 for i, name in enumerate(("usdt_entry", "usdt_exit")):
-    line = "paths %s %s median: with %.1f ns, without %.1f ns, difference %+.1f ns" % (
-        paths, name, med("on", i), med("off", i), med("on", i) - med("off", i))
-    if "baseline" in variants:
-        line += "; baseline with %.1f ns (%+.1f ns against it)" % (med("baseline", i), med("on", i) - med("baseline", i))
-    print(line)
+    print("paths %s %s median: " % (paths, name) + ", ".join(
+        "%s %.1f ns" % (label.get(v, v), med(v, i)) + ("" if v == first else " (%+.1f)" % (med(v, i) - med(first, i)))
+        for v in variants))
 # Runs fall in states whole programs share (entry alike ~320 or ~480 ns idle):
 # the exit's run time less the entry's of the same run, which keeps no
 # distributions, compares the variants across those states.

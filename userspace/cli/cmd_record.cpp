@@ -71,6 +71,9 @@ Command add_record_command(CLI::App &parent)
 	app->add_option("--max-paths", o->target.max_paths, "Distinct call paths the kernel map holds")
 		->capture_default_str()
 		->check(CLI::Range(1u, 1u << 24));
+	app->add_flag("--per-thread", o->target.per_thread,
+		      "Keep each thread's call paths apart, under a root named by the thread (report --per-thread); "
+		      "the kernel's path table holds each path once per thread that runs it");
 	add_target_options(app, o->target);
 	add_launch_options(app, o->target);
 	return {app, [o] {

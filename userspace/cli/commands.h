@@ -32,6 +32,7 @@ void require_one_target(const usdtprof::TargetSpec &o, const char *command);
 struct InputArgs {
 	std::vector<std::string> files;
 	std::string since, until, focus, ignore;
+	bool per_thread = false;
 };
 void add_input_options(CLI::App *app, InputArgs &in);
 // Loaded, merged and filtered; throws UserError. Says on stderr how many

@@ -43,6 +43,9 @@ void add_input_options(CLI::App *app, InputArgs &in)
 	app->add_option("--until", in.until, "Only profiles recorded before this time (as --since)")->check(kClock);
 	app->add_option("--focus", in.focus, "Keep only call paths through a function whose name matches REGEX")->check(kRegex);
 	app->add_option("--ignore", in.ignore, "Drop the call paths through a function whose name matches REGEX")->check(kRegex);
+	app->add_flag("--per-thread", in.per_thread,
+		      "Each thread's call paths under a root of its own, NAME (tid N) (a profile of record --per-thread; "
+		      "--focus and --ignore match those roots too)");
 }
 
 std::string inputs_name(const InputArgs &in)
@@ -55,7 +58,7 @@ std::string inputs_name(const InputArgs &in)
 
 Profile load_inputs(const InputArgs &in, bool raw)
 {
-	ProfileInputs inputs{in.files, in.since, in.until, raw};
+	ProfileInputs inputs{in.files, in.since, in.until, raw, in.per_thread};
 	if (inputs.paths.empty())
 		inputs.paths = {"usdtprof.data"};
 	auto loaded = load_profiles(inputs);

@@ -325,7 +325,7 @@ Result<CalibrationResult> calibrate(Engine &engine, bool offcpu_hook, bool trace
 		if (r.stats.tgid != self_tgid)
 			continue;
 		own_paths.push_back(r.path);
-		if (r.stats.parent)
+		if (r.stats.parent && !(engine.per_thread() && is_thread_root(r.stats.parent, self_tgid)))
 			child_of[r.stats.parent] = &r;
 		else
 			root_of[r.stats.func] = &r;

@@ -43,10 +43,10 @@ class PathPlacer {
 public:
 	PathPlacer(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup,
 		   const std::map<uint32_t, std::string> &process_roots,
-		   const std::map<uint32_t, uint64_t> &label_parents)
+		   const std::map<uint32_t, uint64_t> &label_parents, const ThreadNamer &thread_name)
 		: profile_(profile), records_(records), lookup_(lookup), process_roots_(process_roots),
-		  label_parents_(label_parents), by_path_(records.size()), locations_(profile.locations),
-		  node_of_(huge_vector<uint32_t>(records.size(), kNoParent)),
+		  label_parents_(label_parents), thread_name_(thread_name), by_path_(records.size()),
+		  locations_(profile.locations), node_of_(huge_vector<uint32_t>(records.size(), kNoParent)),
 		  parent_at_(huge_vector<uint32_t>(records.size(), IdIndex::kNone))
 	{
 		// A node per record (and a few labels): no regrowth copying a million nodes.
@@ -145,13 +145,35 @@ private:
 		return labelled_root_[tgid];
 	}
 
-	// The node of a path whose parent is parent_at (a record or kNone).
-	PathNode node_of_path(const usdtprof_path_stats &s, uint32_t parent_at)
+	// The frame of a thread's roots (--per-thread), where its process's
+	// roots would be.
+	uint32_t thread_parent(uint32_t tgid, uint32_t tid)
+	{
+		auto [it, added] = thread_root_.try_emplace({tgid, tid}, 0);
+		if (!added)
+			return it->second;
+		PathNode root;
+		root.parent = root_parent(tgid);
+		std::string name = thread_name_ ? thread_name_(tgid, tid) : "";
+		root.function = add_function({(name.empty() ? "" : name + " ") + "(tid " + std::to_string(tid) + ")", ""});
+		root.pid = int32_t(tgid);
+		it->second = uint32_t(profile_.nodes.size());
+		profile_.thread_nodes.push_back(it->second);
+		profile_.nodes.push_back(root);
+		return it->second;
+	}
+
+	// The node of a path whose parent is parent_at (a record or kNone): a
+	// root's parent is its process's label or none, or (thread set) its
+	// thread's frame.
+	PathNode node_of_path(const usdtprof_path_stats &s, uint32_t parent_at, bool &thread)
 	{
 		PathNode node;
+		thread = parent_at == IdIndex::kNone && s.parent && is_thread_root(s.parent, s.tgid);
 		node.parent = !s.parent ? root_parent(s.tgid)
 			      : parent_at != IdIndex::kNone ? node_of_[parent_at]
-							   : orphan_parent(s.tgid);
+			      : thread ? thread_parent(s.tgid, thread_root_tid(s.parent))
+				       : orphan_parent(s.tgid);
 		node.function = function_of(s);
 		node.pid = int32_t(s.tgid);
 		node.calls = s.calls;
@@ -180,12 +202,15 @@ private:
 			if (node_of_[at] != kNoParent)
 				continue;
 			const usdtprof_path_stats &s = records_[at].stats;
-			PathNode node = node_of_path(s, parent_at_[at]);
+			bool thread = false;
+			PathNode node = node_of_path(s, parent_at_[at], thread);
 			if (node_of_[at] != kNoParent)
 				continue; // placed by root_parent, under a label's parent
 			node_of_[at] = uint32_t(profile_.nodes.size());
-			if (!s.parent && node.parent != kNoParent)
+			if ((!s.parent || thread) && node.parent != kNoParent)
 				profile_.nodes[node.parent].total_ns += node.total_ns;
+			if (thread && profile_.nodes[node.parent].parent != kNoParent) // its process's label
+				profile_.nodes[profile_.nodes[node.parent].parent].total_ns += node.total_ns;
 			profile_.nodes.push_back(std::move(node));
 		}
 		chain_.resize(base);
@@ -197,6 +222,8 @@ private:
 	const NameLookup &lookup_;
 	const std::map<uint32_t, std::string> &process_roots_;
 	const std::map<uint32_t, uint64_t> &label_parents_;
+	const ThreadNamer &thread_name_;
+	std::map<std::pair<uint32_t, uint32_t>, uint32_t> thread_root_;
 	size_t names_cut_ = 0;
 	IdIndex by_path_; // path id -> its record
 	std::unordered_map<std::pair<uint32_t, uint64_t>, uint32_t, FunctionIdHash> func_index_;
@@ -214,9 +241,9 @@ private:
 
 size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup,
 		      const std::map<uint32_t, std::string> &process_roots,
-		      const std::map<uint32_t, uint64_t> &label_parents)
+		      const std::map<uint32_t, uint64_t> &label_parents, const ThreadNamer &thread_name)
 {
-	return PathPlacer(profile, records, lookup, process_roots, label_parents).run();
+	return PathPlacer(profile, records, lookup, process_roots, label_parents, thread_name).run();
 }
 
 } // namespace usdtprof

@@ -15,6 +15,14 @@
 
 namespace usdtprof {
 
+// Whether a parent id is, with record --per-thread, the root id of a thread
+// of tgid (USDTPROF_THREAD_ROOT), which no path of the table has; its tid.
+inline bool is_thread_root(uint64_t parent, uint32_t tgid)
+{
+	return (parent >> 32) == (USDTPROF_THREAD_ROOT(tgid, 0) >> 32);
+}
+inline uint32_t thread_root_tid(uint64_t parent) { return uint32_t(parent); }
+
 struct PathRecord {
 	uint64_t path = 0;
 	usdtprof_path_stats stats{};
@@ -35,9 +43,16 @@ Distribution distribution_of(const usdtprof_path_stats &s);
 // it is among the records (a PostgreSQL parallel worker's leader's statement,
 // Engine::read_worker_statements), its total not added to that path's: the
 // worker ran beside its leader, whose statement's time stays its own.
+// A root whose parent is a thread's root id (record --per-thread) hangs
+// under one frame for that thread, "NAME (tid N)" (NAME from thread_name,
+// none when it has none), no call (as a process's root in --per-process), as
+// long as its roots (itself where the process's roots would be);
+// Profile::thread_nodes lists those frames.
 // Returns how many distinct functions had their name or location cut.
+using ThreadNamer = std::function<std::string(uint32_t tgid, uint32_t tid)>;
 size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup,
 		      const std::map<uint32_t, std::string> &process_roots = {},
-		      const std::map<uint32_t, uint64_t> &label_parents = {});
+		      const std::map<uint32_t, uint64_t> &label_parents = {},
+		      const ThreadNamer &thread_name = {});
 
 } // namespace usdtprof

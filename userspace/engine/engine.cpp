@@ -101,7 +101,8 @@ Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &ke
 	return UniqueFd(fd);
 }
 
-Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_buffer_bytes, bool offcpu)
+Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_buffer_bytes, bool offcpu,
+					     bool per_thread)
 {
 	libbpf_set_print(libbpf_print);
 	std::unique_ptr<Engine> engine(new Engine());
@@ -124,6 +125,8 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_
 		fprintf(stderr, "usdtprof: USDTPROF_BENCH_NO_DURATIONS=1: no duration distributions "
 				"are kept (docs/benchmarks.md)\n");
 	}
+	engine->skel_->rodata->per_thread = per_thread;
+	engine->per_thread_ = per_thread;
 	use_uprobe_multi(engine->skel_->progs.usdt_entry);
 	use_uprobe_multi(engine->skel_->progs.usdt_exit);
 	use_uprobe_multi(engine->skel_->progs.usdt_semaphore);

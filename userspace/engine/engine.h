@@ -59,8 +59,11 @@ public:
 	// the thread-exit, exec and (with offcpu) context-switch hooks. A trace
 	// buffer size (a power of two, >= 4096) turns on per-event records for
 	// `usdtprof trace`. Without offcpu, self time is not split into on- and off-CPU.
+	// With per_thread (record --per-thread) each thread's roots hang under
+	// its own root id (USDTPROF_THREAD_ROOT) instead of the process's.
 	static Result<std::unique_ptr<Engine>> load(uint32_t max_paths, uint32_t trace_buffer_bytes = 0,
-						   bool offcpu = true);
+						   bool offcpu = true, bool per_thread = false);
+	bool per_thread() const { return per_thread_; }
 	~Engine();
 	Engine(const Engine &) = delete;
 	Engine &operator=(const Engine &) = delete;
@@ -176,6 +179,7 @@ private:
 	std::vector<UniqueFd> own_links_; // calibration: usdtprof's own sites
 	size_t attached_sites_ = 0;
 	uint32_t max_paths_ = 0;
+	bool per_thread_ = false;
 	// USDTPROF_BENCH_FLOOR=1 (benchmarks only): every probe runs the empty
 	// program, attached as the real ones are: the floor a hit cannot go below.
 	bool empty_programs_ = false;

@@ -125,6 +125,11 @@ struct Profile {
 	// then times are shown as measured.
 	std::optional<Calibration> calibration;
 	std::vector<ProfileSpan> spans;         // record --span, by name then pid
+	// record --per-thread: each thread's call paths hang under a frame of
+	// its own, "NAME (tid N)"; these are those frames' nodes, ascending.
+	// Reports merge them away unless asked --per-thread (merge_threads).
+	bool per_thread = false;
+	std::vector<uint32_t> thread_nodes;
 };
 
 // Writes to a path the user gave, as write_output does (output_file.h).

@@ -315,6 +315,7 @@ Profile read_binary_body(BodyReader &body)
 	read_nodes(in, p);
 	if (p.distributions)
 		read_distributions(in, p);
+	check_thread_nodes(p);
 	if (in.left())
 		corrupt(std::to_string(in.left()) + " bytes after the last node");
 	return p;

@@ -68,6 +68,8 @@ std::string json_body(const Profile &profile);
 // has p.locations holding one "" when the function table has locations.
 std::string meta_json(const Profile &profile);
 Profile profile_from_meta(const std::string &text);
+// Profile::thread_nodes name nodes the profile has.
+void check_thread_nodes(const Profile &p);
 void write_binary_body(const Profile &profile, Sink &out);
 Profile read_binary_body(BodyReader &body);
 

@@ -312,6 +312,23 @@ void sampled_fraction_from_json(const json &j, Profile &p)
 	}
 }
 
+// record --per-thread: "per_thread": true and its threads' frames, node
+// indices ascending (checked against the nodes by check_thread_nodes).
+void threads_from_json(const json &j, Profile &p)
+{
+	if (j.contains("per_thread") && !get_bool(j, "per_thread", ""))
+		corrupt("per_thread: expected true");
+	p.per_thread = j.contains("per_thread");
+	if (!j.contains("thread_nodes"))
+		return;
+	for (const json &n : typed(j, "thread_nodes", "", json::value_t::array)) {
+		if (!n.is_number_unsigned() || n.get<uint64_t>() >= kNoParent ||
+		    (!p.thread_nodes.empty() && n.get<uint64_t>() <= p.thread_nodes.back()))
+			corrupt("thread_nodes: expected ascending node indices");
+		p.thread_nodes.push_back(n.get<uint32_t>());
+	}
+}
+
 void spans_from_json(const json &j, Profile &p)
 {
 	if (!j.contains("spans"))
@@ -363,6 +380,8 @@ Profile profile_from_json(const json &j, NodeStream &nodes)
 	if (j.contains("calibration"))
 		p.calibration = calibration_from_json(j["calibration"], int64_t(p.functions.size()));
 	spans_from_json(j, p);
+	threads_from_json(j, p);
+	check_thread_nodes(p);
 	return p;
 }
 
@@ -618,12 +637,23 @@ void add_tail(ojson &body, const Profile &profile, bool with_function_kinds)
 		}
 		body["spans"] = spans;
 	}
+	if (profile.per_thread) {
+		body["per_thread"] = true;
+		body["thread_nodes"] = profile.thread_nodes;
+	}
 }
 
 // Names come from target binaries and may not be UTF-8: replaced rather than thrown.
 std::string dump(const ojson &j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
 
 } // namespace
+
+void check_thread_nodes(const Profile &p)
+{
+	if (!p.thread_nodes.empty() && p.thread_nodes.back() >= p.nodes.size())
+		corrupt("thread_nodes: node " + std::to_string(p.thread_nodes.back()) + " of " +
+			std::to_string(p.nodes.size()));
+}
 
 std::string json_body(const Profile &profile)
 {
@@ -650,6 +680,8 @@ std::string meta_json(const Profile &profile)
 	rest.sampled_fraction = profile.sampled_fraction;
 	rest.calibration = profile.calibration;
 	rest.spans = profile.spans;
+	rest.per_thread = profile.per_thread;
+	rest.thread_nodes = profile.thread_nodes;
 	add_tail(meta, rest, false);
 	return dump(meta);
 }
@@ -674,6 +706,7 @@ Profile profile_from_meta(const std::string &text)
 	if (j.contains("calibration"))
 		p.calibration = calibration_from_json(j["calibration"], -1);
 	spans_from_json(j, p);
+	threads_from_json(j, p);
 	return p;
 }
 

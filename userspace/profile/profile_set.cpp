@@ -37,15 +37,27 @@ bool one_calibration(const std::vector<Profile> &parts)
 
 class Merger {
 public:
-	explicit Merger(bool keep_kinds) : keep_kinds_(keep_kinds) {}
+	// drop_threads: a per-thread profile's thread frames are left out, their
+	// paths put where their process's roots are (merge_threads).
+	explicit Merger(bool keep_kinds, bool drop_threads = false)
+		: keep_kinds_(keep_kinds), drop_threads_(drop_threads) {}
 
 	void add(const Profile &p)
 	{
 		std::vector<uint32_t> moved(p.nodes.size(), kNoParent);
+		auto thread = p.thread_nodes.begin();
 		for (size_t i = 0; i < p.nodes.size(); i++) {
 			const PathNode &n = p.nodes[i];
 			uint32_t parent = n.parent < i ? moved[n.parent] : kNoParent;
+			bool is_thread = thread != p.thread_nodes.end() && *thread == i;
+			thread += is_thread;
+			if (is_thread && drop_threads_) {
+				moved[i] = parent;
+				continue;
+			}
 			moved[i] = node(n.pid, parent, function(p, n.function));
+			if (is_thread)
+				thread_nodes_.insert(moved[i]);
 			PathNode &m = out_.nodes[moved[i]];
 			m.calls += n.calls;
 			m.open += n.open;
@@ -55,6 +67,7 @@ public:
 			add_distribution(m.dist, n.dist);
 		}
 		out_.distributions = out_.distributions || p.distributions;
+		out_.per_thread = out_.per_thread || (p.per_thread && !drop_threads_);
 		for (const ProfileProcess &proc : p.processes)
 			if (pids_.insert(proc.pid).second)
 				out_.processes.push_back(proc);
@@ -73,6 +86,7 @@ public:
 	{
 		if (!with_locations_)
 			out_.locations.clear();
+		out_.thread_nodes.assign(thread_nodes_.begin(), thread_nodes_.end());
 		return std::move(out_);
 	}
 
@@ -120,7 +134,8 @@ private:
 		out_.probes.push_back(probe);
 	}
 
-	bool keep_kinds_, with_locations_ = false;
+	bool keep_kinds_, drop_threads_, with_locations_ = false;
+	std::set<uint32_t> thread_nodes_;
 	Profile out_;
 	std::map<std::pair<std::string, std::string>, uint32_t> functions_;
 	std::map<std::tuple<int32_t, uint32_t, uint32_t>, uint32_t> nodes_;
@@ -231,6 +246,22 @@ Profile merge_profiles(const std::vector<Profile> &parts, bool raw)
 	return out;
 }
 
+Profile merge_threads(const Profile &p)
+{
+	Merger merger(p.calibration.has_value(), true);
+	merger.add(p);
+	Profile out = merger.take();
+	out.start_unix_ns = p.start_unix_ns;
+	out.stop_unix_ns = p.stop_unix_ns;
+	out.duration_ns = p.duration_ns;
+	out.sampled_fraction = p.sampled_fraction;
+	if (p.calibration) {
+		out.calibration = p.calibration;
+		out.calibration->function_kinds = merger.kinds;
+	}
+	return out;
+}
+
 Result<int64_t> parse_clock_time(const std::string &text, int64_t anchor_ns, bool after)
 {
 	static const std::regex full(R"((\d{4})-(\d{2})-(\d{2})[ T](\d{1,2}):(\d{2})(?::(\d{2}))?)");
@@ -288,6 +319,13 @@ Result<LoadedProfiles> load_profiles(const ProfileInputs &inputs)
 	LoadedProfiles out;
 	out.files = parts.size();
 	out.profile = parts.size() == 1 ? std::move(parts[0]) : merge_profiles(parts, inputs.raw);
+	if (inputs.per_thread && !out.profile.per_thread)
+		return Error{(files->size() == 1 ? (*files)[0] : std::to_string(files->size()) + " profiles") +
+			     ": not recorded per thread; --per-thread needs a profile of `usdtprof record --per-thread`"};
+	if (!inputs.per_thread && out.profile.per_thread)
+		out.profile = merge_threads(out.profile);
+	out.profile.per_thread = false; // its thread frames, if kept, are plain frames from here on
+	out.profile.thread_nodes.clear();
 	out.first_ns = out.profile.start_unix_ns;
 	out.last_ns = out.profile.stop_unix_ns;
 	return out;

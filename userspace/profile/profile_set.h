@@ -21,6 +21,11 @@ namespace usdtprof {
 // before merging (unless raw) and the result has none.
 Profile merge_profiles(const std::vector<Profile> &parts, bool raw);
 
+// A per-thread profile (record --per-thread) as if recorded without: its
+// thread frames left out, the same call path of the same process in several
+// threads one node whose calls, open calls, times and durations are the sums.
+Profile merge_threads(const Profile &profile);
+
 // A time the user gave for --since/--until, as Unix nanoseconds: "HH:MM",
 // "HH:MM:SS" (local time; the day is chosen from anchor_ns: the latest such
 // time at or before it when !after, the first one at or after it when after)
@@ -34,6 +39,7 @@ struct ProfileInputs {
 	std::vector<std::string> paths; // profile files, or directories of a monitor's usdtprof-*.data
 	std::string since, until;       // "" for no bound
 	bool raw = false;               // times as measured: merge without compensating
+	bool per_thread = false;        // keep a per-thread profile's thread frames; else merged away
 };
 
 struct LoadedProfiles {
@@ -45,7 +51,9 @@ struct LoadedProfiles {
 // Loads and merges: a directory stands for its usdtprof-*.data files; with
 // since/until, only profiles whose recorded span [start, stop] overlaps
 // [since, until] are kept. One clear error for an unreadable file, an empty
-// directory, or a window no profile overlaps.
+// directory, or a window no profile overlaps; and for per_thread asked of a
+// profile not recorded per thread. The result is never per_thread: its
+// thread frames merged away (merge_threads), or kept as plain frames.
 Result<LoadedProfiles> load_profiles(const ProfileInputs &inputs);
 
 } // namespace usdtprof

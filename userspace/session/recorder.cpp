@@ -60,17 +60,6 @@ struct EventLog {
 	}
 };
 
-// A thread's name: as it is now while the thread lives, else as it was when it exited.
-std::string thread_name(uint32_t pid, uint32_t tid, const std::map<uint32_t, std::string> &exited)
-{
-	std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
-	std::string name;
-	if (std::getline(in, name) && !name.empty())
-		return name;
-	auto it = exited.find(tid);
-	return it != exited.end() ? it->second : "";
-}
-
 // --span specs by their span ids.
 std::map<uint32_t, std::string> span_names(const std::vector<ProbeRole> &custom)
 {
@@ -571,7 +560,7 @@ public:
 		: o_(o), custom_(std::move(custom)), pids_(unique_pids(o.target.pids)),
 		  log_{o.trace ? o.trace->max_events : 0, {}, 0}
 	{
-		session_.load(o.target.max_paths, o.trace ? kTraceBufferBytes : 0, true);
+		session_.load(o.target.max_paths, o.trace ? kTraceBufferBytes : 0, true, o.target.per_thread);
 		profile_.command = o.target.command;
 	}
 

@@ -73,9 +73,9 @@ Wake wait_until(StopSignals &signals, ExitWatch &exits, const WaitPlan &plan)
 	}
 }
 
-void Session::load(uint32_t max_paths, uint32_t trace_buffer_bytes, bool offcpu_hook)
+void Session::load(uint32_t max_paths, uint32_t trace_buffer_bytes, bool offcpu_hook, bool per_thread)
 {
-	auto engine = Engine::load(max_paths, trace_buffer_bytes, offcpu_hook);
+	auto engine = Engine::load(max_paths, trace_buffer_bytes, offcpu_hook, per_thread);
 	if (!engine)
 		throw UserError(engine.error().message);
 	engine_ = std::move(*engine);
@@ -123,8 +123,15 @@ size_t Session::add_paths(Profile &profile, const std::vector<PathRecord> &recor
 	profile.probes = attached_.probes;
 	if (calibration_)
 		profile.calibration = calibration_->calibration;
+	// record --per-thread: its threads named as they are now, or were at their exit.
+	profile.per_thread = engine_->per_thread();
+	std::map<uint32_t, std::string> exited;
+	if (profile.per_thread)
+		exited = engine_->read_thread_comms();
+	ThreadNamer thread_names = [&](uint32_t tgid, uint32_t tid) { return thread_name(tgid, tid, exited); };
 	return add_call_paths(profile, records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); },
-			      process_root_labels(profile.processes), engine_->read_worker_statements());
+			      process_root_labels(profile.processes), engine_->read_worker_statements(),
+			      profile.per_thread ? thread_names : ThreadNamer{});
 }
 
 void Session::forward_signals_until_exit(int pid)

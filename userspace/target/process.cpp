@@ -198,6 +198,16 @@ bool process_exists(int pid)
 	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
+std::string thread_name(uint32_t pid, uint32_t tid, const std::map<uint32_t, std::string> &exited)
+{
+	std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
+	std::string name;
+	if (std::getline(in, name) && !name.empty())
+		return name;
+	auto it = exited.find(tid);
+	return it != exited.end() ? it->second : "";
+}
+
 ProfileProcess describe_process(int pid)
 {
 	ProfileProcess p;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,9 @@ Result<void> run_to_entry(int pid);
 
 bool process_exists(int pid);
 ProfileProcess describe_process(int pid);
+// A thread's name: as it is now while the thread lives, else as it was when
+// it exited (exited: by tid, Engine::read_thread_comms).
+std::string thread_name(uint32_t pid, uint32_t tid, const std::map<uint32_t, std::string> &exited);
 // A pidfd that becomes readable when the process exits, or -1.
 int open_pidfd(int pid);
 // A process that exited (a zombie too) maps nothing: that is not a lack of probes.

@@ -28,6 +28,7 @@ struct TargetSpec {
 
 	// The limits.
 	uint32_t max_paths = 1u << 20; // aggregation map size (javac makes ~780,000 paths)
+	bool per_thread = false;       // record --per-thread: each thread's call paths apart, under a root of its own
 };
 
 } // namespace usdtprof

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 #include <map>
+#include <algorithm>
+#include <set>
 
 #include "engine/call_paths.h"
 
@@ -225,4 +227,60 @@ TEST_CASE("call paths: processes whose labels name each other's statements make 
 	REQUIRE(p.nodes.size() == 4);
 	for (uint32_t i = 0; i < p.nodes.size(); i++)
 		REQUIRE((p.nodes[i].parent == kNoParent || p.nodes[i].parent < i));
+}
+
+TEST_CASE("call paths: with --per-thread each thread's roots hang under one frame named by the thread", "[per_thread]")
+{
+	// Process 100: thread 100 runs main -> work, thread 101 runs work twice and
+	// has no name; thread 102's root under the process's label. A path whose
+	// parent is missing (not a thread root) still goes under [parent dropped].
+	uint64_t t100 = USDTPROF_THREAD_ROOT(100, 100), t101 = USDTPROF_THREAD_ROOT(100, 101);
+	std::vector<PathRecord> records = {record(2, 1, 0x20), record(1, t100, 0x10), record(3, t101, 0x20, 100, 2),
+					   record(4, 77, 0x20)};
+	std::map<uint64_t, std::string> names = {{0x10, "main"}, {0x20, "work"}};
+	Profile p;
+	size_t cut = add_call_paths(
+		p, records, [&](uint32_t, uint64_t func) -> Result<FunctionName> { return FunctionName{names.at(func), ""}; },
+		{}, {}, [](uint32_t tgid, uint32_t tid) { return tgid == 100 && tid == 100 ? "srv" : ""; });
+	REQUIRE(cut == 0);
+	std::map<std::string, std::string> parent_of;
+	std::map<std::string, uint32_t> index;
+	for (uint32_t i = 0; i < p.nodes.size(); i++) {
+		REQUIRE((p.nodes[i].parent == kNoParent || p.nodes[i].parent < i));
+		std::string parent = p.nodes[i].parent == kNoParent ? "" : name_of(p, p.nodes[i].parent);
+		parent_of[name_of(p, i) + "<" + parent] = i;
+		index[name_of(p, i)] = i;
+	}
+	CHECK(parent_of.count("srv (tid 100)<"));
+	CHECK(parent_of.count("(tid 101)<"));
+	CHECK(parent_of.count("main<srv (tid 100)"));
+	CHECK(parent_of.count("work<main"));
+	CHECK(parent_of.count("work<(tid 101)"));
+	CHECK(parent_of.count("work<[parent dropped]"));
+	REQUIRE(p.nodes.size() == 7);
+	const PathNode &srv = p.nodes[index["srv (tid 100)"]], &anon = p.nodes[index["(tid 101)"]];
+	CHECK(srv.calls == 0); // a thread, not a call
+	CHECK(srv.self_ns == 0);
+	CHECK(srv.total_ns == 20); // its roots': main's
+	CHECK(anon.total_ns == 40);
+	CHECK(srv.pid == 100);
+	REQUIRE(p.thread_nodes.size() == 2);
+	CHECK(std::is_sorted(p.thread_nodes.begin(), p.thread_nodes.end()));
+	std::set<std::string> threads;
+	for (uint32_t n : p.thread_nodes)
+		threads.insert(name_of(p, n));
+	CHECK(threads == std::set<std::string>{"srv (tid 100)", "(tid 101)"});
+
+	// A labelled process's thread frames hang under its label, which sums them.
+	Profile q;
+	add_call_paths(
+		q, {record(5, USDTPROF_THREAD_ROOT(200, 201), 0x20, 200, 3)},
+		[&](uint32_t, uint64_t func) -> Result<FunctionName> { return FunctionName{names.at(func), ""}; },
+		{{200, "[parallel worker for pid 100]"}}, {}, [](uint32_t, uint32_t) { return "bgworker"; });
+	REQUIRE(q.nodes.size() == 3);
+	CHECK(name_of(q, 0) == "[parallel worker for pid 100]");
+	CHECK(name_of(q, 1) == "bgworker (tid 201)");
+	CHECK(q.nodes[1].parent == 0);
+	CHECK(q.nodes[0].total_ns == 60);
+	CHECK(q.nodes[1].total_ns == 60);
 }

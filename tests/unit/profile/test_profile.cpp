@@ -378,3 +378,28 @@ TEST_CASE("profile: a 100k-path profile loads and reports identically from both 
 		CHECK(render_profile(f, *a, tree) == render_profile(f, *b, tree));
 	}
 }
+
+TEST_CASE("profile: a per-thread profile's thread frames round-trip; older files are not per thread", "[profile][per_thread]")
+{
+	int version = GENERATE(kProfileVersionJson, kProfileVersionBinary);
+	INFO("version " << version);
+	Result<Profile> old = parse_profile(serialize_profile(sample_profile(), version));
+	REQUIRE(old.ok());
+	CHECK_FALSE(old->per_thread);
+	CHECK(serialize_profile(sample_profile(), version).find("per_thread") == std::string::npos);
+
+	Profile p = sample_profile();
+	p.per_thread = true;
+	p.thread_nodes = {0, 3};
+	std::string bytes = serialize_profile(p, version);
+	Result<Profile> r = parse_profile(bytes);
+	REQUIRE(r.ok());
+	CHECK(r->per_thread);
+	CHECK(r->thread_nodes == std::vector<uint32_t>{0, 3});
+	CHECK(serialize_profile(*r, version) == bytes);
+
+	p.thread_nodes = {0, 4}; // no node 4
+	CHECK(error_of(serialize_profile(p, version)).find("thread_nodes") != std::string::npos);
+	p.thread_nodes = {3, 0};
+	CHECK(error_of(serialize_profile(p, version)).find("thread_nodes: expected ascending") != std::string::npos);
+}

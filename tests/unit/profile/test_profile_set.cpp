@@ -172,3 +172,50 @@ TEST_CASE("filter_paths: focus keeps paths through a match, ignore drops them", 
 	CHECK(none.error().message == "no call path is left after --focus/--ignore");
 	CHECK_FALSE(filter_paths(p, "(", ""));
 }
+
+TEST_CASE("merge_threads: a per-thread profile as if recorded without: thread frames out, paths summed", "[merge][per_thread]")
+{
+	// pid 1: thread "a (tid 1)" runs main -> work, thread "b (tid 2)" main -> work, and parse as a root.
+	Profile p;
+	p.functions = {"a (tid 1)", "main", "work", "b (tid 2)", "parse"};
+	p.processes = {{1, "app", {"./app"}}};
+	p.nodes = {
+		// parent, function, pid, calls, open, self_ns, total_ns, self_offcpu_ns
+		{kNoParent, 0, 1, 1, 0, 0, 60, 0},
+		{0, 1, 1, 1, 0, 10, 60, 2},
+		{1, 2, 1, 2, 1, 50, 50, 0},
+		{kNoParent, 3, 1, 1, 0, 0, 130, 0},
+		{3, 1, 1, 3, 0, 30, 130, 1},
+		{4, 2, 1, 4, 0, 70, 70, 0},
+		{3, 4, 1, 5, 0, 9, 9, 0},
+	};
+	p.nodes[2].dist.buckets = {{4, 2}};
+	p.nodes[5].dist.buckets = {{4, 1}, {6, 3}};
+	p.distributions = true;
+	p.per_thread = true;
+	p.thread_nodes = {0, 3};
+	p.duration_ns = 1000;
+	p.calibration = calibration(1, p.functions.size());
+	p.calibration->function_kinds[0] = p.calibration->function_kinds[3] = -1;
+	Profile m = merge_threads(p);
+	CHECK_FALSE(m.per_thread);
+	CHECK(m.thread_nodes.empty());
+	REQUIRE(m.nodes.size() == 3);
+	CHECK(m.functions == std::vector<std::string>{"main", "work", "parse"});
+	REQUIRE(m.calibration);
+	CHECK(m.calibration->function_kinds == std::vector<int32_t>{0, 0, 0});
+	CHECK(m.duration_ns == 1000);
+	const PathNode &main = m.nodes[0], &work = m.nodes[1], &parse = m.nodes[2];
+	CHECK(main.parent == kNoParent);
+	CHECK((main.calls == 4 && main.self_ns == 40 && main.total_ns == 190 && main.self_offcpu_ns == 3));
+	CHECK((work.parent == 0 && work.calls == 6 && work.open == 1 && work.self_ns == 120));
+	CHECK(work.dist.buckets == std::vector<std::pair<uint32_t, uint64_t>>{{4, 3}, {6, 3}});
+	CHECK((parse.parent == kNoParent && parse.calls == 5)); // a root of thread b
+
+	// Merged with another part, a per-thread profile keeps its thread frames marked.
+	Profile both = merge_profiles({p, p}, true);
+	CHECK(both.per_thread);
+	REQUIRE(both.thread_nodes.size() == 2);
+	CHECK(both.functions[both.nodes[both.thread_nodes[1]].function] == "b (tid 2)");
+	CHECK(merge_threads(both).nodes.size() == 3);
+}
