@@ -133,3 +133,40 @@ TEST_CASE("durations: two recordings merged add their histograms, min of mins, m
 		got[u(h["low_ns"])] = u(h["count"]);
 	REQUIRE(got == sum);
 }
+
+// The durations are compensated like the totals (docs/design.md, "Overhead
+// compensation"): a function called once has one duration, its total; the
+// average of many calls lies between their shortest and longest. --raw shows
+// both as measured. nested 1: main -> outer -> 3 x inner, ~10 ms.
+TEST_CASE("durations agree with the compensated totals: one call's min == max == avg, min <= avg <= max", "[durations]")
+{
+	std::string data = temp_dir() + "/nested.data";
+	Output o = run({e2e::usdtprof(), "record", "-o", data, "--", target("nested"), "1"});
+	INFO(o.err);
+	REQUIRE(o.status == 7); // nested exits 7 on purpose
+	for (bool raw : {false, true}) {
+		json report = report_json(data, raw);
+		INFO((raw ? "--raw " : "") << report["functions"].dump(1));
+		REQUIRE(report["calibration"].is_object()); // compensated unless raw
+		for (const char *name : {"main", "outer", "inner"}) {
+			json f = function(report, name);
+			const json &d = f["durations"];
+			uint64_t calls = u(f["calls"]), avg = u(f["total_ns"]) / calls;
+			REQUIRE(calls == (std::string(name) == "inner" ? 3u : 1u));
+			REQUIRE(u(d["count"]) == calls);
+			REQUIRE(u(d["min_ns"]) <= avg + 1);
+			REQUIRE(avg <= u(d["max_ns"]) + 1);
+			REQUIRE(u(d["min_ns"]) <= u(d["p50_ns"]));
+			REQUIRE(u(d["p50_ns"]) <= u(d["p99_ns"]));
+			REQUIRE(u(d["p99_ns"]) <= u(d["max_ns"]));
+			if (calls == 1) {
+				// Exact to the nanosecond: the shift is the path's removal per call.
+				REQUIRE(u(d["min_ns"]) == u(f["total_ns"]));
+				REQUIRE(u(d["max_ns"]) == u(f["total_ns"]));
+			}
+			// Compensated: less than measured, by what the total lost.
+			if (!raw && calls == 1)
+				REQUIRE(u(f["raw_total_ns"]) - u(f["total_ns"]) > 0);
+		}
+	}
+}

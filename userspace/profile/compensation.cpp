@@ -82,12 +82,28 @@ void compensate_in_place(Profile &profile, CompensationSummary *summary)
 		s.removed_ns += take;
 	}
 	// Parents come before children: children's removals reach every ancestor.
+	// inside[i]: what was removed within path i's own calls, on their thread
+	// (a [task] frame's subtree ran on another thread: not inside its
+	// creator's durations), for the durations below.
+	std::vector<uint64_t> inside = removed; // each path's own take so far
 	for (size_t i = n; i-- > 0;) {
 		PathNode &node = out.nodes[i];
 		node.total_ns = std::max(node.self_ns, node.total_ns - std::min(node.total_ns, removed[i]));
-		if (node.parent != kNoParent && node.parent < i)
+		if (node.parent != kNoParent && node.parent < i) {
 			removed[node.parent] += removed[i];
+			if (!is_task_frame(raw, node.function))
+				inside[node.parent] += inside[i];
+		}
 	}
+	// Each path's durations shortened by its compensation per call: the
+	// average over its calls (exact for their sum; a single call had more or
+	// fewer probed descendants than the average), never below 0.
+	if (raw.distributions)
+		for (size_t i = 0; i < n; i++) {
+			PathNode &node = out.nodes[i];
+			if (node.calls && !node.dist.empty())
+				shift_down(node.dist, rounded(double(inside[i]) / double(node.calls)));
+		}
 	if (summary)
 		*summary = s;
 }

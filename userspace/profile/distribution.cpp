@@ -50,6 +50,49 @@ void add_distribution(Distribution &into, const Distribution &more)
 	add_buckets(into.buckets, more.buckets);
 }
 
+void shift_down(Distribution &d, uint64_t by_ns)
+{
+	if (d.empty() || by_ns == 0)
+		return;
+	auto down = [by_ns](uint64_t ns) { return ns > by_ns ? ns - by_ns : 0; };
+	std::vector<uint64_t> into(kDistBuckets, 0);
+	for (const auto &[b, n] : d.buckets) {
+		// The bucket's values within min..max (the last bucket holds all above its low).
+		uint64_t lo = std::max(dist_bucket_low(b), d.min_ns);
+		uint64_t hi = b + 1 >= kDistBuckets ? d.max_ns : std::min(dist_bucket_high(b) - 1, d.max_ns);
+		if (hi < lo) // a histogram that disagrees with its extremes: keep the count at the bucket's edge
+			hi = lo = std::clamp(lo, d.min_ns, std::max(d.min_ns, d.max_ns));
+		uint64_t a = down(lo), z = down(hi);
+		uint32_t first = dist_bucket_of(a), last = dist_bucket_of(z);
+		if (first == last) {
+			into[first] += n;
+			continue;
+		}
+		// Shares of n by overlap with each target bucket, largest remainder first.
+		double width = double(z - a + 1);
+		std::vector<std::pair<double, uint32_t>> rest;
+		uint64_t given = 0;
+		for (uint32_t t = first; t <= last; t++) {
+			uint64_t from = std::max(a, dist_bucket_low(t));
+			uint64_t to = t + 1 >= kDistBuckets ? z : std::min(z, dist_bucket_high(t) - 1);
+			double share = double(n) * double(to - from + 1) / width;
+			uint64_t whole = uint64_t(share);
+			into[t] += whole;
+			given += whole;
+			rest.push_back({share - double(whole), t});
+		}
+		std::stable_sort(rest.begin(), rest.end(), [](const auto &x, const auto &y) { return x.first > y.first; });
+		for (size_t i = 0; given < n; i = (i + 1) % rest.size(), given++)
+			into[rest[i].second]++;
+	}
+	d.min_ns = down(d.min_ns);
+	d.max_ns = down(d.max_ns);
+	d.buckets.clear();
+	for (uint32_t b = 0; b < kDistBuckets; b++)
+		if (into[b])
+			d.buckets.emplace_back(b, into[b]);
+}
+
 uint64_t bucket_quantile(const Buckets &buckets, uint64_t min_ns, uint64_t max_ns, double q,
 			 uint64_t (*low)(uint32_t), uint64_t (*high)(uint32_t))
 {

@@ -34,6 +34,13 @@ void add_buckets(Buckets &into, const Buckets &more);
 // Histograms add up, minimum of minimums, maximum of maximums (of those that
 // have timed calls).
 void add_distribution(Distribution &into, const Distribution &more);
+// Every duration made shorter by by_ns, never below 0 (overhead compensation:
+// compensation.h). min and max move exactly; each bucket's count is spread
+// over the buckets its values land in, as if they were uniform over the part
+// of the bucket within min..max (the model quantiles already assume),
+// largest remainder first, so the count is kept and a bucket of one value
+// moves whole.
+void shift_down(Distribution &d, uint64_t by_ns);
 
 // The duration below which a share q (0 to 1) of the counted durations
 // fall, placed linearly in its bucket [low(b), high(b)), never outside

@@ -364,6 +364,12 @@ void refill_times(CallTree &tree, const Profile &profile, const std::vector<uint
 	for (TreeNode &n : tree.nodes)
 		n = {.name = n.name, .parent = n.parent};
 	tree.time = TimeMode::Wall;
+	if (!tree.dists.empty()) {
+		for (Distribution &d : tree.dists)
+			d = {};
+		for (size_t i = 0; i < profile.nodes.size(); i++)
+			add_distribution(tree.dists[tree_index[i]], profile.nodes[i].dist);
+	}
 	add_times(tree, profile, tree_index);
 }
 

@@ -49,8 +49,9 @@ struct CallTree {
 	std::vector<uint32_t> child_begin; // nodes.size() + 1 offsets into child_ids
 	std::vector<uint32_t> child_ids;   // each node's children in order of first appearance
 	uint64_t total_self_ns = 0;      // sum of all self times: the 100% of percentages
-	// Per node, the durations of its calls (wall-clock, as measured), when
-	// the profile carries them (Profile::distributions); else empty.
+	// Per node, the durations of its calls (wall-clock; compensated when the
+	// profile was: compensation.h), when the profile carries them
+	// (Profile::distributions); else empty.
 	std::vector<Distribution> dists;
 	TimeMode time = TimeMode::Wall;
 
@@ -67,8 +68,8 @@ CallTree build_call_tree(const Profile &profile);
 CallTree build_call_tree(const Profile &profile, std::vector<uint32_t> &tree_index);
 // The tree's counts and times (wall-clock) again from profile, whose shape
 // (nodes, parents, functions) is the one the tree was built from with
-// tree_index, only its times changed (compensation): the tree's shape is kept,
-// not built again. Distributions are kept as they are.
+// tree_index, only its times and durations changed (compensation): the tree's
+// shape is kept, not built again.
 void refill_times(CallTree &tree, const Profile &profile, const std::vector<uint32_t> &tree_index);
 // Adds each profile node's counts and times into its tree node, then sums the subtrees.
 void add_times(CallTree &tree, const Profile &profile, const std::vector<uint32_t> &tree_index);

@@ -33,10 +33,17 @@ std::string self_text(uint64_t self_ns, uint64_t uncertain_ns);
 // " %10s" each of min, p50, p99, max (headings when d is null, "-" when
 // the calls have none), else "".
 std::string duration_cells(const CallTree &tree, const Distribution *d);
-// What those columns are, said under the table.
-inline constexpr const char *durations_note =
-	"min, p50, p99, max: durations of single calls (inclusive, wall-clock, as measured: probe overhead "
-	"included); p50 and p99 are exact to their power-of-two bucket\n";
+// What those columns are, said under the table: compensated like the totals
+// unless --raw or the profile has no calibration (compensation.h).
+inline std::string durations_note(const Profile &profile, const ReportOptions &options)
+{
+	bool compensated = !options.raw && profile.calibration && !profile.calibration->kinds.empty();
+	return std::string("min, p50, p99, max: durations of single calls (inclusive, wall-clock, ") +
+	       (compensated ? "each path's probe overhead per call taken out as from its total: an average per call, "
+			      "so a single call's is approximate"
+			    : "as measured: probe overhead included") +
+	       "); p50 and p99 are exact to their power-of-two bucket\n";
+}
 // Largest total first, then by name: the order of the tree views.
 std::vector<uint32_t> by_total(const CallTree &tree, std::vector<uint32_t> group);
 bool below_min_percent(const CallTree &tree, uint32_t node, const ReportOptions &options);

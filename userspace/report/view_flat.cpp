@@ -21,7 +21,7 @@ std::string flat_text(const Profile &profile, const CallTree &tree, const Report
 	if (cut)
 		out += "... " + std::to_string(cut) + " more functions not shown\n";
 	if (!tree.dists.empty())
-		out += durations_note;
+		out += durations_note(profile, options);
 	return out;
 }
 

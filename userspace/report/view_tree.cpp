@@ -63,7 +63,7 @@ std::string tree_text(const Profile &profile, const CallTree &tree, const Report
 	out += line("%10s %7s %10s %12s", "total", "total%", "self", "calls") + duration_cells(tree, nullptr) + "  name\n";
 	render_tree_lines(tree, options, out);
 	if (!tree.dists.empty())
-		out += durations_note;
+		out += durations_note(profile, options);
 	return out;
 }
 

@@ -136,3 +136,127 @@ TEST_CASE("a compensated self time within the calibration's spread is marked", "
 	CHECK(text.find("~8 ns") != std::string::npos);
 	CHECK(text.find("~: a self time within") != std::string::npos);
 }
+
+namespace {
+
+Distribution durations(std::initializer_list<uint64_t> ns)
+{
+	Distribution d;
+	for (uint64_t v : ns) {
+		Distribution one{.min_ns = v, .max_ns = v, .buckets = {{dist_bucket_of(v), 1}}};
+		add_distribution(d, one);
+	}
+	return d;
+}
+
+// calibrated_profile() with totals of self + children's totals, as the
+// kernel measures them, and durations that add up to them.
+Profile with_durations()
+{
+	Profile p = calibrated_profile();
+	p.distributions = true;
+	p.nodes[1].total_ns = 8000 + 50000;
+	p.nodes[0].total_ns = 10000 + 58000;
+	p.nodes[0].dist = durations({68000});
+	p.nodes[1].dist = durations({25000, 33000});
+	Distribution leaf;
+	for (int i = 0; i < 20; i++)
+		add_distribution(leaf, durations({2500}));
+	p.nodes[2].dist = leaf;
+	return p;
+}
+
+} // namespace
+
+TEST_CASE("compensation shifts each path's durations by its compensation per call", "[compensation][distribution]")
+{
+	Profile p = with_durations();
+	Profile c = compensate(p);
+	// One call: its duration is its compensated total, exactly.
+	CHECK(c.nodes[0].dist.min_ns == c.nodes[0].total_ns);
+	CHECK(c.nodes[0].dist.max_ns == c.nodes[0].total_ns);
+	CHECK(dist_quantile(c.nodes[0].dist, 0.5) == c.nodes[0].total_ns);
+	// Two calls: each loses the average, (2 x 100 + 20 x 40 + 20 x 100) / 2.
+	CHECK(c.nodes[1].dist.min_ns == 25000 - 1500);
+	CHECK(c.nodes[1].dist.max_ns == 33000 - 1500);
+	CHECK(c.nodes[1].dist.min_ns + c.nodes[1].dist.max_ns == c.nodes[1].total_ns);
+	CHECK(c.nodes[2].dist.min_ns == 2400);
+	CHECK(bucket_count(c.nodes[2].dist.buckets) == 20);
+	// Durations below the shift are 0, not negative.
+	p.nodes[2].dist = durations({50, 60});
+	c = compensate(p);
+	CHECK(c.nodes[2].dist.min_ns == 0);
+	CHECK(c.nodes[2].dist.max_ns == 0);
+	// Without calibration, or --raw (no compensation), they are as measured.
+	p.calibration.reset();
+	CHECK(compensate(p).nodes[0].dist.min_ns == 68000);
+}
+
+TEST_CASE("a [task] frame's subtree is not taken out of its creator's durations", "[compensation][distribution]")
+{
+	Profile p = with_durations();
+	p.functions[1] = "[task]";
+	p.calibration->function_kinds = {0, -1, 0};
+	Profile c = compensate(p);
+	// root's own call only: the task's work ran on another thread, outside root's duration.
+	CHECK(c.nodes[0].dist.min_ns == 68000 - 100);
+	// The [task] frame's durations lose its children's costs (they ran inside it).
+	CHECK(c.nodes[1].dist.min_ns == 25000 - (20 * 40 + 20 * 100) / 2);
+}
+
+TEST_CASE("recursion: each level's durations shifted by its own path's compensation", "[compensation][distribution]")
+{
+	// f -> f -> f, one call each, 1000 ns measured per level of self.
+	Profile p;
+	p.functions = {"f"};
+	p.distributions = true;
+	p.nodes = {{kNoParent, 0, 1, 1, 0, 1000, 3000}, {0, 0, 1, 1, 0, 1000, 2000}, {1, 0, 1, 1, 0, 1000, 1000}};
+	p.nodes[0].dist = durations({3000});
+	p.nodes[1].dist = durations({2000});
+	p.nodes[2].dist = durations({1000});
+	Calibration cal;
+	cal.kinds = {{"native", 100, 40, 0, 0, 24, 0}};
+	cal.function_kinds = {0};
+	p.calibration = cal;
+	Profile c = compensate(p);
+	for (const PathNode &n : c.nodes) {
+		CHECK(n.dist.min_ns == n.total_ns);
+		CHECK(n.dist.max_ns == n.total_ns);
+	}
+	CHECK(c.nodes[0].total_ns == 3000 - 3 * 100 - 2 * 40);
+	// Per function: the levels merged, in order.
+	FunctionSummary f = summarize_functions(build_call_tree(c))[0];
+	CHECK(f.dist.min_ns == c.nodes[2].total_ns);
+	CHECK(f.dist.max_ns == c.nodes[0].total_ns);
+	CHECK(f.dist.min_ns <= dist_quantile(f.dist, 0.5));
+	CHECK(dist_quantile(f.dist, 0.99) <= f.dist.max_ns);
+}
+
+TEST_CASE("reports: durations agree with compensated totals; --raw shows them as measured", "[compensation][report][distribution]")
+{
+	Profile p = with_durations();
+	ReportOptions o;
+	Profile c = compensate(p);
+	std::string root_total = human_ns(c.nodes[0].total_ns); // 64.8 us
+	std::string text = render_as("text", p, o);
+	// root's row: total, avg, min, p50, p99, max all the same.
+	auto row = text.substr(text.rfind('\n', text.find("  root")) + 1);
+	row = row.substr(0, row.find('\n'));
+	size_t at = 0, seen = 0;
+	while ((at = row.find(root_total, at)) != std::string::npos)
+		seen++, at++;
+	INFO(text);
+	CHECK(seen == 6);
+	CHECK(text.find("probe overhead per call taken out") != std::string::npos);
+	std::string tree = render_as("text", p, ReportOptions{.view = "tree"});
+	CHECK(tree.find(root_total + " " + std::string(10 - root_total.size(), ' ')) != std::string::npos);
+	std::string json = render_as("json", p, o);
+	CHECK(json.find("\"min_ns\": " + std::to_string(c.nodes[0].total_ns)) != std::string::npos);
+	CHECK(json.find("\"min_ns\": 68000") == std::string::npos);
+	o.raw = true;
+	json = render_as("json", p, o);
+	CHECK(json.find("\"min_ns\": 68000") != std::string::npos);
+	text = render_as("text", p, o);
+	CHECK(text.find("68.0 us") != std::string::npos);
+	CHECK(text.find("as measured: probe overhead included") != std::string::npos);
+}

@@ -151,3 +151,75 @@ TEST_CASE("profile file: distributions after the nodes (version 2), older files 
 	REQUIRE_FALSE(rejected);
 	CHECK(rejected.error().message.find("distributions[0].buckets: more durations than calls") != std::string::npos);
 }
+
+namespace {
+
+// min <= p50 <= p99 <= max, the count kept, every bucket between min's and max's.
+void check_shifted(const Distribution &d, uint64_t count)
+{
+	CHECK(bucket_count(d.buckets) == count);
+	CHECK(d.min_ns <= dist_quantile(d, 0.5));
+	CHECK(dist_quantile(d, 0.5) <= dist_quantile(d, 0.99));
+	CHECK(dist_quantile(d, 0.99) <= d.max_ns);
+	for (const auto &[b, n] : d.buckets) {
+		CHECK(b >= dist_bucket_of(d.min_ns));
+		CHECK(b <= dist_bucket_of(d.max_ns));
+		CHECK(n > 0);
+	}
+}
+
+} // namespace
+
+TEST_CASE("distributions shift down: min and max exactly, counts kept, never below 0", "[distribution][compensation]")
+{
+	SECTION("one call moves whole, to its exact duration")
+	{
+		Distribution d = dist_of({5'010'000});
+		shift_down(d, 2'610'000);
+		CHECK(d.min_ns == 2'400'000);
+		CHECK(d.max_ns == 2'400'000);
+		CHECK(d.buckets == Buckets{{dist_bucket_of(2'400'000), 1}});
+		CHECK(dist_quantile(d, 0.5) == 2'400'000);
+		CHECK(dist_quantile(d, 0.99) == 2'400'000);
+	}
+	SECTION("many calls: spread over the buckets their values land in")
+	{
+		std::vector<uint64_t> ns = {100, 1000, 1500, 3000, 3100, 3900, 10000, 20000, 70000};
+		for (uint64_t by : {0, 1, 99, 100, 101, 700, 2500, 9999, 30000}) {
+			Distribution d = dist_of(ns);
+			shift_down(d, by);
+			CHECK(d.min_ns == (ns.front() > by ? ns.front() - by : 0));
+			CHECK(d.max_ns == ns.back() - by);
+			check_shifted(d, ns.size());
+		}
+		// A bucket's values are taken as uniform over its part within min..max:
+		// [2048, 4095] shifted by 2048 is [0, 2047]: half of 4 in [1024, 2048), a
+		// quarter in [512, 1024), the last by the largest remainder ([256, 512)'s).
+		Distribution d{.min_ns = 2048, .max_ns = 4095, .buckets = {{11, 4}}};
+		shift_down(d, 2048);
+		CHECK(d.buckets == Buckets{{8, 1}, {9, 1}, {10, 2}});
+	}
+	SECTION("durations shorter than the shift are 0")
+	{
+		Distribution d = dist_of({300, 400, 900});
+		shift_down(d, 1000);
+		CHECK(d.min_ns == 0);
+		CHECK(d.max_ns == 0);
+		CHECK(d.buckets == Buckets{{0, 3}});
+		check_shifted(d, 3);
+	}
+	SECTION("the last bucket holds all above its low")
+	{
+		uint64_t big = uint64_t(1) << 41;
+		Distribution d = dist_of({big, big + 5000});
+		shift_down(d, 1000);
+		CHECK(d.max_ns == big + 4000);
+		check_shifted(d, 2);
+	}
+	SECTION("empty stays empty")
+	{
+		Distribution d;
+		shift_down(d, 1000);
+		CHECK(d.empty());
+	}
+}
