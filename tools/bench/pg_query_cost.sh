@@ -12,7 +12,10 @@
 # key, filtered by an IN list of 200 literals: ~1 KB, the most the kernel hashes). The
 # kernel's run time of usdt_entry and usdt_exit (kernel.bpf_stats_enabled=1, the programs of
 # that usdtprof's own descriptors) is read before and after pgbench: per query (transaction)
-# and per run of each program. The trap of each probe hit is the same in both variants and
+# and per run of each program. A third variant, USDTPROF_BENCH_FLOOR=1 (an empty program for
+# every probe, attached as usdtprof attaches), gives the floor: per query, usdtprof / floor is
+# printed for a trap of TRAP_NS per hit (default 5200, the monitor's measure of this host's
+# PostgreSQL probes) and for 500 ns (a host where a uprobe costs what ours do). The trap of each probe hit is the same in both variants and
 # is not counted. Exit status 0 when every run worked; skipped without PostgreSQL 15.
 set -u
 set -o pipefail
@@ -59,17 +62,18 @@ prog_stats() {
 import json, sys
 ids, got = set(sys.argv[1].split(",")), {}
 for p in json.load(sys.stdin):
-    if p.get("name") in ("usdt_entry", "usdt_exit") and str(p["id"]) in ids:
+    if p.get("name") in ("usdt_entry", "usdt_exit", "usdt_semaphore") and str(p["id"]) in ids:
         got[p["name"]] = (p.get("run_time_ns", 0), p.get("run_cnt", 0))
-e, x = got.get("usdt_entry", (0, 0)), got.get("usdt_exit", (0, 0))
-print(e[0], e[1], x[0], x[1])' "$ids"
+e, x, f = (got.get(n, (0, 0)) for n in ("usdt_entry", "usdt_exit", "usdt_semaphore"))
+print(e[0], e[1], x[0], x[1], f[0], f[1])' "$ids"
 }
 
 # One run of variant $1 with pgbench's script options $2: "txns entry_ns_per_run
-# exit_ns_per_run programs_ns_per_query".
+# exit_ns_per_run programs_ns_per_query hits_per_query".
 one_run() {
 	local env=() a b txns
 	[ "$1" = rehash ] && env=(USDTPROF_BENCH_SQL_REHASH=1)
+	[ "$1" = floor ] && env=(USDTPROF_BENCH_FLOOR=1)
 	env "${env[@]}" "$USDTPROF" record --binary "$POSTGRES" -o "$WORK/p.data" >"$WORK/rec.out" 2>"$WORK/rec.err" &
 	REC_PID=$!
 	for _ in $(seq 1 120); do
@@ -89,7 +93,9 @@ one_run() {
 import sys
 a, b, txns = list(map(int, sys.argv[1].split())), list(map(int, sys.argv[2].split())), int(sys.argv[3])
 d = [y - x for x, y in zip(a, b)]
-print(txns, "%.1f" % (d[0] / max(1, d[1])), "%.1f" % (d[2] / max(1, d[3])), "%.1f" % ((d[0] + d[2]) / max(1, txns)))
+t = max(1, txns)
+print(txns, "%.1f" % (d[0] / max(1, d[1])), "%.1f" % (d[2] / max(1, d[3])), "%.1f" % ((d[0] + d[2] + d[4]) / t),
+      "%.2f" % ((d[1] + d[3] + d[5]) / t))
 PY
 }
 
@@ -100,9 +106,9 @@ PY
 } >"$WORK/long.sql"
 for script in "-S" "-f $WORK/long.sql"; do
 	name=select-only; [ "$script" = -S ] || name=long
-	: >"$WORK/kept"; : >"$WORK/rehash"
+	: >"$WORK/kept"; : >"$WORK/rehash"; : >"$WORK/floor"
 	for r in $(seq 1 "$ROUNDS"); do
-		for v in kept rehash; do
+		for v in kept rehash floor; do
 			line=$(one_run $v "$script") || { say "run failed"; exit 1; }
 			echo "$name round $r, query__done id $v: transactions, entry ns/run, exit ns/run, programs ns/query: $line"
 			echo "$line" >>"$WORK/$v"
@@ -114,5 +120,11 @@ def col(v, i): return [float(l.split()[i]) for l in open(os.path.join(sys.argv[1
 for i, what in ((2, "usdt_exit ns per run"), (3, "programs ns per query")):
     k, r = statistics.median(col("kept", i)), statistics.median(col("rehash", i))
     print("%s median %s: id kept %.1f, hashed again %.1f, difference %+.1f (%.3fx)" % (sys.argv[2], what, k, r, k - r, k / r))
+# Against the floor (the empty program, attached as usdtprof attaches): the traps are the same,
+# so per query usdtprof / floor = (hits x trap + programs) / (hits x trap + floor's programs).
+k, f, hits = statistics.median(col("kept", 3)), statistics.median(col("floor", 3)), statistics.median(col("kept", 4))
+for trap in (float(os.environ.get("TRAP_NS", 5200)), 500.0):
+    print("%s per query against the floor: %.1f hits, programs %.2f us vs %.2f us; with a %.0f ns trap a hit: %.3fx" % (
+        sys.argv[2], hits, k / 1000, f / 1000, trap, (hits * trap + k) / (hits * trap + f)))
 PY
 done
