@@ -217,9 +217,14 @@ private:
 	bool wait(Interval &iv, Clock::time_point end, std::chrono::duration<double> length);
 	bool cut_if_over_budget(const Interval &iv);
 	uint64_t target_cpu_ns(const std::vector<int> &pids, CostBaseline &base);
-	BudgetEstimate estimate_cost(const Interval &iv, CostBaseline &base, uint64_t *hits);
+	// An estimate with the figures that decided it.
+	struct Cost {
+		BudgetEstimate budget;
+		uint64_t hits = 0, cpu_ns = 0;
+	};
+	Cost estimate_cost(const Interval &iv, CostBaseline &base);
 	BudgetEstimate next_budget(const Interval &iv, uint64_t *hits);
-	void set_duty(const BudgetEstimate &budget, uint64_t hits, uint64_t cpu_ns, const char *from);
+	void set_duty(const Cost &cost, const char *from);
 	void end_interval(Interval &iv, bool stopping);
 	std::vector<PathRecord> read_records(std::set<uint32_t> &dead);
 	Profile interval_profile(const Interval &iv, const IntervalDelta &delta, double attached_share,
@@ -247,7 +252,6 @@ private:
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> last_anomalies_{};
 	MonitorHealth health_;
 	CostBaseline last_; // at the end of the last interval
-	uint64_t last_cpu_ns_ = 0; // the target's CPU in the last estimate, for its log line
 	double duty_ = 1;
 	bool first_interval_ = true;
 	int64_t unix_offset_ = 0;
@@ -456,11 +460,10 @@ bool MonitorSession::wait(Interval &iv, Clock::time_point end, std::chrono::dura
 bool MonitorSession::cut_if_over_budget(const Interval &iv)
 {
 	CostBaseline from = last_;
-	uint64_t hits = 0;
-	BudgetEstimate budget = estimate_cost(iv, from, &hits);
-	if (hits == 0 || budget.next_duty == 1)
+	Cost cost = estimate_cost(iv, from);
+	if (cost.hits == 0 || cost.budget.next_duty == 1)
 		return false;
-	set_duty(budget, hits, last_cpu_ns_, "from now");
+	set_duty(cost, "from now");
 	return true;
 }
 
@@ -488,49 +491,53 @@ uint64_t MonitorSession::target_cpu_ns(const std::vector<int> &pids, CostBaselin
 
 // The cost of the hits since base against the target's CPU time since
 // then; base moves to now.
-BudgetEstimate MonitorSession::estimate_cost(const Interval &iv, CostBaseline &base, uint64_t *hits)
+MonitorSession::Cost MonitorSession::estimate_cost(const Interval &iv, CostBaseline &base)
 {
+	Cost cost;
 	std::vector<int> pids = target_pids();
 	Runs runs = run_totals();
-	uint64_t cpu = target_cpu_ns(pids, base);
+	uint64_t cpu = cost.cpu_ns = target_cpu_ns(pids, base);
 	uint64_t measured = mono_ns(Clock::now());
 	uint64_t attached_until = iv.window_close ? iv.window_close : attached_now_ ? measured : iv.window_open;
 	double measured_share = std::clamp(double(attached_until - iv.window_open) /
 						   double(std::max<uint64_t>(1, measured - iv.begin)), 0.0, 1.0);
 	uint64_t own_cpu = own_cpu_ns();
-	*hits = runs.hits - base.runs.hits;
-	BudgetEstimate budget = estimate_budget(
-		{*hits, trap_ns_, cpu, measured_share, double(runs.probe_ns - base.runs.probe_ns),
+	cost.hits = runs.hits - base.runs.hits;
+	cost.budget = estimate_budget(
+		{cost.hits, trap_ns_, cpu, measured_share, double(runs.probe_ns - base.runs.probe_ns),
 		 double(runs.switch_ns - base.runs.switch_ns) + double(own_cpu - base.own_cpu)},
 		o_.budget, o_.min_duty);
 	base.own_cpu = own_cpu;
 	base.runs = runs;
-	last_cpu_ns_ = cpu;
-	return budget;
+	return cost;
 }
 
 // The cost of this interval's hits against the target's CPU time sets the
 // next window.
 BudgetEstimate MonitorSession::next_budget(const Interval &iv, uint64_t *hits)
 {
-	BudgetEstimate budget = estimate_cost(iv, last_, hits);
-	set_duty(budget, *hits, last_cpu_ns_, "from the next interval");
-	return budget;
+	Cost cost = estimate_cost(iv, last_);
+	set_duty(cost, "from the next interval");
+	*hits = cost.hits;
+	return cost.budget;
 }
 
 // Sampling starting or ending is said once each time, with the figures that
 // decided it.
-void MonitorSession::set_duty(const BudgetEstimate &budget, uint64_t hits, uint64_t cpu, const char *from)
+void MonitorSession::set_duty(const Cost &cost, const char *from)
 {
+	const BudgetEstimate &budget = cost.budget;
+	unsigned long long hits = cost.hits;
+	double cpu_s = double(cost.cpu_ns) / 1e9;
 	if (budget.next_duty < 1 && duty_ == 1)
 		log_line("sampling %s: estimated probe cost %.2f%% of the target's CPU (%llu hits, %.0f ns trap each, "
 			 "%.3f s target CPU) is over the budget %.2g%%: probes attached for %.0f%% of each interval",
-			 from, budget.overhead * 100, (unsigned long long)hits, trap_ns_, cpu / 1e9, o_.budget * 100,
+			 from, budget.overhead * 100, hits, trap_ns_, cpu_s, o_.budget * 100,
 			 budget.next_duty * 100);
 	else if (budget.next_duty == 1 && duty_ < 1)
 		log_line("sampling ends: estimated probe cost %.2f%% of the target's CPU (%llu hits, %.0f ns trap each, "
 			 "%.3f s target CPU) is within the budget %.2g%%: probes attached for %.0f%% of each interval",
-			 budget.overhead * 100, (unsigned long long)hits, trap_ns_, cpu / 1e9, o_.budget * 100,
+			 budget.overhead * 100, hits, trap_ns_, cpu_s, o_.budget * 100,
 			 budget.next_duty * 100);
 	duty_ = budget.next_duty;
 }
