@@ -356,6 +356,90 @@ TEST_CASE("outputs: -o naming a directory, a block device, a socket or a missing
 	}
 }
 
+TEST_CASE("outputs: -o naming a profile the command reads (itself, a link, a monitor directory's file) is "
+	  "refused: exit 2, the profile unchanged",
+	  "[outputs][security]")
+{
+	Scratch s;
+	std::string in = s.profile, link = s.dir + "/link.data", mon = s.dir + "/mon";
+	REQUIRE(symlink("in.data", link.c_str()) == 0);
+	REQUIRE(mkdir(mon.c_str(), 0755) == 0);
+	std::string interval = mon + "/usdtprof-20261203-101500.data";
+	fs::copy_file(in, interval);
+	const std::string bytes = read_all(in);
+	auto refused = [&](std::vector<std::string> args, const std::string &out, const std::string &named) {
+		INFO(args[1] << " -o " << out);
+		args.insert(args.end(), {"-o", out});
+		Output o = run(args);
+		REQUIRE(o.status == 2);
+		REQUIRE(o.out.empty());
+		REQUIRE(o.err == "usdtprof: -o " + out + " is the input " + named +
+					 ": it would be replaced; write to another file\n");
+	};
+	std::string u = e2e::usdtprof();
+	for (const std::string &out : {in, link, s.dir + "/./in.data"}) {
+		refused({u, "report", in}, out, in);
+		refused({u, "report", "--format", "json", link}, out, link);
+		refused({u, "export", in, "--format", "pprof"}, out, in);
+		refused({u, "diff", mon, in}, out, in);
+	}
+	refused({u, "report", mon}, interval, interval);
+	REQUIRE(read_all(in) == bytes);
+	REQUIRE(read_all(interval) == bytes);
+	REQUIRE(S_ISLNK(lstat_of(link).st_mode));
+	// Not an input: written as always.
+	Output ok = run({u, "report", mon, "-o", mon + "/report.txt"});
+	INFO(ok.err);
+	REQUIRE(ok.status == 0);
+	REQUIRE_THAT(read_all(mon + "/report.txt"), Contains("abcdef"));
+}
+
+TEST_CASE("outputs: record never replaces a file that is not a profile (the program it runs); trace's two "
+	  "outputs never one file",
+	  "[outputs][security]")
+{
+	Scratch s;
+	std::string app = s.dir + "/app", doc = s.dir + "/notes.txt", same = s.dir + "/same";
+	fs::copy_file(target("names"), app);
+	std::ofstream(doc) << "notes";
+	const std::string program = read_all(app);
+	for (const std::string &out : {app, doc}) {
+		Output o = run({e2e::usdtprof(), "record", "-o", out, "--", app});
+		INFO(o.err);
+		REQUIRE(o.status == 1);
+		REQUIRE(o.err == "usdtprof: cannot write " + out +
+					 ": it exists and is not a usdtprof profile (remove it first or choose another name)\n");
+	}
+	REQUIRE(read_all(app) == program);
+	REQUIRE(read_all(doc) == "notes");
+	Output t = run({e2e::usdtprof(), "trace", "-o", same, "--profile", s.dir + "/./same", "--", app});
+	REQUIRE(t.status == 2);
+	REQUIRE(t.err == "usdtprof: -o " + same + " and --profile " + s.dir +
+				 "/./same name one file: the trace would replace the profile\n");
+	REQUIRE(!fs::exists(same));
+	// A profile already there is replaced, as always.
+	Output again = run({e2e::usdtprof(), "record", "-o", s.profile, "--", app});
+	INFO(again.err);
+	REQUIRE(again.status == 0);
+}
+
+TEST_CASE("outputs: an input that never ends (/dev/zero, a pipe of a profile then zeros) is refused at once",
+	  "[outputs]")
+{
+	Scratch s;
+	Output zero = run({e2e::usdtprof(), "report", "/dev/zero"});
+	REQUIRE(zero.status == 1);
+	REQUIRE(zero.err == "usdtprof: /dev/zero: not a usdtprof profile\n");
+	// A valid profile followed by endless bytes: read to its announced end and one byte more.
+	Output tail = run({"sh", "-c", "cat \"$1\" /dev/zero | \"$2\" report /dev/stdin", "sh", s.profile, e2e::usdtprof()});
+	REQUIRE(tail.status == 1);
+	REQUIRE_THAT(tail.err, Contains("usdtprof: /dev/stdin: corrupt: trailing data after the announced"));
+	Output whole = run({"sh", "-c", "cat \"$1\" | \"$2\" report /dev/stdin", "sh", s.profile, e2e::usdtprof()});
+	INFO(whole.err);
+	REQUIRE(whole.status == 0);
+	REQUIRE_THAT(whole.out, Contains("abcdef"));
+}
+
 TEST_CASE("outputs: nobody's planted links and racing swaps never redirect root's write", "[outputs][security]")
 {
 	// nobody owns the directory root exports into (a stronger position than
@@ -570,6 +654,13 @@ TEST_CASE("cli: --version, did you mean, usage names usdtprof, monitor takes no 
 	REQUIRE(option.status == 2);
 	REQUIRE(option.err ==
 		"usdtprof: unknown option '--sotr'; did you mean '--sort'? (see usdtprof report --help)\n");
+	// A rejected value keeps its own message; the command's "--" is no typo of "-h".
+	Output value = run({e2e::usdtprof(), "record", "-d", "-1", "-o", "/nonexistent/x", "--", "true"});
+	REQUIRE(value.status == 2);
+	REQUIRE(value.err == "usdtprof: --duration: expected a positive number, got -1 (see usdtprof record --help)\n");
+	Output range = run({e2e::usdtprof(), "record", "--max-paths", "0", "--", "true"});
+	REQUIRE(range.status == 2);
+	REQUIRE_THAT(range.err, StartsWith("usdtprof: --max-paths: "));
 	Output help = run({e2e::usdtprof(), "monitor", "--help"});
 	REQUIRE(help.status == 0);
 	REQUIRE_THAT(help.out, Contains("Usage: usdtprof monitor [OPTIONS]\n"));

@@ -43,6 +43,7 @@ Command add_diff_command(CLI::App &parent)
 	app->add_option("-o,--output", a->output, "Write here instead of stdout (--format html: diff.html)");
 	return {app, [a] {
 			a->options.time = *parse_time_mode(a->time);
+			refuse_output_over_inputs(a->output, {a->base, a->now});
 			Diff d = diff_profiles(load_one(a->base), load_one(a->now), a->options);
 			std::string out = a->format == "json"	? render_diff_json(d, a->options)
 					  : a->format == "html" ? render_diff_html(d, a->options, "usdtprof diff " + a->base + " " + a->now)

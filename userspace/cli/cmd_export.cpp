@@ -41,6 +41,7 @@ Command add_export_command(CLI::App &parent)
 			const Format &format = *find_format(a->format, kUseExport);
 			if (format.binary && a->output.empty() && isatty(STDOUT_FILENO))
 				throw UserError(a->format + " output is binary: not writing it to a terminal (use -o FILE or a pipe)");
+			refuse_output_over_inputs(a->output, input_paths(a->in));
 			Profile profile = load_inputs(a->in, a->raw);
 			// Folded weights add up to the call tree's time; a span's time lies
 			// on that tree already (the calls it covers), so a line for it would

@@ -57,6 +57,7 @@ Command add_report_command(CLI::App &parent)
 			a->options.time = *parse_time_mode(a->time);
 			if (a->tree)
 				a->options.view = "tree";
+			refuse_output_over_inputs(a->output, input_paths(a->in));
 			Profile profile = load_inputs(a->in, a->options.raw);
 			if (!a->callers.empty() || !a->callees.empty()) {
 				auto out = render_neighbours(a->options.per_process ? split_by_process(profile) : profile,

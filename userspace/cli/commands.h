@@ -38,6 +38,8 @@ void add_input_options(CLI::App *app, InputArgs &in);
 // Loaded, merged and filtered; throws UserError. Says on stderr how many
 // profiles were merged.
 usdtprof::Profile load_inputs(const InputArgs &in, bool raw);
+// The files and directories read: in.files, or the default usdtprof.data.
+std::vector<std::string> input_paths(const InputArgs &in);
 // The inputs as error messages name them: "usdtprof.data", "a.data b.data".
 std::string inputs_name(const InputArgs &in);
 
@@ -45,6 +47,10 @@ std::string inputs_name(const InputArgs &in);
 // never through a link; a device or FIFO written through) or, without -o, to
 // stdout. Throws UserError.
 void write_result(const std::string &output, const OutputProducer &produce);
+// Throws a usage error when -o names a regular file the command reads (an input
+// profile, or a profile in an input monitor directory, through any link):
+// write_result would replace it. Called before anything is loaded.
+void refuse_output_over_inputs(const std::string &output, const std::vector<std::string> &inputs);
 
 Command add_record_command(CLI::App &parent);
 Command add_report_command(CLI::App &parent);

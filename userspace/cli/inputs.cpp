@@ -56,11 +56,14 @@ std::string inputs_name(const InputArgs &in)
 	return out.empty() ? "usdtprof.data" : out;
 }
 
+std::vector<std::string> input_paths(const InputArgs &in)
+{
+	return in.files.empty() ? std::vector<std::string>{"usdtprof.data"} : in.files;
+}
+
 Profile load_inputs(const InputArgs &in, bool raw)
 {
-	ProfileInputs inputs{in.files, in.since, in.until, raw, in.per_thread};
-	if (inputs.paths.empty())
-		inputs.paths = {"usdtprof.data"};
+	ProfileInputs inputs{input_paths(in), in.since, in.until, raw, in.per_thread};
 	auto loaded = load_profiles(inputs);
 	if (!loaded)
 		throw UserError(loaded.error().message);

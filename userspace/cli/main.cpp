@@ -84,6 +84,8 @@ std::string did_you_mean(CLI::App &app)
 			unknown = sub->remaining();
 		}
 	for (const std::string &word : unknown) {
+		if (word == "--") // the command's separator, left over when the parse stopped before it
+			continue;
 		bool option = word.size() > 1 && word[0] == '-';
 		std::string name = option ? word.substr(0, word.find('=')) : word;
 		std::string match = option ? closest(name, option_names(*where))
@@ -130,7 +132,9 @@ int main(int argc, char **argv)
 	} catch (const CLI::Success &e) { // --help, --help-all, --version
 		return app.exit(e);
 	} catch (const CLI::ParseError &e) {
-		std::string hint = did_you_mean(app);
+		// Only words CLI11 did not know get a guess; a rejected value keeps its own message.
+		bool extras = dynamic_cast<const CLI::ExtrasError *>(&e) != nullptr;
+		std::string hint = extras ? did_you_mean(app) : "";
 		log_line("%s (see usdtprof %s--help)", hint.empty() ? e.what() : hint.c_str(),
 			 parsed_subcommand(app).c_str());
 		return 2;

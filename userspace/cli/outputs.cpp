@@ -2,16 +2,54 @@
 #include "cli/commands.h"
 
 #include <cstdio>
+#include <filesystem>
 
 #include "base/output_file.h"
 #include "base/result.h"
 #include "base/sink.h"
+#include "base/text_escape.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace usdtprof::cli {
+
+namespace {
+
+bool same_file(const struct stat &a, const struct stat &b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
+
+// The input (or, for a monitor directory, the file in it) that -o names, or "".
+std::string input_named_by(const struct stat &target, const std::string &input)
+{
+	struct stat st;
+	if (stat(input.c_str(), &st) != 0)
+		return "";
+	if (!S_ISDIR(st.st_mode))
+		return same_file(st, target) ? input : "";
+	std::error_code ec;
+	for (const auto &e : std::filesystem::directory_iterator(input, ec)) {
+		struct stat entry;
+		if (lstat(e.path().c_str(), &entry) == 0 && same_file(entry, target))
+			return e.path();
+	}
+	return "";
+}
+
+} // namespace
+
+void refuse_output_over_inputs(const std::string &output, const std::vector<std::string> &inputs)
+{
+	struct stat target;
+	// Only a regular file is replaced (write_output); a device or FIFO is written through.
+	if (output.empty() || stat(output.c_str(), &target) != 0 || !S_ISREG(target.st_mode))
+		return;
+	for (const std::string &input : inputs)
+		if (std::string named = input_named_by(target, input); !named.empty())
+			throw UserError("-o " + escape_text(output) + " is the input " + escape_text(named) +
+						": it would be replaced; write to another file",
+					2);
+}
 
 void write_result(const std::string &output, const OutputProducer &produce)
 {

@@ -131,7 +131,9 @@ HeaderScan scan_header(ByteSource &source)
 {
 	HeaderScan s;
 	char buf[1 << 16];
-	while (!s.newline) {
+	// A header line is far shorter than kKept: past it, no line ends a header
+	// (never read /dev/zero or a huge file without a newline to its end).
+	while (!s.newline && s.read < HeaderScan::kKept) {
 		size_t n = source.read(buf, sizeof buf);
 		if (n == 0)
 			break;
@@ -154,17 +156,18 @@ struct Header {
 	uint32_t crc = 0;
 };
 
-// "<magic><version> <body-bytes> <crc32-hex8>", given the file's size.
-Result<Header> parse_header(const HeaderScan &s, uint64_t file_size)
+// "<magic><version> <body-bytes> <crc32-hex8>": the line alone.
+Result<Header> parse_header_line(const HeaderScan &s)
 {
-	if (file_size == 0)
-		return Error{"empty file"};
 	const std::string &bytes = s.start;
+	if (bytes.empty())
+		return Error{"empty file"};
 	if (bytes.compare(0, kMagic.size(), kMagic) != 0)
 		return Error{kMagic.compare(0, bytes.size(), bytes) == 0 ? "truncated: incomplete header line"
 			: "not a usdtprof profile"};
 	if (!s.newline)
-		return Error{"truncated: incomplete header line"};
+		return Error{bytes.size() < HeaderScan::kKept ? "truncated: incomplete header line"
+							       : "corrupt: malformed header line"};
 	bool whole = s.line_bytes <= bytes.size();
 	size_t nl = whole ? static_cast<size_t>(s.line_bytes - 1) : bytes.size();
 	std::vector<std::string> tok;
@@ -186,14 +189,51 @@ Result<Header> parse_header(const HeaderScan &s, uint64_t file_size)
 	if (!whole || tok.size() != 3 || !all_digits(tok[1], 19) || tok[2].size() != 8 ||
 	    tok[2].find_first_not_of("0123456789abcdef") != std::string::npos)
 		return Error{"corrupt: malformed header line"};
+	return Header{std::stoi(tok[0]), std::stoull(tok[1]), static_cast<uint32_t>(std::stoul(tok[2], nullptr, 16))};
+}
 
-	uint64_t announced = std::stoull(tok[1]);
+// The header line, and the file's size against the body it announces.
+Result<Header> parse_header(const HeaderScan &s, uint64_t file_size)
+{
+	auto header = parse_header_line(s);
+	if (!header)
+		return header;
+	std::string announced = std::to_string(header->body_bytes);
 	uint64_t present = file_size - s.line_bytes;
-	if (present < announced)
-		return Error{"truncated: header announces " + tok[1] + " bytes, " + std::to_string(present) + " present"};
-	if (present > announced)
-		return Error{"corrupt: trailing data after the announced " + tok[1] + "-byte body"};
-	return Header{std::stoi(tok[0]), announced, static_cast<uint32_t>(std::stoul(tok[2], nullptr, 16))};
+	if (present < header->body_bytes)
+		return Error{"truncated: header announces " + announced + " bytes, " + std::to_string(present) + " present"};
+	if (present > header->body_bytes)
+		return Error{"corrupt: trailing data after the announced " + announced + "-byte body"};
+	return header;
+}
+
+// A pipe's or a device's bytes, read no further than its header announces
+// (and one byte more, to tell trailing data): /dev/zero or an endless pipe
+// is refused at its first line, never read into memory without end.
+std::string read_stream(ByteSource &source)
+{
+	std::string bytes;
+	char buf[1 << 16];
+	uint64_t limit = HeaderScan::kKept; // until the header line is known
+	bool header_seen = false;
+	while (bytes.size() <= limit) {
+		size_t n = source.read(buf, static_cast<size_t>(std::min<uint64_t>(sizeof buf, limit + 1 - bytes.size())));
+		if (n == 0)
+			break;
+		bytes.append(buf, n);
+		if (header_seen)
+			continue;
+		ByteSource start{std::string_view(bytes)};
+		HeaderScan scan = scan_header(start);
+		if (!scan.newline && bytes.size() < HeaderScan::kKept)
+			continue;
+		auto header = scan.newline ? parse_header_line(scan) : Result<Header>{Error{}};
+		if (!header)
+			break; // parse_profile says what is wrong with the line
+		header_seen = true;
+		limit = scan.line_bytes + header->body_bytes;
+	}
+	return bytes;
 }
 
 // The body through its version's codec. A checksum mismatch is reported
@@ -287,6 +327,22 @@ Result<void> save_profile(const Profile &profile, const std::string &path)
 	return write_output(path, [&](Sink &out) { write_profile(profile, out, kProfileVersion); });
 }
 
+Result<void> check_profile_output(const std::string &path)
+{
+	if (auto r = check_output(path); !r)
+		return r;
+	// Never blocks: a FIFO or device is written through and not looked at.
+	UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+	struct stat st;
+	if (fd.get() < 0 || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+		return {};
+	char start[32] = {};
+	ssize_t n = pread(fd.get(), start, kMagic.size(), 0);
+	if (n == ssize_t(kMagic.size()) && kMagic.compare(0, kMagic.size(), start, kMagic.size()) == 0)
+		return {};
+	return Error{"cannot write " + path + ": it exists and is not a usdtprof profile (remove it first or choose another name)"};
+}
+
 Result<Profile> load_profile(const std::string &path)
 {
 	UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -298,13 +354,9 @@ Result<Profile> load_profile(const std::string &path)
 		if (S_ISREG(st.st_mode)) {
 			ByteSource source(fd.get());
 			r = parse_from(source, static_cast<uint64_t>(st.st_size));
-		} else { // a pipe or a device: its size is what it gives
-			std::string bytes;
-			char buf[1 << 16];
+		} else { // a pipe or a device: its size is what it gives, up to what it announces
 			ByteSource source(fd.get());
-			while (size_t n = source.read(buf, sizeof buf))
-				bytes.append(buf, n);
-			r = parse_profile(bytes);
+			r = parse_profile(read_stream(source));
 		}
 		if (!r)
 			return Error{path + ": " + r.error().message};

@@ -134,6 +134,10 @@ struct Profile {
 
 // Writes to a path the user gave, as write_output does (output_file.h).
 Result<void> save_profile(const Profile &profile, const std::string &path);
+// check_output's checks (output_file.h) for a profile's path, made before a
+// recording; and a regular file already there must be a profile or empty:
+// `record -o ./app -- ./app` never replaces the program (or a document) with one.
+Result<void> check_profile_output(const std::string &path);
 // Fails with one clear line for a missing, empty, truncated, corrupt,
 // wrong-version or non-profile file.
 Result<Profile> load_profile(const std::string &path);

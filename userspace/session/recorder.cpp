@@ -121,6 +121,16 @@ void check_output_path(const std::string &output)
 		throw UserError(r.error().message);
 }
 
+// Two outputs at one path: the second written would replace the first.
+bool same_path(const std::string &a, const std::string &b)
+{
+	std::error_code ec1, ec2;
+	if (std::filesystem::equivalent(a, b, ec1))
+		return true;
+	auto ca = std::filesystem::weakly_canonical(a, ec1), cb = std::filesystem::weakly_canonical(b, ec2);
+	return !ec1 && !ec2 && ca == cb;
+}
+
 // Launch scripts live in kLaunchDir: a directory only root can write, in /run
 // (which only root can write either), so no other user can plant or replace a
 // script that a launched root process loads, not even after usdtprof has exited.
@@ -541,9 +551,15 @@ uint64_t monotonic_now()
 // What record refuses before it loads anything. Throws UserError.
 void check_record_options(const RecordOptions &o)
 {
-	check_output_path(o.output);
-	if (o.trace)
+	if (auto r = check_profile_output(o.output); !r)
+		throw UserError(r.error().message);
+	if (o.trace) {
 		check_output_path(o.trace->output);
+		if (same_path(o.output, o.trace->output))
+			throw UserError("-o " + o.trace->output + " and --profile " + o.output +
+						" name one file: the trace would replace the profile",
+					2);
+	}
 	check_target_exists(o.target);
 	if (!o.target.command.empty() && o.target.follow)
 		choose_presets(o.target, {}); // an unknown --runtime is refused before the launch
