@@ -30,6 +30,9 @@ struct ProfileProcess {
 	std::string cgroup{};          // its cgroup path, bounded and escaped
 	std::string container_runtime{}; // the runtime its cgroup's name shows (docker, crio ...)
 	std::string container_id{};    // the container id in its cgroup's name: 64 hex digits
+	// monitor -p A,B, --all: the share of the interval its own probes were
+	// attached (each process has its own window); 1: all of it.
+	double sampled_fraction = 1.0;
 };
 
 struct ProfileProbe {

@@ -153,6 +153,16 @@ void add_times(Profile &out, const std::vector<Profile> &parts)
 		out.stop_unix_ns = std::max(out.stop_unix_ns, p.stop_unix_ns);
 	}
 	out.sampled_fraction = out.duration_ns ? sampled / double(out.duration_ns) : 1.0;
+	// Each process's own share (monitor -p A,B, --all), over the intervals it is in.
+	std::map<int32_t, std::pair<double, double>> shares; // sampled ns, ns
+	for (const Profile &p : parts)
+		for (const ProfileProcess &proc : p.processes) {
+			shares[proc.pid].first += proc.sampled_fraction * double(p.duration_ns);
+			shares[proc.pid].second += double(p.duration_ns);
+		}
+	for (ProfileProcess &proc : out.processes)
+		if (auto s = shares.find(proc.pid); s != shares.end() && s->second.second > 0)
+			proc.sampled_fraction = std::clamp(s->second.first / s->second.second, 1e-6, 1.0);
 }
 
 int64_t stop_of(const Profile &p) { return p.stop_unix_ns ? p.stop_unix_ns : p.start_unix_ns + int64_t(p.duration_ns); }
