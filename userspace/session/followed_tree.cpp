@@ -32,6 +32,62 @@ bool safe_now(const std::vector<FoundSite> &held, int pid, int sig)
 
 } // namespace
 
+FollowedProcess *FollowedProcesses::find(int pid)
+{
+	auto p = by_pid_.find(pid);
+	return p == by_pid_.end() ? nullptr : &p->second;
+}
+
+void FollowedProcesses::attached(int pid, std::vector<FoundSite> sites, std::vector<Mapping> maps,
+				 const std::vector<const Preset *> &presets)
+{
+	auto [p, added] = by_pid_.try_emplace(pid);
+	FollowedProcess &process = p->second;
+	for (const FoundSite &f : sites)
+		process.files.insert({f.file->dev, f.file->ino});
+	process.described = describe_process(pid);
+	if (added)
+		process.maps = std::move(maps);
+	process.sites = std::move(sites);
+	process.presets = presets;
+	std::erase(order_, pid);
+	order_.push_back(pid);
+}
+
+const std::vector<FoundSite> *FollowedProcesses::held(int pid) const
+{
+	auto h = held_.find(pid);
+	return h == held_.end() ? nullptr : &h->second;
+}
+
+std::vector<FoundSite> FollowedProcesses::take_held(int pid)
+{
+	auto h = held_.extract(pid);
+	return h ? std::move(h.mapped()) : std::vector<FoundSite>{};
+}
+
+std::vector<ProfileProcess> FollowedProcesses::described() const
+{
+	std::vector<ProfileProcess> out;
+	for (int pid : order_)
+		out.push_back(by_pid_.at(pid).described);
+	return out;
+}
+
+std::map<int, std::vector<Mapping>> FollowedProcesses::maps() const
+{
+	std::map<int, std::vector<Mapping>> out;
+	for (const auto &[pid, p] : by_pid_)
+		out.emplace(pid, p.maps);
+	return out;
+}
+
+bool FollowedProcesses::reimaged(int pid) const
+{
+	auto p = by_pid_.find(pid);
+	return p != by_pid_.end() && p->second.reimaged;
+}
+
 FollowedTree::FollowedTree(const TargetSpec &t, Engine &engine, const std::vector<ProbeRole> &custom, TargetFiles &opened)
 	: t_(t), engine_(engine), custom_(custom), opened_(opened)
 {
@@ -58,12 +114,13 @@ FollowedCommand::Callbacks FollowedTree::callbacks()
 		[this](int pid, int sig) { on_signal(pid, sig); }};
 }
 
-void FollowedTree::stop(FollowedCommand &command, const std::function<void()> &stop_engine)
+FollowedProcesses FollowedTree::stop(FollowedCommand &command, const std::function<void()> &stop_engine)
 {
 	std::lock_guard lock(mutex_);
 	command.stop_following();
 	stopped_ = true;
 	stop_engine();
+	return std::exchange(processes_, {});
 }
 
 void FollowedTree::announce(int pid)
@@ -145,15 +202,16 @@ void FollowedTree::attach_image(int pid, std::vector<Mapping> maps)
 		return;
 	}
 	std::vector<const Preset *> chosen = choose_presets(t_, *files);
-	held_.erase(pid);
-	auto sites = more_sites(t_, *files, chosen, custom_, engine_.attached_sites(), &held_[pid]);
-	if (sites_.count(pid)) {
+	std::vector<FoundSite> held;
+	auto sites = more_sites(t_, *files, chosen, custom_, engine_.attached_sites(), &held);
+	processes_.hold(pid, std::move(held));
+	if (FollowedProcess *known = processes_.find(pid)) {
 		// An exec after an image already recorded: native names are
 		// looked up by address in the maps of the first image, so
 		// this one's are captured in the kernel instead.
 		capture_native_names(sites);
 		fault_in_names(pid, maps, sites);
-		reimaged_.insert(pid);
+		known->reimaged = true;
 	}
 	attach(pid, std::move(sites), std::move(maps), chosen);
 }
@@ -164,40 +222,39 @@ void FollowedTree::attach_image(int pid, std::vector<Mapping> maps)
 void FollowedTree::on_signal(int pid, int sig)
 {
 	std::lock_guard lock(mutex_);
-	auto held = held_.find(pid);
-	if (stopped_ || held == held_.end() || held->second.empty() || !safe_now(held->second, pid, sig))
+	const std::vector<FoundSite> *held = processes_.held(pid);
+	if (stopped_ || !held || held->empty() || !safe_now(*held, pid, sig))
 		return;
-	std::vector<FoundSite> sites = std::move(held->second);
-	held_.erase(held);
+	std::vector<FoundSite> sites = processes_.take_held(pid);
 	try {
 		merge_attached(attached_, attach_sites(engine_, sites));
 	} catch (const UserError &e) {
 		log_line("%s: %s; C methods not recorded", pid_text(pid).c_str(), e.what());
 		return;
 	}
-	auto &all = sites_[pid];
-	all.insert(all.end(), sites.begin(), sites.end());
+	if (FollowedProcess *p = processes_.find(pid))
+		p->sites.insert(p->sites.end(), sites.begin(), sites.end());
 }
 
 void FollowedTree::on_fork(int pid, int parent)
 {
 	std::lock_guard lock(mutex_);
-	auto sites = sites_.find(parent);
-	auto maps = maps_.find(parent);
-	if (stopped_ || sites == sites_.end() || maps == maps_.end())
+	const FollowedProcess *from = processes_.find(parent);
+	if (stopped_ || !from)
 		return;
-	fault_in_names(pid, maps->second, sites->second);
-	std::vector<FoundSite> of_child = sites->second;
+	fault_in_names(pid, from->maps, from->sites);
+	std::vector<FoundSite> of_child = from->sites;
 	for (FoundSite &f : of_child)
 		f.pid = pid;
-	attach(pid, std::move(of_child), maps->second, chosen_[parent]);
+	attach(pid, std::move(of_child), from->maps, from->presets);
 }
 
 void FollowedTree::attach(int pid, std::vector<FoundSite> sites, std::vector<Mapping> maps,
-	    const std::vector<const Preset *> &chosen)
+			  const std::vector<const Preset *> &chosen)
 {
 	// After an exec of the same file, the links of the earlier image still serve the pid.
-	std::erase_if(sites, [&](const FoundSite &f) { return attached_files_.count({pid, f.file->dev, f.file->ino}); });
+	if (const FollowedProcess *known = processes_.find(pid))
+		std::erase_if(sites, [&](const FoundSite &f) { return known->files.count({f.file->dev, f.file->ino}); });
 	if (!has_probe_sites(sites))
 		return;
 	say_semaphore_notes(sites, chosen);
@@ -208,22 +265,21 @@ void FollowedTree::attach(int pid, std::vector<FoundSite> sites, std::vector<Map
 		log_line("%s: %s; not recorded", pid_text(pid).c_str(), e.what());
 		return;
 	}
-	for (const FoundSite &f : sites)
-		attached_files_.insert({pid, f.file->dev, f.file->ino});
+	say_new_presets(chosen);
+	processes_.attached(pid, std::move(sites), std::move(maps), chosen);
+	if (announced_)
+		log_line("%s with %s: %zu probe sites attached", pid_text(pid).c_str(), preset_list(chosen).c_str(),
+			 engine_.attached_sites() - before);
+}
+
+// The first process of a preset attached: what its launch environment was.
+void FollowedTree::say_new_presets(const std::vector<const Preset *> &chosen)
+{
 	for (const Preset *p : chosen)
 		if (std::find(used_.begin(), used_.end(), p) == used_.end()) {
 			used_.push_back(p);
 			fputs(env_said_[p].c_str(), stderr);
 		}
-	ProfileProcess described = describe_process(pid);
-	std::erase_if(processes_, [&](const ProfileProcess &p) { return p.pid == pid; });
-	processes_.push_back(described);
-	maps_.emplace(pid, std::move(maps));
-	sites_[pid] = std::move(sites);
-	chosen_[pid] = chosen;
-	if (announced_)
-		log_line("%s with %s: %zu probe sites attached", pid_text(pid).c_str(), preset_list(chosen).c_str(),
-			 engine_.attached_sites() - before);
 }
 
 } // namespace usdtprof

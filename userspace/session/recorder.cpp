@@ -106,10 +106,10 @@ public:
 	std::vector<PathRecord> stop()
 	{
 		if (tree_) {
-			tree_->stop(*followed_, [&] { stop_ns_ = engine().stop(); });
+			followed_processes_ = tree_->stop(*followed_, [&] { stop_ns_ = engine().stop(); });
 			session_.set_attached(tree_->attached());
-			attach_maps_ = tree_->maps();
-			profile_.processes = tree_->processes();
+			attach_maps_ = followed_processes_.maps();
+			profile_.processes = followed_processes_.described();
 		} else {
 			stop_ns_ = engine().stop();
 			if (!session_.processes().binary())
@@ -128,7 +128,7 @@ public:
 		// A process that has exited maps nothing any more: then native names are
 		// read from the files it mapped at attach time.
 		for (auto &[p, maps] : attach_maps_)
-			if (auto fresh = read_proc_maps(p); fresh && !fresh->empty() && !(tree_ && tree_->reimaged(p)))
+			if (auto fresh = read_proc_maps(p); fresh && !fresh->empty() && !followed_processes_.reimaged(p))
 				maps = std::move(*fresh);
 		std::vector<PathRecord> records = engine().read_paths();
 		if (session_.processes().binary())
@@ -140,7 +140,7 @@ public:
 	}
 
 	// A followed command that ran no program with probes: says so.
-	bool found_no_probes() const { return tree_ && tree_->found_no_probes(); }
+	bool found_no_probes() const { return tree_ && followed_processes_.empty(); }
 	int say_no_probes()
 	{
 		tree_->say_no_probes();
@@ -206,6 +206,7 @@ private:
 	std::optional<HeldChild> child_;
 	std::unique_ptr<FollowedCommand> followed_;
 	std::optional<FollowedTree> tree_;
+	FollowedProcesses followed_processes_; // the tree's, once stopped
 	std::vector<const Preset *> chosen_;
 	std::vector<FoundSite> sites_;
 	std::map<int, std::vector<Mapping>> attach_maps_;
