@@ -576,7 +576,9 @@ MonitorSession::Cost MonitorSession::estimate_cost(const Interval &iv, CostBasel
 		o_.budget, o_.min_duty);
 	if (fair_) {
 		cost.loads = fair_->loads(cpu_of, iv.begin, measured, base.hits);
-		cost.hit_ns = trap_ns_ + (cost.hits ? double(runs.probe_ns - base.runs.probe_ns) / double(cost.hits) : 0);
+		// The programs' run time per hit since the start: an interval's few
+		// hits (a sampled one's) would let one slow run (preempted) decide.
+		cost.hit_ns = trap_ns_ + (runs.hits ? double(runs.probe_ns) / double(runs.hits) : 0);
 		cost.duties = fair_duties(cost.loads, cost.hit_ns, cost.budget.probe_share, o_.min_duty);
 	}
 	base.own_cpu = own_cpu;
