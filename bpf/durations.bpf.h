@@ -57,10 +57,11 @@ static long add_bucket(__u32 i, void *data)
  * only for a range. */
 static __always_inline void add_buckets(struct usdtprof_path_stats *s, const struct usdtprof_path_dist *d)
 {
-	__u32 lo = usdtprof_dist_bucket(d->min_ns);
+	/* 64 bits: a spilled 32-bit index loses its bounds in the verifier. */
+	__u64 lo = usdtprof_dist_bucket(d->min_ns);
 	/* One call (the slot changed hands at each): one bucket, one call of
 	 * usdtprof_dist_bucket, whose return costs the SRSO thunk here. */
-	__u32 hi = d->max_ns == d->min_ns ? lo : usdtprof_dist_bucket(d->max_ns);
+	__u64 hi = d->max_ns == d->min_ns ? lo : usdtprof_dist_bucket(d->max_ns);
 
 	if (lo >= USDTPROF_DIST_BUCKETS || hi >= USDTPROF_DIST_BUCKETS || lo > hi)
 		return;

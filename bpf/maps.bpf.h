@@ -4,6 +4,9 @@
 #ifndef USDTPROF_MAPS_BPF_H
 #define USDTPROF_MAPS_BPF_H
 
+/* Processes with a budget share of their own: monitor --max-processes at most. */
+#define USDTPROF_MAX_FAIR_PROCESSES 4096
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, USDTPROF_MAX_SPECS);
@@ -173,6 +176,24 @@ struct {
 	__type(value, struct process_usage);
 } process_usage SEC(".maps");
 
+/* `usdtprof monitor` of several processes (-p A,B, --all): the probe hits
+ * of each process, by tgid, for its share of the budget (per_process). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, USDTPROF_MAX_FAIR_PROCESSES);
+	__type(key, __u32);
+	__type(value, __u64);
+} process_hits SEC(".maps");
+/* The processes whose own sampling window is closed while others' stay
+ * open: their probes do nothing from then on (while their detachment waits
+ * for a grace period), as all do while `paused`. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, USDTPROF_MAX_FAIR_PROCESSES);
+	__type(key, __u32);
+	__type(value, __u64);
+} closed_processes SEC(".maps");
+
 /* The name of each probed thread when it exited, by tid: names set after
  * the launch (pthread_setname_np, prctl) outlive the thread for `trace`. */
 struct {
@@ -238,6 +259,13 @@ __u64 flush_epoch;
  * make the others' drop. 0: no limit. */
 __u32 path_share;
 __u32 name_share;
+/* Set by userspace: hits are counted per process (process_hits). */
+__u32 per_process;
+/* The entries of closed_processes: while 0, no hit looks there. */
+__u32 processes_closed;
+/* The close time (monotonic ns) of the process window the close_process
+ * iterator closes. */
+__u64 process_close_ns;
 /* Set once a sampling window has closed: frames open at its end were
  * counted then, so exits found without a frame are not counted again. */
 __u64 windowed;

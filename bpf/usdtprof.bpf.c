@@ -55,6 +55,34 @@ static __always_inline struct usdtprof_thread_stack *thread_stack(void)
 	return st;
 }
 
+/* Whether the calling process's own sampling window is closed (monitor -p
+ * A,B, --all): a lookup only while some process's is. Not inlined, as
+ * count_process_hit: the callers' registers stay as they were without them
+ * (the verifier follows their bounds). */
+static __noinline bool process_closed(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	return READ_ONCE(processes_closed) && bpf_map_lookup_elem(&closed_processes, &tgid);
+}
+
+/* Counts a hit of the calling process (per_process), unless its window is
+ * closed: then false, the probe does nothing. */
+static __noinline bool count_process_hit(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 one = 1, *n;
+
+	if (process_closed())
+		return false;
+	n = bpf_map_lookup_elem(&process_hits, &tgid);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else
+		bpf_map_update_elem(&process_hits, &tgid, &one, BPF_NOEXIST);
+	return true;
+}
+
 /* What every hit does first: its probe's spec, the thread's stack, the
  * function (or task id), then the clock. The clock is read last, so creating
  * a thread's stack, capturing a name or hashing a query text is charged to
@@ -68,6 +96,8 @@ begin_hit(struct pt_regs *ctx, const struct usdtprof_probe_spec **spec, __u64 *f
 	*spec = probe_spec(ctx, &spec_index);
 	if (!*spec || READ_ONCE(paused))
 		return 0;
+	if (READ_ONCE(per_process) && !count_process_hit())
+		return 0;
 	st = thread_stack();
 	if (!st)
 		return 0;
@@ -77,8 +107,9 @@ begin_hit(struct pt_regs *ctx, const struct usdtprof_probe_spec **spec, __u64 *f
 		place_missed_switch_in(st, bpf_get_current_task_btf(), bpf_get_smp_processor_id(), *now);
 	/* Userspace sets `paused` before it reads close_ns from the clock: a hit
 	 * whose clock reads later than close_ns sees it set here, so no time
-	 * beyond the close is ever charged (a load, no helper). */
-	if (READ_ONCE(paused))
+	 * beyond the close is ever charged (a load, no helper). So for one
+	 * process's close (closed_processes, then process_close_ns). */
+	if (READ_ONCE(paused) || (READ_ONCE(processes_closed) && process_closed()))
 		return 0;
 	return st;
 }
@@ -292,11 +323,11 @@ int usdt_exit(struct pt_regs *ctx)
 
 /* Charges every frame of a stack up to now (or the close) as an open
  * activation and adds the thread's path cache to the map. */
-static __always_inline void drain_stack(struct usdtprof_thread_stack *st, struct task_struct *t)
+static __always_inline void drain_stack_at(struct usdtprof_thread_stack *st, struct task_struct *t, __u64 close)
 {
 	struct pop_ctx c = { .st = st };
 	__u32 d = st->depth;
-	__u64 close = READ_ONCE(close_ns), now = close ? close : bpf_ktime_get_ns();
+	__u64 now = close ? close : bpf_ktime_get_ns();
 
 	if (d > USDTPROF_MAX_DEPTH)
 		return;
@@ -319,6 +350,12 @@ static __always_inline void drain_stack(struct usdtprof_thread_stack *st, struct
 	st->idle_since = now;
 	record_attach_chain(st);
 	bpf_loop(USDTPROF_PATH_CACHE, flush_slot, &c, 0);
+}
+
+/* Up to the close of the recording or the window (close_ns), or now. */
+static __always_inline void drain_stack(struct usdtprof_thread_stack *st, struct task_struct *t)
+{
+	drain_stack_at(st, t, READ_ONCE(close_ns));
 }
 
 /* The flag claims the stack, so the thread-exit hook and the stop iterator
@@ -471,6 +508,20 @@ int close_window(struct bpf_iter__task *ctx)
 
 	if (st && !st->flushed)
 		drain_stack(st, task);
+	return 0;
+}
+
+/* `usdtprof monitor`, when one process's own window closes (its probes
+ * paused by closed_processes and detached; userspace runs this iterator over
+ * that process's threads only): as close_window, up to process_close_ns. */
+SEC("iter/task")
+int close_process(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct usdtprof_thread_stack *st = task ? bpf_task_storage_get(&stacks, task, 0, 0) : NULL;
+
+	if (st && !st->flushed)
+		drain_stack_at(st, task, READ_ONCE(process_close_ns));
 	return 0;
 }
 

@@ -1,10 +1,13 @@
 // usdtprof monitor over several processes: -p given several pids, and
 // --all (every process of the host with probes, new ones from exec events).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <unistd.h>
 
 #include "harness.h"
@@ -197,4 +200,137 @@ TEST_CASE("monitor --all: --max-processes reached is one line and a count at the
 	REQUIRE(count("pid " + std::to_string(php.pid()) + " (php) skipped") == 1);
 	REQUIRE(count("skipped") == 1);
 	REQUIRE_THAT(o.err, Catch::Matchers::Contains("USE_ZEND_DTRACE=1"));
+}
+
+TEST_CASE("monitor refusals: one line, the documented exit status, no output directory made", "[monitor][hosts]")
+{
+	std::string dir = temp_dir();
+	Background nested({target("nested"), "--wait"});
+	nested.wait_for_line("ready");
+	const std::string pid = std::to_string(nested.pid());
+	struct Refusal {
+		std::vector<std::string> args;
+		int status;
+		std::string line; // what the one line starts with
+	};
+	const std::vector<Refusal> refusals = {
+		{{"--all", "--runtime", "bad"}, 2, "usdtprof: unknown runtime 'bad'"},
+		{{"--all", "--runtime", "native", "--runtime", "bad"}, 2, "usdtprof: unknown runtime 'bad'"},
+		{{"-p", pid, "--runtime", "bad"}, 2, "usdtprof: unknown runtime 'bad'"},
+		{{"--binary", "/bin/true", "--runtime", "bad"}, 2, "usdtprof: unknown runtime 'bad'"},
+		{{"--all", "--pair", "bad"}, 2, "usdtprof: invalid probe spec 'bad'"},
+		{{"--all", "--push", "ftp://x"}, 1, "usdtprof: invalid push URL 'ftp://x'"},
+		{{"--binary", "/bin/true"}, 1, "usdtprof: /bin/true: no probes of any preset"},
+		{{"-p", pid, "--runtime", "php"}, 1, "usdtprof: "},
+	};
+	for (size_t i = 0; i < refusals.size(); i++) {
+		const Refusal &r = refusals[i];
+		std::string out = dir + "/out" + std::to_string(i);
+		std::vector<std::string> argv = {e2e::usdtprof(), "monitor"};
+		argv.insert(argv.end(), r.args.begin(), r.args.end());
+		for (const char *a : {"-i", "0.2", "-d", "1", "-o"})
+			argv.push_back(a);
+		argv.push_back(out);
+		Output o = run(argv);
+		INFO(o.err);
+		CHECK(o.status == r.status);
+		CHECK(o.err.rfind(r.line, 0) == 0);
+		CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+		CHECK(!std::filesystem::exists(out));
+	}
+	// An output directory that cannot be made is refused before anything is attached.
+	Output o = run({e2e::usdtprof(), "monitor", "-p", pid, "-i", "0.2", "-d", "1", "-o", dir + "/no/such"});
+	INFO(o.err);
+	CHECK(o.status == 1);
+	CHECK(o.err == "usdtprof: cannot create " + dir + "/no/such: No such file or directory\n");
+	// The target was never harmed.
+	REQUIRE(kill(nested.pid(), SIGUSR1) == 0);
+	REQUIRE(nested.wait() == 7);
+}
+
+namespace {
+
+// The sampled fractions of pid's process in the intervals it is in.
+std::vector<double> shares_of(const std::vector<usdtprof::Profile> &profiles, int pid)
+{
+	std::vector<double> shares;
+	for (const usdtprof::Profile &p : profiles)
+		for (const usdtprof::ProfileProcess &proc : p.processes)
+			if (proc.pid == pid)
+				shares.push_back(proc.sampled_fraction);
+	return shares;
+}
+
+} // namespace
+
+TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled, the quiet one keeps every call",
+	  "[monitor][hosts]")
+{
+	std::string dir = temp_dir() + "/fair";
+	Background hot({target("hot"), "--wait", "20"});
+	Background quiet({target("nested"), "--wait", "20"});
+	hot.wait_for_line("ready");
+	quiet.wait_for_line("ready");
+	const int p_hot = hot.pid(), p_quiet = quiet.pid();
+	// nested's probes cost ~0.4% of its CPU (8 hits per 10 ms spun); hot's, most of its CPU.
+	Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(p_hot) + "," + std::to_string(p_quiet), "-i",
+			"0.3", "--budget", "0.05", "-o", dir});
+	mon.wait_for_line("monitoring", true);
+	REQUIRE(kill(p_hot, SIGUSR1) == 0);
+	// The hot one alone is sampled (its window cut as soon as its cost is seen) ...
+	std::string line = mon.wait_for_line("sampling pid " + std::to_string(p_hot) + " ", true);
+	INFO(line);
+	REQUIRE_THAT(line, Catch::Matchers::Contains("over its fair share of the budget"));
+	// ... while the quiet one, attached all the time, counts all its calls.
+	REQUIRE(kill(p_quiet, SIGUSR1) == 0);
+	REQUIRE(quiet.wait() == 7);
+	REQUIRE(kill(p_hot, SIGTERM) == 0);
+	REQUIRE(hot.wait() == 0); // never harmed
+	REQUIRE(mon.wait() == 0);
+	std::string log = mon.rest_of_stderr();
+	INFO(log);
+	REQUIRE(log.find("sampling pid " + std::to_string(p_quiet) + " ") == std::string::npos);
+	auto profiles = interval_profiles(dir);
+	REQUIRE(calls_of_pid(profiles, p_quiet, "outer") == 20);
+	REQUIRE(calls_of_pid(profiles, p_quiet, "inner") == 60);
+	for (double share : shares_of(profiles, p_quiet))
+		REQUIRE(share == 1.0);
+	auto hot_shares = shares_of(profiles, p_hot);
+	REQUIRE(!hot_shares.empty());
+	// Sampled (how much depends on when the check saw its load: the interval files say).
+	REQUIRE(*std::min_element(hot_shares.begin(), hot_shares.end()) < 1.0);
+	uint64_t made = 0;
+	std::istringstream(hot.all_stdout().substr(hot.all_stdout().find("calls ") + 6)) >> made;
+	uint64_t counted = calls_of_pid(profiles, p_hot, "work");
+	INFO("hot made " << made << " calls, " << counted << " counted");
+	REQUIRE(counted > 0);
+	REQUIRE(counted < made); // sampled: what was measured, never scaled up
+}
+
+TEST_CASE("monitor --all: a profiled process that execs is planned again: its new program's calls are counted",
+	  "[monitor][hosts]")
+{
+	std::string out = temp_dir() + "/exec";
+	// fork_exec calls main and before_exec, then execs nested, which waits for its own signal.
+	Background p({target("fork_exec"), "--wait", "exec", target("nested"), "--wait", "20"});
+	p.wait_for_line("ready");
+	const int pid = p.pid();
+	Background mon({"env", "USDTPROF_TEST_ALL_UNDER=" + std::to_string(getpid()), e2e::usdtprof(), "monitor", "--all",
+			"--runtime", "native", "-i", "0.3", "--budget", "1", "-d", "60", "-o", out});
+	mon.wait_for_line("--all: profiling pid " + std::to_string(pid) + " (fork_exec)", true);
+	REQUIRE(kill(pid, SIGUSR1) == 0);
+	// Its new program is found from the exec event and attached: said as a new process is.
+	mon.wait_for_line("--all: profiling pid " + std::to_string(pid) + " (nested)", true);
+	REQUIRE(kill(pid, SIGUSR1) == 0);
+	REQUIRE(p.wait() == 7);
+	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
+	REQUIRE(mon.wait() == 0);
+	std::string err = mon.rest_of_stderr();
+	INFO(err);
+	auto profiles = interval_profiles(out);
+	REQUIRE(calls_of_pid(profiles, pid, "before_exec") == 1); // open at the exec
+	REQUIRE(calls_of_pid(profiles, pid, "outer") == 20);
+	REQUIRE(calls_of_pid(profiles, pid, "inner") == 60);
+	REQUIRE(calls_of_pid(profiles, pid, "main") == 2); // each program's
+	REQUIRE(labelled(profiles, pid, "nested"));
 }

@@ -215,7 +215,7 @@ Result<void> Engine::attach(int pid, const TargetFile &file, usdtprof_role role,
 	auto link = attach_uprobe_multi(bpf_program__fd(program_of(role)), pid, file.fd_path(), file.path, sites);
 	if (!link)
 		return link.error();
-	probe_links_.push_back(std::move(*link));
+	probe_links_.push_back({pid, std::move(*link)});
 	attached_sites_ += sites.size();
 	return {};
 }
@@ -230,7 +230,7 @@ Result<void> Engine::hold_semaphore(int pid, const TargetFile &file, uint64_t re
 	if (!link)
 		return link.error();
 	// Detached last: the probes it makes fire go first.
-	probe_links_.insert(probe_links_.begin(), std::move(*link));
+	probe_links_.insert(probe_links_.begin(), {pid, std::move(*link)});
 	return {};
 }
 
@@ -302,10 +302,16 @@ std::vector<Key> map_keys(int fd)
 	return keys;
 }
 
-// Runs a task iterator program once over every thread.
-Result<void> run_task_iterator(bpf_program *prog)
+// Runs a task iterator program once over every thread (or, given a tgid,
+// over that process's threads only).
+Result<void> run_task_iterator(bpf_program *prog, int tgid = 0)
 {
-	LinkPtr link(bpf_program__attach_iter(prog, nullptr));
+	DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, opts);
+	bpf_iter_link_info info{};
+	info.task.pid = uint32_t(tgid);
+	opts.link_info = &info;
+	opts.link_info_len = sizeof info;
+	LinkPtr link(bpf_program__attach_iter(prog, tgid ? &opts : nullptr));
 	if (!link)
 		return Error{std::string("cannot attach the ") + bpf_program__name(prog) + " iterator: " + errno_text(errno)};
 	int fd = bpf_iter_create(bpf_link__fd(link.get()));
@@ -347,6 +353,76 @@ uint64_t Engine::open_window()
 	uint64_t open = monotonic_now_ns();
 	__atomic_store_n(&skel_->bss->paused, 0, __ATOMIC_SEQ_CST);
 	return open;
+}
+
+void Engine::count_process_hits()
+{
+	__atomic_store_n(&skel_->bss->per_process, 1, __ATOMIC_SEQ_CST);
+}
+
+std::map<uint32_t, uint64_t> Engine::process_hits() const
+{
+	std::map<uint32_t, uint64_t> hits;
+	int fd = bpf_map__fd(skel_->maps.process_hits);
+	for (uint32_t tgid : map_keys<uint32_t>(fd)) {
+		uint64_t n = 0;
+		if (bpf_map_lookup_elem(fd, &tgid, &n) == 0)
+			hits[tgid] = n;
+	}
+	return hits;
+}
+
+size_t Engine::max_process_hits() const { return bpf_map__max_entries(skel_->maps.process_hits); }
+
+Result<uint64_t> Engine::close_process_window(int pid)
+{
+	// As pause(): the process's flag first, then the clock.
+	uint32_t tgid = uint32_t(pid);
+	uint64_t one = 1;
+	if (bpf_map_update_elem(bpf_map__fd(skel_->maps.closed_processes), &tgid, &one, BPF_ANY) != 0)
+		return Error{"cannot close the window of " + std::to_string(pid) + ": " + errno_text(errno)};
+	closed_.insert(pid);
+	__atomic_store_n(&skel_->bss->processes_closed, uint32_t(closed_.size()), __ATOMIC_SEQ_CST);
+	uint64_t close = monotonic_now_ns();
+	// Detaching waits for the probes in flight: then none touches its stacks.
+	detach_process_probes(pid);
+	skel_->bss->windowed = 1;
+	__atomic_store_n(&skel_->bss->process_close_ns, close, __ATOMIC_SEQ_CST);
+	if (auto r = run_task_iterator(skel_->progs.close_process, pid); !r)
+		return r.error();
+	return close;
+}
+
+uint64_t Engine::open_process_window(int pid)
+{
+	// The clock first: every hit of the window reads a later one.
+	uint64_t open = monotonic_now_ns();
+	forget_closed(pid);
+	return open;
+}
+
+void Engine::forget_closed(int pid)
+{
+	uint32_t tgid = uint32_t(pid);
+	bpf_map_delete_elem(bpf_map__fd(skel_->maps.closed_processes), &tgid);
+	closed_.erase(pid);
+	__atomic_store_n(&skel_->bss->processes_closed, uint32_t(closed_.size()), __ATOMIC_SEQ_CST);
+}
+
+void Engine::detach_process_probes(int pid)
+{
+	for (size_t i = probe_links_.size(); i-- > 0;)
+		if (probe_links_[i].pid == pid)
+			probe_links_.erase(probe_links_.begin() + ptrdiff_t(i));
+}
+
+void Engine::forget_process(int pid)
+{
+	detach_process_probes(pid);
+	uint32_t tgid = uint32_t(pid);
+	bpf_map_delete_elem(bpf_map__fd(skel_->maps.process_hits), &tgid);
+	if (closed_.count(pid))
+		forget_closed(pid);
 }
 
 uint64_t Engine::exited_cpu_ns() const

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -163,6 +164,25 @@ public:
 	// Detaches every probe, the last attached first.
 	void detach_probes();
 
+	// `usdtprof monitor` of several processes (-p A,B, --all): each one's
+	// probe hits are counted (process_hits) and its sampling window closes
+	// and opens on its own. Call before attaching.
+	void count_process_hits();
+	// The probe hits counted of each process so far (cumulative), by tgid.
+	std::map<uint32_t, uint64_t> process_hits() const;
+	// How many processes process_hits() can count (the rest count none).
+	size_t max_process_hits() const;
+	// One process's window, as close_window() and open_window() for all:
+	// its probes do nothing from the returned close time on, are detached
+	// (its links only), its threads' open frames are charged up to it and
+	// their stacks emptied. Attach its sites again, then open it.
+	Result<uint64_t> close_process_window(int pid);
+	uint64_t open_process_window(int pid);
+	// Detaches the probes attached for pid only, the last attached first.
+	void detach_process_probes(int pid);
+	// Forgets a process that has gone: its probes, hits and closed window.
+	void forget_process(int pid);
+
 private:
 	Engine() = default;
 	// A map of command names (char[16]) by id.
@@ -172,10 +192,17 @@ private:
 	const bpf_program *program_of(usdtprof_role role) const;
 	// Makes the probes do nothing from now on; returns the time taken after that.
 	uint64_t pause();
+	// The process's own window is no longer closed.
+	void forget_closed(int pid);
 
 	usdtprof_bpf *skel_ = nullptr;
 	std::vector<LinkPtr> scheduler_hooks_; // thread exit, exec, context switch
-	std::vector<UniqueFd> probe_links_;
+	struct ProbeLink {
+		int pid; // attached for this process only; 0: every process of the file
+		UniqueFd fd;
+	};
+	std::vector<ProbeLink> probe_links_;
+	std::set<int> closed_; // processes whose own window is closed
 	std::vector<UniqueFd> own_links_; // calibration: usdtprof's own sites
 	size_t attached_sites_ = 0;
 	uint32_t max_paths_ = 0;

@@ -30,6 +30,9 @@ struct ProfileProcess {
 	std::string cgroup{};          // its cgroup path, bounded and escaped
 	std::string container_runtime{}; // the runtime its cgroup's name shows (docker, crio ...)
 	std::string container_id{};    // the container id in its cgroup's name: 64 hex digits
+	// monitor -p A,B, --all: the share of the interval its own probes were
+	// attached (each process has its own window); 1: all of it.
+	double sampled_fraction = 1.0;
 };
 
 struct ProfileProbe {
@@ -50,9 +53,9 @@ struct PathNode {
 	uint64_t self_ns = 0;        // exclusive time
 	uint64_t total_ns = 0;       // inclusive time
 	uint64_t self_offcpu_ns = 0; // the part of self_ns spent switched out
-	// Inclusive durations of the calls the kernel timed: completed ones, each
-	// ended by its own exit (Profile::distributions).
-	Distribution dist{};
+	// Its durations are Profile::dists[i], out of line: most profiles read
+	// (generated, older, exported) have none, and a million paths each
+	// carrying an empty 40-byte Distribution cost 40 MB to zero.
 	// Not saved: after compensate(), the calibration's spread over this
 	// path's calls; a self time below it is not precise.
 	uint64_t uncertain_ns = 0;
@@ -121,6 +124,10 @@ struct Profile {
 	// The nodes carry duration distributions (recorded by a usdtprof that
 	// keeps them; older profiles do not).
 	bool distributions = false;
+	// Per node, the inclusive durations of the calls the kernel timed
+	// (completed ones, each ended by its own exit): as long as nodes when
+	// distributions, else empty. Read them with node_dist().
+	std::vector<Distribution> dists;
 	// Absent in profiles of older versions and when calibration failed:
 	// then times are shown as measured.
 	std::optional<Calibration> calibration;
@@ -131,6 +138,17 @@ struct Profile {
 	bool per_thread = false;
 	std::vector<uint32_t> thread_nodes;
 };
+
+// Node i's durations; empty when the profile has none.
+const Distribution &node_dist(const Profile &profile, size_t i);
+// Adds a node, and its durations when the profile has them.
+void add_node(Profile &profile, const PathNode &node, Distribution dist = {});
+// Without its durations, for what never shows them (folded, pprof): their
+// memory back, and compensation and the call tree skip them.
+void drop_distributions(Profile &profile);
+// Makes dists as long as nodes when the profile has distributions (new
+// nodes without durations), else empty.
+void fit_dists(Profile &profile);
 
 // Writes to a path the user gave, as write_output does (output_file.h).
 Result<void> save_profile(const Profile &profile, const std::string &path);

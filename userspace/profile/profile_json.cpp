@@ -166,6 +166,17 @@ int64_t raw_int(const RawField &v, const char *key, const std::string &where, in
 	return v.kind == RawField::Unsigned ? static_cast<int64_t>(v.u) : v.i;
 }
 
+// An optional "sampled_fraction" in (0, 1] of j into fraction; where: the field's path.
+void read_fraction(const json &j, const std::string &where, double &fraction)
+{
+	if (j.contains("sampled_fraction")) {
+		const json &f = j["sampled_fraction"];
+		if (!f.is_number() || f.get<double>() <= 0 || f.get<double>() > 1)
+			corrupt(where + "sampled_fraction: expected a number in (0, 1]");
+		fraction = f.get<double>();
+	}
+}
+
 // The call paths as they stream past, checked one by one in file order. The
 // first bad node's message is kept, to be raised where the DOM reader checked
 // the nodes (after the fields before them); the function index range is
@@ -282,6 +293,7 @@ Profile meta_from_json(const json &j, int version)
 					  {"container_id", &proc.container_id}})
 			if (e.contains(key))
 				*field = get_string(e, key, w);
+		read_fraction(e, w, proc.sampled_fraction);
 		p.processes.push_back(std::move(proc));
 	}
 	for (const json &e : typed(j, "probes", "", json::value_t::array)) {
@@ -302,15 +314,7 @@ Profile meta_from_json(const json &j, int version)
 	return p;
 }
 
-void sampled_fraction_from_json(const json &j, Profile &p)
-{
-	if (j.contains("sampled_fraction")) {
-		const json &f = j["sampled_fraction"];
-		if (!f.is_number() || f.get<double>() <= 0 || f.get<double>() > 1)
-			corrupt("sampled_fraction: expected a number in (0, 1]");
-		p.sampled_fraction = f.get<double>();
-	}
-}
+void sampled_fraction_from_json(const json &j, Profile &p) { read_fraction(j, "", p.sampled_fraction); }
 
 // record --per-thread: "per_thread": true and its threads' frames, node
 // indices ascending (checked against the nodes by check_thread_nodes).
@@ -574,6 +578,8 @@ ojson process_object(const ProfileProcess &p)
 				  {"container_id", &p.container_id}})
 		if (!value->empty())
 			o[key] = *value;
+	if (p.sampled_fraction < 1)
+		o["sampled_fraction"] = p.sampled_fraction;
 	return o;
 }
 

@@ -45,6 +45,8 @@ public:
 	void add(const Profile &p)
 	{
 		std::vector<uint32_t> moved(p.nodes.size(), kNoParent);
+		out_.distributions = out_.distributions || p.distributions;
+		fit_dists(out_);
 		auto thread = p.thread_nodes.begin();
 		for (size_t i = 0; i < p.nodes.size(); i++) {
 			const PathNode &n = p.nodes[i];
@@ -64,9 +66,9 @@ public:
 			m.self_ns += n.self_ns;
 			m.total_ns += n.total_ns;
 			m.self_offcpu_ns += n.self_offcpu_ns;
-			add_distribution(m.dist, n.dist);
+			if (out_.distributions)
+				add_distribution(out_.dists[moved[i]], node_dist(p, i));
 		}
-		out_.distributions = out_.distributions || p.distributions;
 		out_.per_thread = out_.per_thread || (p.per_thread && !drop_threads_);
 		for (const ProfileProcess &proc : p.processes)
 			if (pids_.insert(proc.pid).second)
@@ -118,7 +120,7 @@ private:
 			n.pid = pid;
 			n.parent = parent;
 			n.function = function;
-			out_.nodes.push_back(n);
+			add_node(out_, n);
 		}
 		return it->second;
 	}
@@ -153,6 +155,16 @@ void add_times(Profile &out, const std::vector<Profile> &parts)
 		out.stop_unix_ns = std::max(out.stop_unix_ns, p.stop_unix_ns);
 	}
 	out.sampled_fraction = out.duration_ns ? sampled / double(out.duration_ns) : 1.0;
+	// Each process's own share (monitor -p A,B, --all), over the intervals it is in.
+	std::map<int32_t, std::pair<double, double>> shares; // sampled ns, ns
+	for (const Profile &p : parts)
+		for (const ProfileProcess &proc : p.processes) {
+			shares[proc.pid].first += proc.sampled_fraction * double(p.duration_ns);
+			shares[proc.pid].second += double(p.duration_ns);
+		}
+	for (ProfileProcess &proc : out.processes)
+		if (auto s = shares.find(proc.pid); s != shares.end() && s->second.second > 0)
+			proc.sampled_fraction = std::clamp(s->second.first / s->second.second, 1e-6, 1.0);
 }
 
 int64_t stop_of(const Profile &p) { return p.stop_unix_ns ? p.stop_unix_ns : p.start_unix_ns + int64_t(p.duration_ns); }

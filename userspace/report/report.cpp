@@ -174,6 +174,7 @@ Profile split_by_process(const Profile &profile)
 {
 	Profile out = profile;
 	out.nodes.clear();
+	out.dists.clear();
 	std::map<int32_t, std::string> comm;
 	for (const ProfileProcess &p : profile.processes)
 		comm[p.pid] = p.comm;
@@ -191,7 +192,7 @@ Profile split_by_process(const Profile &profile)
 				out.functions.push_back((name.empty() ? "" : name + " ") + "(pid " + std::to_string(n.pid) + ")");
 				if (!out.locations.empty())
 					out.locations.push_back("");
-				out.nodes.push_back(root);
+				add_node(out, root);
 			}
 			PathNode &root = out.nodes[it->second];
 			root.total_ns += n.total_ns;
@@ -200,7 +201,7 @@ Profile split_by_process(const Profile &profile)
 			n.parent = moved[n.parent];
 		}
 		moved[i] = uint32_t(out.nodes.size());
-		out.nodes.push_back(n);
+		add_node(out, n, node_dist(profile, i));
 	}
 	return out;
 }
@@ -209,6 +210,7 @@ Profile only_process(const Profile &profile, int32_t pid)
 {
 	Profile out = profile;
 	out.nodes.clear();
+	out.dists.clear();
 	std::erase_if(out.processes, [&](const ProfileProcess &p) { return p.pid != pid; });
 	std::erase_if(out.spans, [&](const ProfileSpan &s) { return s.pid != pid; });
 	std::vector<uint32_t> moved(profile.nodes.size(), kNoParent);
@@ -218,7 +220,7 @@ Profile only_process(const Profile &profile, int32_t pid)
 			continue;
 		n.parent = n.parent < i ? moved[n.parent] : kNoParent;
 		moved[i] = uint32_t(out.nodes.size());
-		out.nodes.push_back(n);
+		add_node(out, n, node_dist(profile, i));
 	}
 	return out;
 }
@@ -333,9 +335,9 @@ CallTree build_call_tree(const Profile &profile, std::vector<uint32_t> &tree_ind
 		tree.nodes.push_back({.name = name, .parent = parent});
 	shape = {};
 	if (profile.distributions) {
-		tree.dists.resize(tree.nodes.size());
+		tree.dists = huge_vector<Distribution>(tree.nodes.size());
 		for (size_t i = 0; i < profile.nodes.size(); i++)
-			add_distribution(tree.dists[tree_index[i]], profile.nodes[i].dist);
+			add_distribution(tree.dists[tree_index[i]], node_dist(profile, i));
 	}
 	add_times(tree, profile, tree_index);
 	index_children(tree);
@@ -368,7 +370,7 @@ void refill_times(CallTree &tree, const Profile &profile, const std::vector<uint
 		for (Distribution &d : tree.dists)
 			d = {};
 		for (size_t i = 0; i < profile.nodes.size(); i++)
-			add_distribution(tree.dists[tree_index[i]], profile.nodes[i].dist);
+			add_distribution(tree.dists[tree_index[i]], node_dist(profile, i));
 	}
 	add_times(tree, profile, tree_index);
 }
@@ -421,7 +423,7 @@ std::vector<bool> nested_activations(const CallTree &tree)
 	return nested;
 }
 
-std::vector<FunctionSummary> summarize_functions(const CallTree &tree)
+std::vector<FunctionSummary> summarize_functions(const CallTree &tree, bool durations)
 {
 	std::vector<bool> nested = nested_activations(tree);
 	std::vector<FunctionSummary> out;
@@ -439,7 +441,7 @@ std::vector<FunctionSummary> summarize_functions(const CallTree &tree)
 		f.self_oncpu_ns += n.self_oncpu_ns;
 		f.self_offcpu_ns += n.self_offcpu_ns;
 		f.uncertain_ns += n.uncertain_ns;
-		if (!tree.dists.empty())
+		if (durations && !tree.dists.empty())
 			add_distribution(f.dist, tree.dists[i]);
 		// Only outermost activations add to total: an inner one's time is inside the outer's.
 		if (nested[i])

@@ -179,10 +179,13 @@ std::vector<FoundSite> HostProcesses::discover(size_t already)
 	}
 	uint64_t now = now_ms();
 	for (const ProcessStart &s : starts) {
-		// A watched process that execs keeps the sites of its first program
-		// only (docs/monitoring.md); a fork runs its parent's program.
-		if (pids_.count(s.pid))
+		// A profiled process that execs is planned again (replan); a fork
+		// runs its parent's program.
+		if (pids_.count(s.pid)) {
+			if (!s.parent)
+				execs_.push_back(s.pid);
 			continue;
+		}
 		if (!add(s.pid) && !s.parent)
 			again_at_[s.pid] = now + 1000;
 	}
@@ -203,6 +206,16 @@ void HostProcesses::say_found(bool attached)
 	for (const std::string &f : found_)
 		log_line("--all: %s %s", attached ? "profiling" : "found (attached at the next sampling window)", f.c_str());
 	found_.clear();
+}
+
+std::vector<FoundSite> HostProcesses::replan(int pid, size_t already)
+{
+	forget(pid);
+	std::vector<FoundSite> sites = examine(pid, already);
+	if (sites.empty() && process_exists(pid))
+		log_line("--all: %s exec'd a program without probes of the presets: no longer profiled",
+			 pid_text(pid).c_str());
+	return sites;
 }
 
 void HostProcesses::forget(int pid)

@@ -9,6 +9,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/exec_events.h"
@@ -63,6 +64,13 @@ public:
 	void say_found(bool attached);
 	// A process that has gone, its last interval written.
 	void forget(int pid);
+	// The profiled processes that exec'd since the last call (their exec
+	// events, read by discover()): each runs another program now.
+	std::vector<int> take_execs() { return std::exchange(execs_, {}); }
+	// One of them, once its old program's probes are dropped: forgotten,
+	// then examined as a new process (its new program's sites, planned
+	// after already); without probes it stays forgotten, said once.
+	std::vector<FoundSite> replan(int pid, size_t already);
 	// The processes profiled now.
 	size_t profiled() const { return cap_.count(); }
 	size_t refused() const { return cap_.refused(); }
@@ -89,6 +97,7 @@ private:
 	std::map<int, uint64_t> again_at_;
 	std::set<const Preset *> check_said_;
 	std::vector<std::string> found_; // to say
+	std::vector<int> execs_;         // profiled processes that exec'd (take_execs)
 };
 
 } // namespace usdtprof

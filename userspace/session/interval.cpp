@@ -122,6 +122,7 @@ BudgetEstimate estimate_budget(const BudgetInput &in, double budget, double min_
 	// cutting the probes to nothing would then lose their calls and still
 	// not meet it.
 	double left = std::max(budget / 2, budget - in.fixed_ns / own);
+	e.probe_share = left;
 	e.next_duty = full <= left ? 1.0 : std::clamp(left / full, min_duty, 1.0);
 	// A window that saw nothing says little: widen it step by step, never
 	// jump to attaching all the time.
@@ -139,6 +140,52 @@ BudgetEstimate estimate_budget(const BudgetInput &in, double budget, double min_
 	else if (in.attached < 1)
 		e.next_duty = std::min(e.next_duty, std::clamp(in.attached * 2, min_duty, 1.0));
 	return e;
+}
+
+std::map<int, double> fair_duties(const std::vector<ProcessLoad> &loads, double hit_ns, double probe_share,
+				  double min_duty)
+{
+	// Each one's own share and its cost attached all the time; what the
+	// processes within their shares leave unused is pooled.
+	struct Need {
+		double own, full;
+		const ProcessLoad *load;
+	};
+	std::vector<Need> over;
+	double pool = 0;
+	std::map<int, double> duties;
+	for (const ProcessLoad &l : loads) {
+		double probes = double(l.hits) * hit_ns;
+		double own = probe_share * std::max(0.0, double(l.cpu_ns) - probes);
+		double full = probes / std::clamp(l.attached, 1e-6, 1.0);
+		if (full <= own) {
+			duties[l.pid] = 1;
+			pool += own - full;
+		} else {
+			over.push_back({own, full, &l});
+		}
+	}
+	// The pool by water-filling, the least needy first.
+	std::sort(over.begin(), over.end(),
+		  [](const Need &a, const Need &b) { return a.full - a.own < b.full - b.own; });
+	for (size_t i = 0; i < over.size(); i++) {
+		const auto &[own, full, l] = over[i];
+		double extra = std::min(full - own, pool / double(over.size() - i));
+		pool -= extra;
+		duties[l->pid] = std::clamp((own + extra) / full, min_duty, 1.0);
+	}
+	for (const ProcessLoad &l : loads) {
+		double &duty = duties[l.pid];
+		// As estimate_budget: a window that saw nothing doubles; hits with no
+		// CPU time read teach nothing; a sampled window grows at most twofold.
+		if (l.attached < 1 && l.hits == 0)
+			duty = std::clamp(l.attached * 2, min_duty, 1.0);
+		else if (l.cpu_ns == 0)
+			duty = std::clamp(l.duty, min_duty, 1.0);
+		else if (l.attached < 1)
+			duty = std::min(duty, std::clamp(l.attached * 2, min_duty, 1.0));
+	}
+	return duties;
 }
 
 namespace {
@@ -185,6 +232,7 @@ void keep_nodes(Profile &p, const std::vector<bool> &keep)
 {
 	std::vector<uint32_t> node_index(p.nodes.size(), kNoParent), function_index(p.functions.size(), kNoParent);
 	std::vector<PathNode> nodes;
+	std::vector<Distribution> dists;
 	std::vector<std::string> functions, locations;
 	std::vector<int32_t> kinds; // the calibration's, per function
 	for (size_t i = 0; i < p.nodes.size(); i++) {
@@ -204,8 +252,11 @@ void keep_nodes(Profile &p, const std::vector<bool> &keep)
 		n.parent = n.parent == kNoParent ? kNoParent : node_index[n.parent];
 		node_index[i] = uint32_t(nodes.size());
 		nodes.push_back(n);
+		if (i < p.dists.size())
+			dists.push_back(std::move(p.dists[i]));
 	}
 	p.nodes = std::move(nodes);
+	p.dists = std::move(dists);
 	p.functions = std::move(functions);
 	p.locations = std::move(locations);
 	if (p.calibration)

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -48,12 +49,37 @@ struct BudgetInput {
 
 struct BudgetEstimate {
 	double overhead = 0;  // estimated cost, fixed costs included, over the target's own CPU time
+	double probe_share = 0; // what the budget leaves the probes, a share of the CPU time (fair_duties)
 	double next_duty = 1; // attached share for the next interval, in [min_duty, 1]: the probes get
 	                      // what the fixed costs leave of the budget; a sampled interval's next
 	                      // window is at most twice its own
 };
 
 BudgetEstimate estimate_budget(const BudgetInput &in, double budget, double min_duty);
+
+// monitor -p A,B and --all: one process's probes in the time measured.
+struct ProcessLoad {
+	int pid = 0;
+	uint64_t hits = 0;   // its probe hits
+	double attached = 1; // the share of the time its probes were attached
+	uint64_t cpu_ns = 0; // its CPU time, its probes' included
+	double duty = 1;     // its attached share now
+};
+
+// One budget for the host, shared fairly among the processes. Each process
+// has its own share of it: probe_share (what the budget leaves the probes,
+// estimate_budget) of its own CPU time (its probes' cost, its hits at hit_ns
+// each, taken out). A process whose probes, attached all the time (its hits
+// over its attached share), cost no more keeps them all (duty 1), whatever
+// the others do. What those leave unused is shared by the others max-min
+// fairly ("water-filling"): each gets at most an equal part of what is
+// left, on top of its own share, and is attached for that part of its
+// cost, at least min_duty. The sum stays within the host's budget. As
+// estimate_budget, per process: a sampled window grows at most twofold an
+// interval, one that saw no hit doubles, and hits with no CPU time read (it
+// exited between the reads) keep its duty. By pid.
+std::map<int, double> fair_duties(const std::vector<ProcessLoad> &loads, double hit_ns, double probe_share,
+				  double min_duty);
 
 struct ProfileTrim {
 	uint64_t bytes_before = 0; // the profile's serialised size before

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <random>
@@ -23,6 +24,7 @@
 #include "engine/engine.h"
 #include "session/host.h"
 #include "session/interval.h"
+#include "session/process_windows.h"
 #include "serve/metrics.h"
 #include "serve/metrics_server.h"
 #include "base/output_file.h"
@@ -65,6 +67,28 @@ uint64_t process_cpu_ns(int pid)
 			stime = std::stoull(field);
 	}
 	return (utime + stime) * (1000000000ull / uint64_t(sysconf(_SC_CLK_TCK)));
+}
+
+// Whether dir can be made (its parent is a writable directory) or, if it
+// exists, written: checked before anything starts, so that a refusal for
+// any other reason leaves nothing behind. Creates nothing.
+void check_dir(const std::string &dir)
+{
+	struct stat st;
+	if (stat(dir.c_str(), &st) == 0) {
+		if (!S_ISDIR(st.st_mode))
+			throw UserError("cannot create " + dir + ": " + strerror(EEXIST));
+		if (access(dir.c_str(), W_OK) != 0)
+			throw UserError("cannot write " + dir + ": " + strerror(errno));
+		return;
+	}
+	if (errno != ENOENT)
+		throw UserError("cannot create " + dir + ": " + strerror(errno));
+	std::string parent = std::filesystem::path(dir).lexically_normal().parent_path().string();
+	if (parent.empty())
+		parent = ".";
+	if (access(parent.c_str(), W_OK) != 0)
+		throw UserError("cannot create " + dir + ": " + strerror(errno));
 }
 
 void make_dir(const std::string &dir)
@@ -200,6 +224,7 @@ private:
 		Runs runs{};
 		std::map<int, uint64_t> cpu; // per process
 		uint64_t exited_cpu = 0;     // of the processes that exited
+		std::map<uint32_t, uint64_t> hits; // per process (fair_)
 	};
 
 	const std::map<int, ProfileProcess> &processes() const { return session_.processes().seen(); }
@@ -216,11 +241,16 @@ private:
 	void open_window(Interval &iv);
 	bool wait(Interval &iv, Clock::time_point end, std::chrono::duration<double> length);
 	bool cut_if_over_budget(const Interval &iv);
-	uint64_t target_cpu_ns(const std::vector<int> &pids, CostBaseline &base);
+	uint64_t target_cpu_ns(const std::vector<int> &pids, CostBaseline &base,
+			       std::map<int, uint64_t> *per_process = nullptr);
 	// An estimate with the figures that decided it.
 	struct Cost {
 		BudgetEstimate budget;
 		uint64_t hits = 0, cpu_ns = 0;
+		// fair_: each process's load and next duty (none: nothing learnt), a hit's cost.
+		std::vector<ProcessLoad> loads;
+		std::map<int, double> duties;
+		double hit_ns = 0;
 	};
 	Cost estimate_cost(const Interval &iv, CostBaseline &base);
 	BudgetEstimate next_budget(const Interval &iv, uint64_t *hits);
@@ -246,6 +276,7 @@ private:
 	bool skip_gone_ = false;
 	bool attached_now_ = true;
 	std::optional<HostProcesses> host_; // --all's processes
+	std::optional<ProcessWindows> fair_; // -p A,B and --all: a window per process
 
 	std::mt19937_64 rng_{std::random_device{}()};
 	PathDeltas deltas_;
@@ -260,8 +291,12 @@ private:
 // What must hold before anything starts; the custom probe roles.
 std::vector<ProbeRole> prepare(const MonitorOptions &o)
 {
+	// The options first (usage errors, exit 2), then the target and the
+	// output directory (exit 1): a refusal makes nothing.
+	host_presets(o.runtimes); // each --runtime is a preset
 	std::vector<ProbeRole> custom = custom_roles(o.target);
 	check_target_exists(o.target);
+	check_dir(o.dir);
 	raise_descriptor_limit();
 	return custom;
 }
@@ -272,8 +307,6 @@ MonitorSession::MonitorSession(const MonitorOptions &o)
 	: o_(o), t_(o.target), custom_(prepare(o)), pids_(unique_pids(o.target.pids)), session_(true),
 	  outputs_(o, health_)
 {
-	// After the outputs' options held (a bad credential, a port in use): nothing made for nothing.
-	make_dir(o.dir);
 	session_.load(t_.max_paths, 0, o.offcpu);
 	if (!pids_.empty())
 		session_.watch(pids_, ExitWatch::Gone::Reaped); // stops when all have gone
@@ -307,6 +340,10 @@ MonitorSession::MonitorSession(const MonitorOptions &o)
 	}
 	// Processes may go before a window's attach: all but the last of -p's.
 	skip_gone_ = session_.processes().binary() != nullptr || pids_.size() > 1 || host_;
+	if (host_ || pids_.size() > 1) {
+		engine().count_process_hits();
+		fair_.emplace(session_, sites_);
+	}
 	session_.attach(sites_, skip_gone_);
 	if (host_) {
 		host_->say_found(true);
@@ -315,6 +352,9 @@ MonitorSession::MonitorSession(const MonitorOptions &o)
 			engine().set_start_ns(mono_ns(Clock::now()));
 	}
 	session_.calibrate(o.offcpu, false); // measured once: every interval's profile carries it
+	// Once everything held (the options, the outputs' credentials and
+	// port, the targets and their probes): a refusal makes nothing.
+	make_dir(o.dir);
 	std::string what;
 	for (int p : pids_) {
 		session_.processes().add(p);
@@ -349,6 +389,17 @@ MonitorSession::Runs MonitorSession::run_totals() const
 void MonitorSession::discover()
 {
 	std::vector<FoundSite> more = host_->discover(sites_.size());
+	// A process that exec'd runs another program: its old probes (links,
+	// window, hits) go, its new program's sites come, if it has any.
+	for (int pid : host_->take_execs()) {
+		engine().forget_process(pid);
+		if (fair_)
+			fair_->forget(pid);
+		last_.hits.erase(uint32_t(pid));
+		std::erase_if(sites_, [&](const FoundSite &f) { return f.pid == pid; });
+		std::vector<FoundSite> again = host_->replan(pid, sites_.size() + more.size());
+		more.insert(more.end(), again.begin(), again.end());
+	}
 	if (more.empty())
 		return;
 	if (attached_now_)
@@ -419,10 +470,13 @@ bool MonitorSession::wait(Interval &iv, Clock::time_point end, std::chrono::dura
 	// costing more than the probes: 20 an interval; the first one sooner.
 	auto step = std::max(first_window(length, o_.budget), length / 20);
 	auto first = first_interval_ ? first_window(length, o_.budget) : step;
-	auto measured = duty_ == 1 && attached_now_ ? Clock::now() + to_clock(first) : Clock::time_point::max();
+	bool whole = fair_ ? fair_->any_whole() : duty_ == 1;
+	auto measured = whole && attached_now_ ? Clock::now() + to_clock(first) : Clock::time_point::max();
 	first_interval_ = false;
 	for (;;) {
 		auto window_end = duty_ < 1 && attached_now_ ? at_mono_ns(iv.window_open) + to_clock(length * duty_) : end;
+		if (fair_)
+			window_end = std::min(window_end, fair_->next_close(length));
 		auto until = std::min({window_end, end, measured});
 		WaitPlan plan{until, std::chrono::milliseconds(200), {}};
 		if (host_)
@@ -441,6 +495,10 @@ bool MonitorSession::wait(Interval &iv, Clock::time_point end, std::chrono::dura
 		}
 		if (until == end || !attached_now_)
 			return false;
+		if (fair_) {
+			fair_->close_due(length);
+			continue;
+		}
 		// The sampling window closes: frames open now are counted up to now.
 		auto closed = engine().close_window();
 		if (!closed)
@@ -461,6 +519,11 @@ bool MonitorSession::cut_if_over_budget(const Interval &iv)
 {
 	CostBaseline from = last_;
 	Cost cost = estimate_cost(iv, from);
+	if (fair_) { // each process's window is cut alone; the others' costs are checked on
+		if (cost.hits)
+			set_duty(cost, "from now");
+		return !fair_->any_whole();
+	}
 	if (cost.hits == 0 || cost.budget.next_duty == 1)
 		return false;
 	set_duty(cost, "from now");
@@ -470,7 +533,8 @@ bool MonitorSession::cut_if_over_budget(const Interval &iv)
 // The target's CPU time since the last call: processes alive now from their
 // CPU clocks; those that exited from the kernel, less what was read of them
 // before.
-uint64_t MonitorSession::target_cpu_ns(const std::vector<int> &pids, CostBaseline &base)
+uint64_t MonitorSession::target_cpu_ns(const std::vector<int> &pids, CostBaseline &base,
+				      std::map<int, uint64_t> *per_process)
 {
 	uint64_t exited_cpu = engine().exited_cpu_ns(), cpu = exited_cpu - base.exited_cpu;
 	base.exited_cpu = exited_cpu;
@@ -482,9 +546,11 @@ uint64_t MonitorSession::target_cpu_ns(const std::vector<int> &pids, CostBaselin
 			++it;
 		}
 	for (int p : pids) {
-		uint64_t now_cpu = process_cpu_ns(p);
-		cpu += now_cpu - std::min(now_cpu, base.cpu[p]);
+		uint64_t now_cpu = process_cpu_ns(p), gained = now_cpu - std::min(now_cpu, base.cpu[p]);
+		cpu += gained;
 		base.cpu[p] = now_cpu;
+		if (per_process)
+			(*per_process)[p] = gained;
 	}
 	return cpu;
 }
@@ -496,7 +562,8 @@ MonitorSession::Cost MonitorSession::estimate_cost(const Interval &iv, CostBasel
 	Cost cost;
 	std::vector<int> pids = target_pids();
 	Runs runs = run_totals();
-	uint64_t cpu = cost.cpu_ns = target_cpu_ns(pids, base);
+	std::map<int, uint64_t> cpu_of;
+	uint64_t cpu = cost.cpu_ns = target_cpu_ns(pids, base, &cpu_of);
 	uint64_t measured = mono_ns(Clock::now());
 	uint64_t attached_until = iv.window_close ? iv.window_close : attached_now_ ? measured : iv.window_open;
 	double measured_share = std::clamp(double(attached_until - iv.window_open) /
@@ -507,6 +574,13 @@ MonitorSession::Cost MonitorSession::estimate_cost(const Interval &iv, CostBasel
 		{cost.hits, trap_ns_, cpu, measured_share, double(runs.probe_ns - base.runs.probe_ns),
 		 double(runs.switch_ns - base.runs.switch_ns) + double(own_cpu - base.own_cpu)},
 		o_.budget, o_.min_duty);
+	if (fair_) {
+		cost.loads = fair_->loads(cpu_of, iv.begin, measured, base.hits);
+		// The programs' run time per hit since the start: an interval's few
+		// hits (a sampled one's) would let one slow run (preempted) decide.
+		cost.hit_ns = trap_ns_ + (runs.hits ? double(runs.probe_ns) / double(runs.hits) : 0);
+		cost.duties = fair_duties(cost.loads, cost.hit_ns, cost.budget.probe_share, o_.min_duty);
+	}
 	base.own_cpu = own_cpu;
 	base.runs = runs;
 	return cost;
@@ -526,6 +600,8 @@ BudgetEstimate MonitorSession::next_budget(const Interval &iv, uint64_t *hits)
 // decided it.
 void MonitorSession::set_duty(const Cost &cost, const char *from)
 {
+	if (fair_)
+		return fair_->set_duties(cost.duties, cost.loads, cost.hit_ns, o_.budget, from);
 	const BudgetEstimate &budget = cost.budget;
 	unsigned long long hits = cost.hits;
 	double cpu_s = double(cost.cpu_ns) / 1e9;
@@ -561,6 +637,9 @@ void MonitorSession::end_interval(Interval &iv, bool stopping)
 		iv.window_close = iv.finished = *closed;
 		attached_now_ = false;
 	} else if (attached_now_) {
+		// The processes sampled in the next interval: this one ends with their windows.
+		if (fair_ && !target_gone())
+			fair_->close_sampled();
 		// Threads add their path caches to the map at their next exit: a
 		// moment for busy ones; idle ones are in a later interval. The
 		// calls a busy thread adds then ended before the bump: the
@@ -607,6 +686,14 @@ Profile MonitorSession::interval_profile(const Interval &iv, const IntervalDelta
 	for (uint32_t tgid : tgids) {
 		auto known = processes().find(int(tgid));
 		profile.processes.push_back(known != processes().end() ? known->second : describe_process(int(tgid), comms));
+		if (fair_) // each its own window; the profile's share is the smallest
+			profile.processes.back().sampled_fraction =
+				std::max(fair_->attached_share(int(tgid), iv.begin, iv.finished), 1e-6);
+	}
+	if (fair_) {
+		profile.sampled_fraction = 1;
+		for (const ProfileProcess &p : profile.processes)
+			profile.sampled_fraction = std::min(profile.sampled_fraction, p.sampled_fraction);
 	}
 	apply_titles(profile.processes, engine().read_process_titles());
 	*names_cut = session_.add_paths(profile, delta.records, session_.namer(maps()));
@@ -671,6 +758,8 @@ void MonitorSession::run()
 		Interval iv;
 		iv.begin = iv.window_open = boundary;
 		open_window(iv);
+		if (fair_)
+			fair_->begin(iv.begin);
 		iv.begin_unix = int64_t(iv.begin) + unix_offset_;
 		auto end = at_mono_ns(iv.begin) + to_clock(length);
 		if (deadline - end < to_clock(length / 2))
@@ -687,7 +776,8 @@ void MonitorSession::run()
 		uint64_t attached_ns = iv.window_close ? iv.window_close - iv.window_open
 				       : attached_now_ ? iv.finished - iv.window_open : 0;
 		double attached_share =
-			std::clamp(double(attached_ns) / double(std::max<uint64_t>(1, iv.finished - iv.begin)), 0.0, 1.0);
+			fair_ ? fair_->smallest_share(iv.begin, iv.finished)
+			      : std::clamp(double(attached_ns) / double(std::max<uint64_t>(1, iv.finished - iv.begin)), 0.0, 1.0);
 
 		IntervalDelta delta = deltas_.next(records, [&](uint32_t tgid) { return !dead.count(tgid); });
 		size_t names_cut = 0;
@@ -704,6 +794,11 @@ void MonitorSession::run()
 				binary->forget(int(tgid));
 			if (host_)
 				host_->forget(int(tgid));
+			if (fair_) {
+				fair_->forget(int(tgid));
+				engine().forget_process(int(tgid));
+				last_.hits.erase(tgid);
+			}
 			std::erase_if(sites_, [&](const FoundSite &f) { return f.pid == int(tgid); });
 		}
 		// A target gone by now may have counted calls since the read: one

@@ -121,6 +121,41 @@ TEST_CASE("budget: attached all the time while cheap, a proportional share when 
 	REQUIRE(estimate_budget({10, 500, 1'000'000'000, 1.0}, 0.01, 0.01).next_duty == 1.0);
 }
 
+TEST_CASE("fair budget: a hot process is sampled alone, quiet ones keep every probe", "[interval]")
+{
+	// A quiet process: 10 hits of 5 us in 100 ms of CPU, 0.05% of it; a hot
+	// one with 1,000x the hits in 60 ms of CPU, mostly its probes'. With 1%
+	// for the probes the quiet one keeps all of them; the hot one gets its
+	// own 1% of its 10 ms and what the quiet one leaves (1 ms - 50 us).
+	auto d = fair_duties({{1, 10'000, 1.0, 60'000'000}, {2, 10, 1.0, 100'000'000}}, 5'000, 0.01, 0.001);
+	REQUIRE(d.at(2) == 1.0);
+	REQUIRE(d.at(1) == Approx((0.01 * 10e6 + 0.01 * (100e6 - 50e3) - 50e3) / 50e6));
+	// Within their own shares: both attached all the time.
+	d = fair_duties({{1, 100, 1.0, 100'000'000}, {2, 150, 1.0, 100'000'000}}, 5'000, 0.01, 0.01);
+	REQUIRE(d.at(1) == 1.0);
+	REQUIRE(d.at(2) == 1.0);
+	// Two over their shares and one under: the pool the quiet one leaves goes
+	// to the least needy first, at most an equal part each.
+	d = fair_duties({{1, 8'000, 1.0, 108'000'000}, {2, 4'000, 1.0, 104'000'000}, {3, 100, 1.0, 500'100'000}},
+			1'000, 0.01, 0.001);
+	REQUIRE(d.at(3) == 1.0);
+	double pool = 0.01 * 500e6 - 100e3; // 4.9 ms
+	REQUIRE(d.at(2) * 4e6 == Approx(1e6 + pool / 2));
+	REQUIRE(d.at(1) * 8e6 == Approx(1e6 + pool / 2));
+	// Measured while attached a quarter of the time: its full cost is 4x,
+	// and its window grows at most twofold.
+	d = fair_duties({{1, 1'000, 0.25, 1'000'000'000}}, 1'000, 0.01, 0.01);
+	REQUIRE(d.at(1) == 0.5);
+	// A sampled window that saw no hit doubles; never below the minimum.
+	d = fair_duties({{1, 0, 0.05, 1'000'000, 0.05}, {2, 1'000'000, 1.0, 1'000'000'000}}, 1'000, 0.01, 0.02);
+	REQUIRE(d.at(1) == Approx(0.1));
+	REQUIRE(d.at(2) == 0.02);
+	// Hits and no CPU time read (it exited between the reads): it keeps its duty.
+	d = fair_duties({{1, 10, 0.3, 0, 0.3}}, 1'000, 0.01, 0.01);
+	REQUIRE(d.at(1) == 0.3);
+	REQUIRE(fair_duties({}, 1'000, 0.01, 0.01).empty());
+}
+
 TEST_CASE("retention: oldest intervals go first, by count, bytes and age", "[interval]")
 {
 	namespace fs = std::filesystem;

@@ -1,0 +1,144 @@
+#include "session/process_windows.h"
+
+#include <algorithm>
+
+#include "base/result.h"
+#include "base/text_escape.h"
+#include "session/targets.h"
+#include "target/process.h"
+
+namespace usdtprof {
+
+namespace {
+
+Clock::time_point at_ns(uint64_t ns) { return Clock::time_point(std::chrono::nanoseconds(ns)); }
+
+uint64_t now_ns()
+{
+	return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
+}
+
+} // namespace
+
+void ProcessWindows::begin(uint64_t interval_begin)
+{
+	begin_ = interval_begin;
+	for (auto &[pid, w] : windows_) {
+		w.close = 0;
+		if (w.attached) {
+			w.open = 0;
+			continue;
+		}
+		std::vector<FoundSite> own;
+		std::copy_if(sites_.begin(), sites_.end(), std::back_inserter(own),
+			     [pid = pid](const FoundSite &f) { return f.pid == pid; });
+		session_.attach(own, true); // a process gone meanwhile is skipped
+		w.open = session_.engine().open_process_window(pid);
+		w.attached = true;
+	}
+}
+
+Clock::time_point ProcessWindows::next_close(std::chrono::duration<double> length) const
+{
+	auto next = Clock::time_point::max();
+	for (const auto &[pid, w] : windows_)
+		if (w.attached && w.duty < 1)
+			next = std::min(next, at_ns(std::max(w.open, begin_)) +
+						      std::chrono::duration_cast<Clock::duration>(length * w.duty));
+	return next;
+}
+
+void ProcessWindows::close(int pid, Window &w)
+{
+	w.attached = false;
+	if (!process_exists(pid)) { // gone: its exit flushed its stacks
+		w.close = now_ns();
+		return;
+	}
+	auto closed = session_.engine().close_process_window(pid);
+	if (!closed)
+		throw UserError(closed.error().message);
+	w.close = *closed;
+}
+
+void ProcessWindows::close_due(std::chrono::duration<double> length)
+{
+	auto now = Clock::now();
+	for (auto &[pid, w] : windows_)
+		if (w.attached && w.duty < 1 &&
+		    at_ns(std::max(w.open, begin_)) + std::chrono::duration_cast<Clock::duration>(length * w.duty) <= now)
+			close(pid, w);
+}
+
+void ProcessWindows::close_sampled()
+{
+	for (auto &[pid, w] : windows_)
+		if (w.attached && w.duty < 1)
+			close(pid, w);
+}
+
+bool ProcessWindows::any_whole() const
+{
+	return windows_.empty() ||
+	       std::any_of(windows_.begin(), windows_.end(), [](const auto &w) { return w.second.duty == 1; });
+}
+
+std::vector<ProcessLoad> ProcessWindows::loads(const std::map<int, uint64_t> &cpu, uint64_t interval_begin,
+					       uint64_t now, std::map<uint32_t, uint64_t> &base) const
+{
+	std::map<uint32_t, uint64_t> hits = session_.engine().process_hits();
+	std::vector<ProcessLoad> out;
+	for (const auto &[pid, cpu_ns] : cpu) {
+		uint64_t total = hits[uint32_t(pid)], &last = base[uint32_t(pid)];
+		auto w = windows_.find(pid);
+		out.push_back({pid, total - std::min(total, last), attached_share(pid, interval_begin, now), cpu_ns,
+			       w == windows_.end() ? 1.0 : w->second.duty});
+		last = total;
+	}
+	return out;
+}
+
+double ProcessWindows::attached_share(int pid, uint64_t interval_begin, uint64_t end) const
+{
+	auto it = windows_.find(pid);
+	if (it == windows_.end() || end <= interval_begin)
+		return 1;
+	const Window &w = it->second;
+	uint64_t from = std::max(w.open, interval_begin);
+	uint64_t to = w.close ? w.close : w.attached ? end : from;
+	return std::clamp(double(to - std::min(to, from)) / double(end - interval_begin), 0.0, 1.0);
+}
+
+void ProcessWindows::set_duties(const std::map<int, double> &duties, const std::vector<ProcessLoad> &loads,
+				double hit_ns, double budget, const char *from)
+{
+	for (const ProcessLoad &l : loads) {
+		auto d = duties.find(l.pid);
+		if (d == duties.end())
+			continue;
+		Window &w = windows_[l.pid];
+		if (d->second < 1 && w.duty == 1)
+			log_line("sampling %s %s: its probes' estimated cost (%llu hits, %.0f ns each, attached %.0f%% of "
+				 "the time, %.3f s of its CPU) is over its fair share of the budget %.2g%% of %zu "
+				 "processes: attached for %.0f%% of each interval",
+				 pid_text(l.pid).c_str(), from, (unsigned long long)l.hits, hit_ns, l.attached * 100,
+				 double(l.cpu_ns) / 1e9, budget * 100, loads.size(), d->second * 100);
+		else if (d->second == 1 && w.duty < 1)
+			log_line("sampling of %s ends: its probes' estimated cost (%llu hits, %.0f ns each) is within its "
+				 "fair share of the budget: attached all the time",
+				 pid_text(l.pid).c_str(), (unsigned long long)l.hits, hit_ns);
+		w.duty = d->second;
+	}
+}
+
+double ProcessWindows::smallest_share(uint64_t interval_begin, uint64_t end) const
+{
+	double smallest = 1;
+	for (const auto &[pid, w] : windows_)
+		smallest = std::min(smallest, attached_share(pid, interval_begin, end));
+	return smallest;
+}
+
+void ProcessWindows::forget(int pid) { windows_.erase(pid); }
+
+} // namespace usdtprof

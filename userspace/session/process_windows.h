@@ -1,0 +1,69 @@
+// monitor -p A,B and --all: one overhead budget for the host, shared fairly.
+// Each process has its own sampling window in every interval, as long as
+// fair_duties (interval.h) gives it from its own probe hits: a hot process is
+// sampled while a quiet one stays attached all the time. See
+// docs/monitoring.md ("One budget, shared fairly").
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "engine/probes.h"
+#include "session/interval.h"
+#include "session/session.h"
+
+namespace usdtprof {
+
+class ProcessWindows {
+public:
+	// sites: every process's sites (FoundSite::pid), kept by the monitor.
+	ProcessWindows(Session &session, const std::vector<FoundSite> &sites) : session_(session), sites_(sites) {}
+
+	// An interval begins: the windows closed in the last one open again
+	// (their sites attached first).
+	void begin(uint64_t interval_begin);
+	// When the next window closes (time_point::max(): none is sampled).
+	Clock::time_point next_close(std::chrono::duration<double> length) const;
+	// Closes every window whose share of the interval has passed.
+	void close_due(std::chrono::duration<double> length);
+	// At an interval's end: the processes sampled in the next one close
+	// now, so that this interval holds all they counted.
+	void close_sampled();
+	// Whether some process is attached all the time (its cost is checked
+	// as the interval goes).
+	bool any_whole() const;
+
+	// Each profiled process's hits since base (which moves to now), its CPU
+	// time (cpu, by pid), the share of [interval_begin, now] its probes were
+	// attached and its duty now.
+	std::vector<ProcessLoad> loads(const std::map<int, uint64_t> &cpu, uint64_t interval_begin, uint64_t now,
+				       std::map<uint32_t, uint64_t> &base) const;
+	// The share of [interval_begin, end] pid's probes were attached.
+	double attached_share(int pid, uint64_t interval_begin, uint64_t end) const;
+	// The next duties (fair_duties); sampling starting or ending for a
+	// process is said once each time, with hit_ns, the budget and the figures.
+	void set_duties(const std::map<int, double> &duties, const std::vector<ProcessLoad> &loads, double hit_ns,
+			double budget, const char *from);
+	// The smallest attached share of the processes in [begin, end] (1: none sampled).
+	double smallest_share(uint64_t interval_begin, uint64_t end) const;
+	// A process that has gone.
+	void forget(int pid);
+
+private:
+	struct Window {
+		double duty = 1;
+		bool attached = true;
+		uint64_t open = 0;  // in this interval (0: from its start)
+		uint64_t close = 0; // 0: still open
+	};
+	void close(int pid, Window &w);
+
+	Session &session_;
+	const std::vector<FoundSite> &sites_;
+	std::map<int, Window> windows_;
+	uint64_t begin_ = 0; // the interval's
+};
+
+} // namespace usdtprof
