@@ -132,6 +132,11 @@ struct Profile {
 	std::vector<uint32_t> thread_nodes;
 };
 
+// The thread nodes' indices after a pass that moved the profile's nodes
+// (moved[old] = new, kNoParent for a node dropped; new indices ascend with the
+// old ones): those dropped are left out.
+std::vector<uint32_t> moved_thread_nodes(const std::vector<uint32_t> &thread_nodes, const std::vector<uint32_t> &moved);
+
 // Writes to a path the user gave, as write_output does (output_file.h).
 Result<void> save_profile(const Profile &profile, const std::string &path);
 // Fails with one clear line for a missing, empty, truncated, corrupt,
