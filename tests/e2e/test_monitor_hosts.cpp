@@ -1,8 +1,10 @@
 // usdtprof monitor over several processes: -p given several pids, and
 // --all (every process of the host with probes, new ones from exec events).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <unistd.h>
@@ -197,4 +199,50 @@ TEST_CASE("monitor --all: --max-processes reached is one line and a count at the
 	REQUIRE(count("pid " + std::to_string(php.pid()) + " (php) skipped") == 1);
 	REQUIRE(count("skipped") == 1);
 	REQUIRE_THAT(o.err, Catch::Matchers::Contains("USE_ZEND_DTRACE=1"));
+}
+
+TEST_CASE("monitor refusals: one line, the documented exit status, no output directory made", "[monitor][hosts]")
+{
+	std::string dir = temp_dir();
+	Background nested({target("nested"), "--wait"});
+	nested.wait_for_line("ready");
+	const std::string pid = std::to_string(nested.pid());
+	struct Refusal {
+		std::vector<std::string> args;
+		int status;
+		std::string line; // what the one line starts with
+	};
+	const std::vector<Refusal> refusals = {
+		{{"--all", "--runtime", "bad"}, 2, "usdtprof: unknown runtime 'bad'"},
+		{{"--all", "--runtime", "native", "--runtime", "bad"}, 2, "usdtprof: unknown runtime 'bad'"},
+		{{"-p", pid, "--runtime", "bad"}, 2, "usdtprof: unknown runtime 'bad'"},
+		{{"--binary", "/bin/true", "--runtime", "bad"}, 2, "usdtprof: unknown runtime 'bad'"},
+		{{"--all", "--pair", "bad"}, 2, "usdtprof: invalid probe spec 'bad'"},
+		{{"--all", "--push", "ftp://x"}, 1, "usdtprof: invalid push URL 'ftp://x'"},
+		{{"--binary", "/bin/true"}, 1, "usdtprof: /bin/true: no probes of any preset"},
+		{{"-p", pid, "--runtime", "php"}, 1, "usdtprof: "},
+	};
+	for (size_t i = 0; i < refusals.size(); i++) {
+		const Refusal &r = refusals[i];
+		std::string out = dir + "/out" + std::to_string(i);
+		std::vector<std::string> argv = {e2e::usdtprof(), "monitor"};
+		argv.insert(argv.end(), r.args.begin(), r.args.end());
+		for (const char *a : {"-i", "0.2", "-d", "1", "-o"})
+			argv.push_back(a);
+		argv.push_back(out);
+		Output o = run(argv);
+		INFO(o.err);
+		CHECK(o.status == r.status);
+		CHECK(o.err.rfind(r.line, 0) == 0);
+		CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+		CHECK(!std::filesystem::exists(out));
+	}
+	// An output directory that cannot be made is refused before anything is attached.
+	Output o = run({e2e::usdtprof(), "monitor", "-p", pid, "-i", "0.2", "-d", "1", "-o", dir + "/no/such"});
+	INFO(o.err);
+	CHECK(o.status == 1);
+	CHECK(o.err == "usdtprof: cannot create " + dir + "/no/such: No such file or directory\n");
+	// The target was never harmed.
+	REQUIRE(kill(nested.pid(), SIGUSR1) == 0);
+	REQUIRE(nested.wait() == 7);
 }

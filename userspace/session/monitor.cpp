@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <random>
@@ -65,6 +66,28 @@ uint64_t process_cpu_ns(int pid)
 			stime = std::stoull(field);
 	}
 	return (utime + stime) * (1000000000ull / uint64_t(sysconf(_SC_CLK_TCK)));
+}
+
+// Whether dir can be made (its parent is a writable directory) or, if it
+// exists, written: checked before anything starts, so that a refusal for
+// any other reason leaves nothing behind. Creates nothing.
+void check_dir(const std::string &dir)
+{
+	struct stat st;
+	if (stat(dir.c_str(), &st) == 0) {
+		if (!S_ISDIR(st.st_mode))
+			throw UserError("cannot create " + dir + ": " + strerror(EEXIST));
+		if (access(dir.c_str(), W_OK) != 0)
+			throw UserError("cannot write " + dir + ": " + strerror(errno));
+		return;
+	}
+	if (errno != ENOENT)
+		throw UserError("cannot create " + dir + ": " + strerror(errno));
+	std::string parent = std::filesystem::path(dir).lexically_normal().parent_path().string();
+	if (parent.empty())
+		parent = ".";
+	if (access(parent.c_str(), W_OK) != 0)
+		throw UserError("cannot create " + dir + ": " + strerror(errno));
 }
 
 void make_dir(const std::string &dir)
@@ -260,8 +283,12 @@ private:
 // What must hold before anything starts; the custom probe roles.
 std::vector<ProbeRole> prepare(const MonitorOptions &o)
 {
+	// The options first (usage errors, exit 2), then the target and the
+	// output directory (exit 1): a refusal makes nothing.
+	host_presets(o.runtimes); // each --runtime is a preset
 	std::vector<ProbeRole> custom = custom_roles(o.target);
 	check_target_exists(o.target);
+	check_dir(o.dir);
 	raise_descriptor_limit();
 	return custom;
 }
@@ -272,8 +299,6 @@ MonitorSession::MonitorSession(const MonitorOptions &o)
 	: o_(o), t_(o.target), custom_(prepare(o)), pids_(unique_pids(o.target.pids)), session_(true),
 	  outputs_(o, health_)
 {
-	// After the outputs' options held (a bad credential, a port in use): nothing made for nothing.
-	make_dir(o.dir);
 	session_.load(t_.max_paths, 0, o.offcpu);
 	if (!pids_.empty())
 		session_.watch(pids_, ExitWatch::Gone::Reaped); // stops when all have gone
@@ -315,6 +340,9 @@ MonitorSession::MonitorSession(const MonitorOptions &o)
 			engine().set_start_ns(mono_ns(Clock::now()));
 	}
 	session_.calibrate(o.offcpu, false); // measured once: every interval's profile carries it
+	// Once everything held (the options, the outputs' credentials and
+	// port, the targets and their probes): a refusal makes nothing.
+	make_dir(o.dir);
 	std::string what;
 	for (int p : pids_) {
 		session_.processes().add(p);

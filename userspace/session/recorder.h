@@ -7,16 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "session/sinks.h"
 #include "target/target_spec.h"
 
 namespace usdtprof {
-
-// `usdtprof trace`: every probe hit also becomes a timeline event.
-struct TraceOptions {
-	std::string output = "trace.json";
-	std::string format = "chrome";   // a timeline format of formats.h: chrome, speedscope
-	uint64_t max_events = 1000000;    // events kept; later ones are not written
-};
 
 struct RecordOptions {
 	TargetSpec target;                // -p (several), --binary or a command; the probes; --max-paths

@@ -8,10 +8,16 @@
 #include <sys/signalfd.h>
 
 #include "base/result.h"
+#include "base/text_escape.h"
 #include "target/presets.h"
 #include "target/process.h"
 
 namespace usdtprof {
+
+uint64_t monotonic_now()
+{
+	return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
+}
 
 StopSignals::StopSignals(bool hangup_reopens)
 {
@@ -132,6 +138,37 @@ size_t Session::add_paths(Profile &profile, const std::vector<PathRecord> &recor
 	return add_call_paths(profile, records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); },
 			      process_root_labels(profile.processes), engine_->read_worker_statements(),
 			      profile.per_thread ? thread_names : ThreadNamer{});
+}
+
+void Session::set_spans(Profile &profile, const std::vector<ProbeRole> &custom) const
+{
+	std::map<uint32_t, std::string> names = span_names(custom);
+	std::vector<ProfileSpan> out;
+	for (const SpanRecord &r : engine_->read_spans()) {
+		auto name = names.find(r.span);
+		if (name == names.end())
+			continue;
+		ProfileSpan sp{name->second, int32_t(r.tgid), r.stats.count, r.stats.total_ns, r.stats.min_ns,
+			       r.stats.max_ns, r.open, r.stats.restarted, r.stats.unstarted, {}};
+		for (uint32_t i = 0; i < USDTPROF_SPAN_BUCKETS; i++)
+			if (r.stats.buckets[i])
+				sp.buckets.emplace_back(i, r.stats.buckets[i]);
+		out.push_back(std::move(sp));
+	}
+	std::stable_sort(out.begin(), out.end(),
+			 [](const ProfileSpan &a, const ProfileSpan &b) { return a.name < b.name; });
+	profile.spans = std::move(out);
+}
+
+void Session::warn_unnested_pairs(const std::vector<ProbeRole> &custom) const
+{
+	std::map<uint32_t, uint64_t> mismatches = engine_->pair_mismatches();
+	for (const ProbeRole &r : custom)
+		if (r.pair && r.role == USDTPROF_ROLE_ENTRY)
+			if (auto m = mismatches.find(r.pair); m != mismatches.end() && m->second)
+				log_line("warning: --pair %s: %llu of its frames did not nest with the calls around them "
+					 "(exit_mismatch): it is not a function, and its frames' times and callees mean nothing",
+					 escape_text(r.spec).c_str(), (unsigned long long)m->second);
 }
 
 void Session::forward_signals_until_exit(int pid)

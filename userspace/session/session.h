@@ -26,6 +26,9 @@ namespace usdtprof {
 
 using Clock = std::chrono::steady_clock;
 
+// Now on CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns() (steady_clock's).
+uint64_t monotonic_now();
+
 // What ended a wait.
 enum class Wake { Deadline, Stop, Reopen, TargetExited };
 
@@ -131,6 +134,12 @@ public:
 	// the attached probes and the calibration; returns how many function
 	// names or locations were cut.
 	size_t add_paths(Profile &profile, const std::vector<PathRecord> &records, const FunctionNamer &namer) const;
+	// The kernel's spans as profile's spans, named by the --span specs among
+	// custom (one no spec names is left out), sorted by name.
+	void set_spans(Profile &profile, const std::vector<ProbeRole> &custom) const;
+	// Warns of each --pair among custom whose frames did not nest with the
+	// calls around them: its frames then mean nothing.
+	void warn_unnested_pairs(const std::vector<ProbeRole> &custom) const;
 
 private:
 	StopSignals signals_;

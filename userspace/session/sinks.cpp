@@ -11,6 +11,7 @@
 #include "serve/metrics_server.h"
 #include "serve/pusher.h"
 #include "session/interval.h"
+#include "target/process.h"
 
 namespace usdtprof {
 
@@ -43,6 +44,57 @@ void ProfileFileSink::write(ProfileOutput &out)
 		calls += n.calls;
 	log_line("%s; wrote %s (%zu call paths, %llu calls, %.3f s)", why_.c_str(), path_.c_str(),
 		 out.profile.nodes.size(), (unsigned long long)calls, out.profile.duration_ns / 1e9);
+}
+
+TraceInput timeline_input(const EventLog &log, const TraceNames &names, const std::vector<ProfileProcess> &processes)
+{
+	TraceInput input;
+	input.start_ns = names.start_ns;
+	input.stop_ns = names.stop_ns;
+	std::map<std::pair<uint32_t, uint64_t>, FunctionName> functions;
+	for (const usdtprof_event &e : log.events) {
+		TraceEvent ev;
+		ev.ts_ns = e.ts;
+		ev.pid = e.pid;
+		ev.tid = e.tid;
+		ev.type = static_cast<usdtprof_event_type>(e.type);
+		if (ev.type == USDTPROF_EV_ENTER || ev.type == USDTPROF_EV_EXIT) {
+			auto [it, added] = functions.try_emplace({e.pid, e.func});
+			if (added)
+				it->second = function_name(names.functions, e.pid, e.func);
+			ev.name = it->second.name;
+		} else if (ev.type == USDTPROF_EV_SPAN_START || ev.type == USDTPROF_EV_SPAN_END) {
+			auto span = names.spans.find(uint32_t(e.func));
+			if (span == names.spans.end())
+				continue;
+			ev.name = span->second;
+		} else {
+			ev.task_id = e.func;
+		}
+		if (!input.thread_names.count(e.tid))
+			input.thread_names[e.tid] = thread_name(e.pid, e.tid, names.thread_comms);
+		input.events.push_back(std::move(ev));
+	}
+	for (const ProfileProcess &p : processes)
+		input.process_names[uint32_t(p.pid)] = p.comm;
+	input.lost_events = names.lost;
+	input.max_events_reached = log.not_kept > 0;
+	return input;
+}
+
+void TraceFileSink::write(ProfileOutput &out)
+{
+	const Format *format = find_format(options_.format, kUseTrace);
+	if (!format)
+		throw UserError("unknown trace format '" + options_.format + "'", 2);
+	if (auto r = write_output(options_.output, format->timeline(timeline_input(log_, names_, out.profile.processes)));
+	    !r)
+		throw UserError(r.error().message);
+	uint64_t lost = names_.lost;
+	log_line("wrote %s (%zu events%s%s)", options_.output.c_str(), log_.events.size(),
+		 lost ? (", " + std::to_string(lost) + " lost: ring buffer full").c_str() : "",
+		 log_.not_kept ? (", " + std::to_string(log_.not_kept) + " beyond --max-events not written").c_str()
+			       : "");
 }
 
 std::string interval_stamp(int64_t unix_ns)

@@ -11,7 +11,10 @@
 #include <vector>
 
 #include "profile/profile.h"
+#include "report/trace.h"
 #include "serve/metrics.h"
+#include "target/naming.h"
+#include "usdtprof/bpf_shared.h"
 
 namespace usdtprof {
 
@@ -42,16 +45,6 @@ using ProfileSinks = std::vector<std::unique_ptr<ProfileSink>>;
 // Gives out to every sink, in order.
 void write_all(const ProfileSinks &sinks, ProfileOutput &out);
 
-// A sink that is one function (record's trace).
-class FunctionSink : public ProfileSink {
-public:
-	explicit FunctionSink(std::function<void(ProfileOutput &)> write) : write_(std::move(write)) {}
-	void write(ProfileOutput &out) override { write_(out); }
-
-private:
-	std::function<void(ProfileOutput &)> write_;
-};
-
 // record's and trace's profile file (save_profile); says what was written
 // and why the recording stopped. Throws UserError.
 class ProfileFileSink : public ProfileSink {
@@ -61,6 +54,56 @@ public:
 
 private:
 	std::string path_, why_;
+};
+
+// `usdtprof trace`: every probe hit also becomes a timeline event.
+struct TraceOptions {
+	std::string output = "trace.json";
+	std::string format = "chrome";   // a timeline format of formats.h: chrome, speedscope
+	uint64_t max_events = 1000000;    // events kept; later ones are not written
+};
+
+// Collects trace events up to a limit, counting the rest.
+struct EventLog {
+	uint64_t max_events = 0;
+	std::vector<usdtprof_event> events;
+	uint64_t not_kept = 0;
+
+	void add(const usdtprof_event &e)
+	{
+		if (events.size() < max_events)
+			events.push_back(e);
+		else
+			not_kept++;
+	}
+};
+
+// What names a recording's events, and its bounds.
+struct TraceNames {
+	uint64_t start_ns = 0, stop_ns = 0; // the recording's, monotonic
+	uint64_t lost = 0;                  // events the full ring buffer lost
+	NameLookup functions;               // ENTER and EXIT's functions
+	std::map<uint32_t, std::string> thread_comms; // threads that have exited, by tid
+	std::map<uint32_t, std::string> spans;        // --span specs, by span id
+};
+
+// The timeline of log's events: functions, spans and threads named (a span
+// no spec names is left out), processes named as in processes.
+TraceInput timeline_input(const EventLog &log, const TraceNames &names, const std::vector<ProfileProcess> &processes);
+
+// record's and trace's trace file: the timeline of log's events in the
+// options' format; says what was written and what was lost or not kept.
+// Throws UserError.
+class TraceFileSink : public ProfileSink {
+public:
+	TraceFileSink(const TraceOptions &options, const EventLog &log, TraceNames names)
+		: options_(options), log_(log), names_(std::move(names)) {}
+	void write(ProfileOutput &out) override;
+
+private:
+	const TraceOptions &options_;
+	const EventLog &log_;
+	TraceNames names_;
 };
 
 // How a monitor's interval files are kept.

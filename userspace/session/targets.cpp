@@ -135,6 +135,15 @@ void check_target_exists(const TargetSpec &t)
 		throw UserError("cannot read " + t.binary + ": " + strerror(errno));
 }
 
+std::map<uint32_t, std::string> span_names(const std::vector<ProbeRole> &custom)
+{
+	std::map<uint32_t, std::string> names;
+	for (const ProbeRole &r : custom)
+		if (r.role == USDTPROF_ROLE_SPAN_START)
+			names[r.pair] = r.spec;
+	return names;
+}
+
 std::vector<ProbeRole> custom_roles(const TargetSpec &t)
 {
 	std::vector<ProbeRole> roles;

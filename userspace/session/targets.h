@@ -103,6 +103,8 @@ void check_target_exists(const TargetSpec &t);
 
 // The probes of --pair and --task. Throws UserError (exit 2) for a bad spec.
 std::vector<ProbeRole> custom_roles(const TargetSpec &t);
+// --span specs among custom, by their span ids.
+std::map<uint32_t, std::string> span_names(const std::vector<ProbeRole> &custom);
 // The presets that apply: --runtime's, or those whose probes the files have.
 std::vector<const Preset *> choose_presets(const TargetSpec &t, const FilesByPid &files);
 // Some site to attach a program to (not only a semaphore to hold).

@@ -413,7 +413,8 @@ TEST_CASE("metrics server: the destructor stops promptly")
 	}
 	auto t0 = std::chrono::steady_clock::now();
 	server.value().reset();
-	CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1));
+	// httplib's keep-alive wait is 5 s: 3 s tells "prompt" from "waited" on a loaded machine.
+	CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3));
 	// The port is free again.
 	auto again = MetricsServer::start("127.0.0.1:" + std::to_string(port), registry);
 	CHECK(again.ok());
