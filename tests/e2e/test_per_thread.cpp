@@ -1,6 +1,8 @@
 // record --per-thread and report --per-thread: each thread's call paths under
 // a root named by the thread; without the report flag, merged as before.
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -127,4 +129,32 @@ TEST_CASE("record --per-thread: each thread's calls under a root named by the th
 	REQUIRE(o.out.empty());
 	REQUIRE(o.err == "usdtprof: " + plain + ": not recorded per thread; --per-thread needs a profile of "
 				 "`usdtprof record --per-thread`\n");
+}
+
+TEST_CASE("trace --per-thread: its profile per thread beside the timeline; monitor refuses --per-thread in one line",
+	  "[per_thread][trace]")
+{
+	std::string dir = temp_dir(), timeline = dir + "/t.json", per = dir + "/t.data";
+	Output o = run({usdtprof(), "trace", "--per-thread", "-o", timeline, "--profile", per, "--", target("named_threads"),
+			"2", "5", "scaled"});
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	std::map<std::string, uint64_t> work_of;
+	for (const auto &t : report({"--per-thread", per}).at("threads"))
+		for (const auto &f : t.at("functions"))
+			work_of[t.at("name").get<std::string>() + ";" + f.at("name").get<std::string>()] = f.at("calls");
+	REQUIRE(work_of == std::map<std::string, uint64_t>{{"worker-0;work", 5}, {"worker-1;work", 10}, {"renamed-main;done", 1}});
+	// The timeline is as without it: a slice per call.
+	std::ifstream in(timeline);
+	auto trace = nlohmann::json::parse(in);
+	size_t slices = 0;
+	for (const auto &e : trace.at("traceEvents"))
+		slices += e.at("ph") == "X" && (e.at("name") == "work" || e.at("name") == "done");
+	REQUIRE(slices == 16);
+
+	o = run({usdtprof(), "monitor", "--per-thread", "-p", "1", "-o", dir + "/mon"});
+	REQUIRE(o.status == 2);
+	REQUIRE(o.out.empty());
+	REQUIRE(o.err == "usdtprof: The following argument was not expected: --per-thread (see usdtprof monitor --help)\n");
+	REQUIRE_FALSE(std::filesystem::exists(dir + "/mon"));
 }
