@@ -140,7 +140,8 @@ TEST_CASE("trace --per-thread: its profile per thread beside the timeline; monit
 	INFO(o.err);
 	REQUIRE(o.status == 0);
 	std::map<std::string, uint64_t> work_of;
-	for (const auto &t : report({"--per-thread", per}).at("threads"))
+	auto tables = report({"--per-thread", per});
+	for (const auto &t : tables.at("threads"))
 		for (const auto &f : t.at("functions"))
 			work_of[t.at("name").get<std::string>() + ";" + f.at("name").get<std::string>()] = f.at("calls");
 	REQUIRE(work_of == std::map<std::string, uint64_t>{{"worker-0;work", 5}, {"worker-1;work", 10}, {"renamed-main;done", 1}});
