@@ -62,6 +62,8 @@ public:
 	size_t run()
 	{
 		profile_.distributions = true;
+		fit_dists(profile_);
+		reserve_huge(profile_.dists, profile_.nodes.capacity());
 		for (size_t i = 0; i < records_.size(); i++)
 			place(i);
 		if (profile_.calibration)
@@ -109,7 +111,7 @@ private:
 			PathNode root;
 			root.function = add_function({"[parent dropped]", ""});
 			root.pid = int32_t(tgid);
-			profile_.nodes.push_back(root);
+			add_node(profile_, root);
 		}
 		return it->second;
 	}
@@ -141,7 +143,7 @@ private:
 		root.pid = int32_t(tgid);
 		root.calls = 1;
 		labelled_root_[tgid] = uint32_t(profile_.nodes.size());
-		profile_.nodes.push_back(root);
+		add_node(profile_, root);
 		return labelled_root_[tgid];
 	}
 
@@ -159,7 +161,7 @@ private:
 		root.pid = int32_t(tgid);
 		it->second = uint32_t(profile_.nodes.size());
 		profile_.thread_nodes.push_back(it->second);
-		profile_.nodes.push_back(root);
+		add_node(profile_, root);
 		return it->second;
 	}
 
@@ -181,7 +183,6 @@ private:
 		node.self_ns = s.self_ns;
 		node.self_offcpu_ns = s.self_offcpu_ns;
 		node.total_ns = s.total_ns;
-		node.dist = distribution_of(s);
 		return node;
 	}
 
@@ -211,7 +212,7 @@ private:
 				profile_.nodes[node.parent].total_ns += node.total_ns;
 			if (thread && profile_.nodes[node.parent].parent != kNoParent) // its process's label
 				profile_.nodes[profile_.nodes[node.parent].parent].total_ns += node.total_ns;
-			profile_.nodes.push_back(std::move(node));
+			add_node(profile_, node, distribution_of(s));
 		}
 		chain_.resize(base);
 		return node_of_[i];

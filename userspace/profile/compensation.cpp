@@ -99,10 +99,10 @@ void compensate_in_place(Profile &profile, CompensationSummary *summary)
 	// average over its calls (exact for their sum; a single call had more or
 	// fewer probed descendants than the average), never below 0.
 	if (raw.distributions)
-		for (size_t i = 0; i < n; i++) {
-			PathNode &node = out.nodes[i];
-			if (node.calls && !node.dist.empty())
-				shift_down(node.dist, rounded(double(inside[i]) / double(node.calls)));
+		for (size_t i = 0; i < n && i < out.dists.size(); i++) {
+			const PathNode &node = out.nodes[i];
+			if (node.calls && !out.dists[i].empty())
+				shift_down(out.dists[i], rounded(double(inside[i]) / double(node.calls)));
 		}
 	if (summary)
 		*summary = s;

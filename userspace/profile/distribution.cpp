@@ -17,7 +17,7 @@ uint64_t dist_bucket_low(uint32_t bucket) { return bucket ? uint64_t(1) << bucke
 
 uint64_t dist_bucket_high(uint32_t bucket) { return uint64_t(1) << (std::min(bucket, kDistBuckets - 1) + 1); }
 
-uint64_t bucket_count(const Buckets &buckets)
+uint64_t bucket_count(std::span<const BucketCount> buckets)
 {
 	uint64_t n = 0;
 	for (const auto &b : buckets)
@@ -25,21 +25,41 @@ uint64_t bucket_count(const Buckets &buckets)
 	return n;
 }
 
-void add_buckets(Buckets &into, const Buckets &more)
+namespace {
+
+template <class Into> void merge_buckets(Into &into, std::span<const BucketCount> more)
 {
 	if (more.empty())
 		return;
-	Buckets merged;
-	merged.reserve(into.size() + more.size());
-	std::merge(into.begin(), into.end(), more.begin(), more.end(), std::back_inserter(merged),
-		   [](const auto &a, const auto &b) { return a.first < b.first; });
-	into.clear();
-	for (const auto &b : merged)
-		if (!into.empty() && into.back().first == b.first)
-			into.back().second += b.second;
+	if (into.empty()) { // a tree node's first path: most of them
+		into.assign(more.begin(), more.end());
+		return;
+	}
+	// On the stack when small (a path's histogram has kDistBuckets at most).
+	BucketCount small[2 * kDistBuckets];
+	std::vector<BucketCount> large;
+	size_t most = into.size() + more.size();
+	if (most > std::size(small))
+		large.resize(most);
+	BucketCount *merged = most > std::size(small) ? large.data() : small;
+	size_t n = 0;
+	auto a = into.begin(), b = more.begin();
+	while (a != into.end() || b != more.end()) {
+		bool from_a = b == more.end() || (a != into.end() && a->first <= b->first);
+		const BucketCount &next = from_a ? *a++ : *b++;
+		if (n && merged[n - 1].first == next.first)
+			merged[n - 1].second += next.second;
 		else
-			into.push_back(b);
+			merged[n++] = next;
+	}
+	into.assign(merged, merged + n);
 }
+
+} // namespace
+
+void add_buckets(Buckets &into, std::span<const BucketCount> more) { merge_buckets(into, more); }
+
+void add_buckets(std::vector<BucketCount> &into, std::span<const BucketCount> more) { merge_buckets(into, more); }
 
 void add_distribution(Distribution &into, const Distribution &more)
 {
@@ -93,7 +113,7 @@ void shift_down(Distribution &d, uint64_t by_ns)
 			d.buckets.emplace_back(b, into[b]);
 }
 
-uint64_t bucket_quantile(const Buckets &buckets, uint64_t min_ns, uint64_t max_ns, double q,
+uint64_t bucket_quantile(std::span<const BucketCount> buckets, uint64_t min_ns, uint64_t max_ns, double q,
 			 uint64_t (*low)(uint32_t), uint64_t (*high)(uint32_t))
 {
 	uint64_t counted = bucket_count(buckets);

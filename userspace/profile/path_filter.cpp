@@ -54,6 +54,7 @@ Result<Profile> filter_paths(const Profile &profile, const std::string &focus, c
 	Profile out = profile;
 	out.calibration.reset();
 	out.nodes.clear();
+	out.dists.clear();
 	std::vector<uint32_t> moved(n, kNoParent);
 	for (size_t i = 0; i < n; i++) {
 		if (!shown[i])
@@ -64,7 +65,7 @@ Result<Profile> filter_paths(const Profile &profile, const std::string &focus, c
 			node.self_ns = node.self_offcpu_ns = node.uncertain_ns = 0;
 		node.total_ns = node.self_ns;
 		moved[i] = uint32_t(out.nodes.size());
-		out.nodes.push_back(node);
+		add_node(out, node, node_dist(profile, i));
 	}
 	out.thread_nodes = moved_thread_nodes(profile.thread_nodes, moved);
 	for (size_t i = out.nodes.size(); i-- > 0;)

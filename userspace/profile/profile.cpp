@@ -227,6 +227,33 @@ Result<Profile> parse_from(ByteSource &source, uint64_t size)
 
 } // namespace
 
+const Distribution &node_dist(const Profile &profile, size_t i)
+{
+	static const Distribution none;
+	return i < profile.dists.size() ? profile.dists[i] : none;
+}
+
+void add_node(Profile &profile, const PathNode &node, Distribution dist)
+{
+	profile.nodes.push_back(node);
+	if (profile.distributions)
+		profile.dists.push_back(std::move(dist));
+}
+
+void drop_distributions(Profile &profile)
+{
+	profile.distributions = false;
+	profile.dists = {};
+}
+
+void fit_dists(Profile &profile)
+{
+	if (profile.distributions)
+		profile.dists.resize(profile.nodes.size());
+	else
+		profile.dists.clear();
+}
+
 std::string profile_format_versions()
 {
 	return "writes version " + std::to_string(kProfileVersion) + ", reads " + supported_versions();

@@ -172,12 +172,12 @@ void write_nodes(const Profile &profile, Encoder &out)
 void write_distributions(const Profile &profile, Encoder &out)
 {
 	size_t with = 0;
-	for (const PathNode &n : profile.nodes)
-		with += !n.dist.empty();
+	for (size_t i = 0; i < profile.nodes.size(); i++)
+		with += !node_dist(profile, i).empty();
 	out.varint(with);
 	size_t last = SIZE_MAX;
 	for (size_t i = 0; i < profile.nodes.size(); i++) {
-		const Distribution &d = profile.nodes[i].dist;
+		const Distribution &d = node_dist(profile, i);
 		if (d.empty())
 			continue;
 		out.varint(i - last);
@@ -198,6 +198,7 @@ void read_distributions(Decoder &in, Profile &p)
 	if (count > p.nodes.size())
 		corrupt("distributions: " + std::to_string(count) + " announced, more than the " +
 			std::to_string(p.nodes.size()) + " nodes");
+	p.dists = huge_vector<Distribution>(p.nodes.size());
 	size_t at = SIZE_MAX;
 	for (uint64_t k = 0; k < count; k++) {
 		std::string w = "distributions[" + std::to_string(k) + "].";
@@ -206,8 +207,8 @@ void read_distributions(Decoder &in, Profile &p)
 		if (step == 0 || step > p.nodes.size() - (at + 1))
 			corrupt(w + "node: not a later node");
 		at += step;
-		PathNode &node = p.nodes[at];
-		Distribution &d = node.dist;
+		const PathNode &node = p.nodes[at];
+		Distribution &d = p.dists[at];
 		d.min_ns = in.varint(at_field("min_ns"));
 		d.max_ns = in.varint(at_field("max_ns"));
 		if (d.min_ns > d.max_ns)

@@ -45,6 +45,8 @@ public:
 	void add(const Profile &p)
 	{
 		std::vector<uint32_t> moved(p.nodes.size(), kNoParent);
+		out_.distributions = out_.distributions || p.distributions;
+		fit_dists(out_);
 		auto thread = p.thread_nodes.begin();
 		for (size_t i = 0; i < p.nodes.size(); i++) {
 			const PathNode &n = p.nodes[i];
@@ -64,9 +66,9 @@ public:
 			m.self_ns += n.self_ns;
 			m.total_ns += n.total_ns;
 			m.self_offcpu_ns += n.self_offcpu_ns;
-			add_distribution(m.dist, n.dist);
+			if (out_.distributions)
+				add_distribution(out_.dists[moved[i]], node_dist(p, i));
 		}
-		out_.distributions = out_.distributions || p.distributions;
 		out_.per_thread = out_.per_thread || (p.per_thread && !drop_threads_);
 		for (const ProfileProcess &proc : p.processes)
 			if (pids_.insert(proc.pid).second)
@@ -118,7 +120,7 @@ private:
 			n.pid = pid;
 			n.parent = parent;
 			n.function = function;
-			out_.nodes.push_back(n);
+			add_node(out_, n);
 		}
 		return it->second;
 	}

@@ -81,6 +81,7 @@ std::string escape_folded_frame(const std::string &name)
 
 void folded_stacks(Profile measured, const ReportOptions &options, Sink &out)
 {
+	drop_distributions(measured);
 	if (!options.raw)
 		compensate_in_place(measured);
 	CallTree tree = build_call_tree(measured);

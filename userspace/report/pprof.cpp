@@ -491,6 +491,7 @@ std::string render_pprof(const Profile &profile, TimeMode time)
 // The pprof row of formats.cpp: compensated unless --raw.
 void pprof_profile(Profile measured, const ReportOptions &options, Sink &out)
 {
+	drop_distributions(measured);
 	if (!options.raw)
 		compensate_in_place(measured);
 	write_pprof(measured, options.time, out);

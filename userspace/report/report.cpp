@@ -175,6 +175,7 @@ Profile split_by_process(const Profile &profile)
 {
 	Profile out = profile;
 	out.nodes.clear();
+	out.dists.clear();
 	std::map<int32_t, std::string> comm;
 	for (const ProfileProcess &p : profile.processes)
 		comm[p.pid] = p.comm;
@@ -192,7 +193,7 @@ Profile split_by_process(const Profile &profile)
 				out.functions.push_back((name.empty() ? "" : name + " ") + "(pid " + std::to_string(n.pid) + ")");
 				if (!out.locations.empty())
 					out.locations.push_back("");
-				out.nodes.push_back(root);
+				add_node(out, root);
 			}
 			PathNode &root = out.nodes[it->second];
 			root.total_ns += n.total_ns;
@@ -201,7 +202,7 @@ Profile split_by_process(const Profile &profile)
 			n.parent = moved[n.parent];
 		}
 		moved[i] = uint32_t(out.nodes.size());
-		out.nodes.push_back(n);
+		add_node(out, n, node_dist(profile, i));
 	}
 	out.thread_nodes = moved_thread_nodes(profile.thread_nodes, moved);
 	return out;
@@ -211,6 +212,7 @@ Profile only_process(const Profile &profile, int32_t pid)
 {
 	Profile out = profile;
 	out.nodes.clear();
+	out.dists.clear();
 	std::erase_if(out.processes, [&](const ProfileProcess &p) { return p.pid != pid; });
 	std::erase_if(out.spans, [&](const ProfileSpan &s) { return s.pid != pid; });
 	std::vector<uint32_t> moved(profile.nodes.size(), kNoParent);
@@ -220,7 +222,7 @@ Profile only_process(const Profile &profile, int32_t pid)
 			continue;
 		n.parent = n.parent < i ? moved[n.parent] : kNoParent;
 		moved[i] = uint32_t(out.nodes.size());
-		out.nodes.push_back(n);
+		add_node(out, n, node_dist(profile, i));
 	}
 	out.thread_nodes = moved_thread_nodes(profile.thread_nodes, moved);
 	return out;
@@ -242,6 +244,7 @@ std::vector<ThreadProfile> split_by_thread(const Profile &profile)
 	std::vector<ThreadProfile> out;
 	Profile base = profile;
 	base.nodes.clear();
+	base.dists.clear();
 	base.thread_nodes.clear();
 	base.per_thread = false;
 	base.spans.clear(); // per process, not per thread
@@ -266,10 +269,10 @@ std::vector<ThreadProfile> split_by_thread(const Profile &profile)
 		if (thread_of[i] == kNone)
 			continue;
 		PathNode copy = n;
-		std::vector<PathNode> &nodes = out[thread_of[i]].profile.nodes;
+		Profile &into = out[thread_of[i]].profile;
 		copy.parent = moved[n.parent]; // none for the thread's frame: a root
-		moved[i] = uint32_t(nodes.size());
-		nodes.push_back(copy);
+		moved[i] = uint32_t(into.nodes.size());
+		add_node(into, copy, node_dist(profile, i));
 	}
 	return out;
 }
@@ -384,9 +387,9 @@ CallTree build_call_tree(const Profile &profile, std::vector<uint32_t> &tree_ind
 		tree.nodes.push_back({.name = name, .parent = parent});
 	shape = {};
 	if (profile.distributions) {
-		tree.dists.resize(tree.nodes.size());
+		tree.dists = huge_vector<Distribution>(tree.nodes.size());
 		for (size_t i = 0; i < profile.nodes.size(); i++)
-			add_distribution(tree.dists[tree_index[i]], profile.nodes[i].dist);
+			add_distribution(tree.dists[tree_index[i]], node_dist(profile, i));
 	}
 	add_times(tree, profile, tree_index);
 	index_children(tree);
@@ -419,7 +422,7 @@ void refill_times(CallTree &tree, const Profile &profile, const std::vector<uint
 		for (Distribution &d : tree.dists)
 			d = {};
 		for (size_t i = 0; i < profile.nodes.size(); i++)
-			add_distribution(tree.dists[tree_index[i]], profile.nodes[i].dist);
+			add_distribution(tree.dists[tree_index[i]], node_dist(profile, i));
 	}
 	add_times(tree, profile, tree_index);
 }
@@ -472,7 +475,7 @@ std::vector<bool> nested_activations(const CallTree &tree)
 	return nested;
 }
 
-std::vector<FunctionSummary> summarize_functions(const CallTree &tree)
+std::vector<FunctionSummary> summarize_functions(const CallTree &tree, bool durations)
 {
 	std::vector<bool> nested = nested_activations(tree);
 	std::vector<FunctionSummary> out;
@@ -490,7 +493,7 @@ std::vector<FunctionSummary> summarize_functions(const CallTree &tree)
 		f.self_oncpu_ns += n.self_oncpu_ns;
 		f.self_offcpu_ns += n.self_offcpu_ns;
 		f.uncertain_ns += n.uncertain_ns;
-		if (!tree.dists.empty())
+		if (durations && !tree.dists.empty())
 			add_distribution(f.dist, tree.dists[i]);
 		// Only outermost activations add to total: an inner one's time is inside the outer's.
 		if (nested[i])

@@ -113,8 +113,9 @@ struct FunctionSummary {
 // A compensated self time within the calibration's spread is not precise.
 inline bool uncertain(uint64_t self_ns, uint64_t uncertain_ns) { return uncertain_ns && self_ns <= uncertain_ns; }
 
-// In order of first appearance in the tree.
-std::vector<FunctionSummary> summarize_functions(const CallTree &tree);
+// In order of first appearance in the tree; without durations, each
+// FunctionSummary::dist left empty (where only times are wanted).
+std::vector<FunctionSummary> summarize_functions(const CallTree &tree, bool durations = true);
 // Per node: whether an ancestor has its name (an inner activation of a
 // recursion, whose time is inside the outer one's).
 std::vector<bool> nested_activations(const CallTree &tree);

@@ -185,6 +185,7 @@ void keep_nodes(Profile &p, const std::vector<bool> &keep)
 {
 	std::vector<uint32_t> node_index(p.nodes.size(), kNoParent), function_index(p.functions.size(), kNoParent);
 	std::vector<PathNode> nodes;
+	std::vector<Distribution> dists;
 	std::vector<std::string> functions, locations;
 	std::vector<int32_t> kinds; // the calibration's, per function
 	for (size_t i = 0; i < p.nodes.size(); i++) {
@@ -204,8 +205,11 @@ void keep_nodes(Profile &p, const std::vector<bool> &keep)
 		n.parent = n.parent == kNoParent ? kNoParent : node_index[n.parent];
 		node_index[i] = uint32_t(nodes.size());
 		nodes.push_back(n);
+		if (i < p.dists.size())
+			dists.push_back(std::move(p.dists[i]));
 	}
 	p.nodes = std::move(nodes);
+	p.dists = std::move(dists);
 	p.functions = std::move(functions);
 	p.locations = std::move(locations);
 	if (p.calibration)

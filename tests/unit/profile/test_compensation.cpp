@@ -155,14 +155,15 @@ Profile with_durations()
 {
 	Profile p = calibrated_profile();
 	p.distributions = true;
+	p.dists.resize(p.nodes.size());
 	p.nodes[1].total_ns = 8000 + 50000;
 	p.nodes[0].total_ns = 10000 + 58000;
-	p.nodes[0].dist = durations({68000});
-	p.nodes[1].dist = durations({25000, 33000});
+	p.dists[0] = durations({68000});
+	p.dists[1] = durations({25000, 33000});
 	Distribution leaf;
 	for (int i = 0; i < 20; i++)
 		add_distribution(leaf, durations({2500}));
-	p.nodes[2].dist = leaf;
+	p.dists[2] = leaf;
 	return p;
 }
 
@@ -173,23 +174,23 @@ TEST_CASE("compensation shifts each path's durations by its compensation per cal
 	Profile p = with_durations();
 	Profile c = compensate(p);
 	// One call: its duration is its compensated total, exactly.
-	CHECK(c.nodes[0].dist.min_ns == c.nodes[0].total_ns);
-	CHECK(c.nodes[0].dist.max_ns == c.nodes[0].total_ns);
-	CHECK(dist_quantile(c.nodes[0].dist, 0.5) == c.nodes[0].total_ns);
+	CHECK(c.dists[0].min_ns == c.nodes[0].total_ns);
+	CHECK(c.dists[0].max_ns == c.nodes[0].total_ns);
+	CHECK(dist_quantile(c.dists[0], 0.5) == c.nodes[0].total_ns);
 	// Two calls: each loses the average, (2 x 100 + 20 x 40 + 20 x 100) / 2.
-	CHECK(c.nodes[1].dist.min_ns == 25000 - 1500);
-	CHECK(c.nodes[1].dist.max_ns == 33000 - 1500);
-	CHECK(c.nodes[1].dist.min_ns + c.nodes[1].dist.max_ns == c.nodes[1].total_ns);
-	CHECK(c.nodes[2].dist.min_ns == 2400);
-	CHECK(bucket_count(c.nodes[2].dist.buckets) == 20);
+	CHECK(c.dists[1].min_ns == 25000 - 1500);
+	CHECK(c.dists[1].max_ns == 33000 - 1500);
+	CHECK(c.dists[1].min_ns + c.dists[1].max_ns == c.nodes[1].total_ns);
+	CHECK(c.dists[2].min_ns == 2400);
+	CHECK(bucket_count(c.dists[2].buckets) == 20);
 	// Durations below the shift are 0, not negative.
-	p.nodes[2].dist = durations({50, 60});
+	p.dists[2] = durations({50, 60});
 	c = compensate(p);
-	CHECK(c.nodes[2].dist.min_ns == 0);
-	CHECK(c.nodes[2].dist.max_ns == 0);
+	CHECK(c.dists[2].min_ns == 0);
+	CHECK(c.dists[2].max_ns == 0);
 	// Without calibration, or --raw (no compensation), they are as measured.
 	p.calibration.reset();
-	CHECK(compensate(p).nodes[0].dist.min_ns == 68000);
+	CHECK(compensate(p).dists[0].min_ns == 68000);
 }
 
 TEST_CASE("a [task] frame's subtree is not taken out of its creator's durations", "[compensation][distribution]")
@@ -199,9 +200,9 @@ TEST_CASE("a [task] frame's subtree is not taken out of its creator's durations"
 	p.calibration->function_kinds = {0, -1, 0};
 	Profile c = compensate(p);
 	// root's own call only: the task's work ran on another thread, outside root's duration.
-	CHECK(c.nodes[0].dist.min_ns == 68000 - 100);
+	CHECK(c.dists[0].min_ns == 68000 - 100);
 	// The [task] frame's durations lose its children's costs (they ran inside it).
-	CHECK(c.nodes[1].dist.min_ns == 25000 - (20 * 40 + 20 * 100) / 2);
+	CHECK(c.dists[1].min_ns == 25000 - (20 * 40 + 20 * 100) / 2);
 }
 
 TEST_CASE("recursion: each level's durations shifted by its own path's compensation", "[compensation][distribution]")
@@ -211,17 +212,18 @@ TEST_CASE("recursion: each level's durations shifted by its own path's compensat
 	p.functions = {"f"};
 	p.distributions = true;
 	p.nodes = {{kNoParent, 0, 1, 1, 0, 1000, 3000}, {0, 0, 1, 1, 0, 1000, 2000}, {1, 0, 1, 1, 0, 1000, 1000}};
-	p.nodes[0].dist = durations({3000});
-	p.nodes[1].dist = durations({2000});
-	p.nodes[2].dist = durations({1000});
+	p.dists.resize(3);
+	p.dists[0] = durations({3000});
+	p.dists[1] = durations({2000});
+	p.dists[2] = durations({1000});
 	Calibration cal;
 	cal.kinds = {{"native", 100, 40, 0, 0, 24, 0}};
 	cal.function_kinds = {0};
 	p.calibration = cal;
 	Profile c = compensate(p);
-	for (const PathNode &n : c.nodes) {
-		CHECK(n.dist.min_ns == n.total_ns);
-		CHECK(n.dist.max_ns == n.total_ns);
+	for (size_t i = 0; i < c.nodes.size(); i++) {
+		CHECK(c.dists[i].min_ns == c.nodes[i].total_ns);
+		CHECK(c.dists[i].max_ns == c.nodes[i].total_ns);
 	}
 	CHECK(c.nodes[0].total_ns == 3000 - 3 * 100 - 2 * 40);
 	// Per function: the levels merged, in order.

@@ -6,6 +6,7 @@
 #include "profile/distribution.h"
 #include "profile/profile.h"
 #include "profile/profile_set.h"
+#include "report/report.h"
 #include "usdtprof/bpf_shared.h"
 
 using namespace usdtprof;
@@ -33,9 +34,9 @@ Profile one_path(const Distribution &d, uint64_t calls)
 	n.pid = 42;
 	n.calls = calls;
 	n.self_ns = n.total_ns = 1000;
-	n.dist = d;
 	p.nodes.push_back(n);
 	p.distributions = true;
+	p.dists.push_back(d);
 	return p;
 }
 
@@ -101,16 +102,16 @@ TEST_CASE("distributions merge: histograms add, min of mins, max of maxes", "[di
 	Profile merged = merge_profiles({one_path(a, 3), one_path(b, 3)}, true);
 	REQUIRE(merged.nodes.size() == 1);
 	CHECK(merged.distributions);
-	CHECK(merged.nodes[0].dist.buckets == m.buckets);
-	CHECK(merged.nodes[0].dist.min_ns == 50);
-	CHECK(merged.nodes[0].dist.max_ns == 1'000'000);
+	CHECK(merged.dists[0].buckets == m.buckets);
+	CHECK(merged.dists[0].min_ns == 50);
+	CHECK(merged.dists[0].max_ns == 1'000'000);
 	// With a profile of an older usdtprof (no distributions): its calls add, its durations are unknown.
 	Profile old = one_path(Distribution{}, 5);
 	old.distributions = false;
 	Profile mixed = merge_profiles({one_path(a, 3), old}, true);
 	CHECK(mixed.distributions);
 	CHECK(mixed.nodes[0].calls == 8);
-	CHECK(mixed.nodes[0].dist.buckets == a.buckets);
+	CHECK(mixed.dists[0].buckets == a.buckets);
 }
 
 TEST_CASE("profile file: distributions after the nodes (version 2), older files without them load", "[distribution]")
@@ -118,10 +119,11 @@ TEST_CASE("profile file: distributions after the nodes (version 2), older files 
 	Profile p = one_path(dist_of({100, 300, 5000}), 3);
 	p.nodes.push_back(p.nodes[0]);
 	p.nodes[1].parent = 0;
-	p.nodes[1].dist = {}; // a path with no timed call
+	p.dists.push_back({}); // a path with no timed call
 	p.nodes.push_back(p.nodes[0]);
+	p.dists.push_back({});
 	p.nodes[2].parent = 1;
-	p.nodes[2].dist = dist_of({7, 1ull << 45});
+	p.dists[2] = dist_of({7, 1ull << 45});
 	p.nodes[2].self_ns = 0;
 	p.nodes[0].total_ns = p.nodes[1].total_ns = 2000;
 	std::string bytes = serialize_profile(p);
@@ -130,9 +132,9 @@ TEST_CASE("profile file: distributions after the nodes (version 2), older files 
 	CHECK(back->distributions);
 	REQUIRE(back->nodes.size() == 3);
 	for (size_t i = 0; i < 3; i++) {
-		CHECK(back->nodes[i].dist.min_ns == p.nodes[i].dist.min_ns);
-		CHECK(back->nodes[i].dist.max_ns == p.nodes[i].dist.max_ns);
-		CHECK(back->nodes[i].dist.buckets == p.nodes[i].dist.buckets);
+		CHECK(back->dists[i].min_ns == p.dists[i].min_ns);
+		CHECK(back->dists[i].max_ns == p.dists[i].max_ns);
+		CHECK(back->dists[i].buckets == p.dists[i].buckets);
 	}
 	CHECK(serialize_profile(*back) == bytes);
 
@@ -142,8 +144,9 @@ TEST_CASE("profile file: distributions after the nodes (version 2), older files 
 	auto loaded = parse_profile(serialize_profile(old));
 	REQUIRE(loaded);
 	CHECK_FALSE(loaded->distributions);
-	for (const PathNode &n : loaded->nodes)
-		CHECK(n.dist.empty());
+	CHECK(loaded->dists.empty());
+	for (size_t i = 0; i < loaded->nodes.size(); i++)
+		CHECK(node_dist(*loaded, i).empty());
 
 	// More durations than calls is corrupt.
 	Profile bad = one_path(dist_of({1, 2, 3, 4}), 3);
@@ -222,4 +225,69 @@ TEST_CASE("distributions shift down: min and max exactly, counts kept, never bel
 		shift_down(d, 1000);
 		CHECK(d.empty());
 	}
+}
+
+TEST_CASE("a histogram's buckets: one held inline, more on the heap, copied and moved whole", "[distribution]")
+{
+	static_assert(sizeof(Buckets) == sizeof(std::vector<BucketCount>));
+	Buckets one{{3, 1}};
+	REQUIRE(one.size() == 1);
+	Buckets many = one;
+	for (uint32_t b = 4; b < kDistBuckets; b++)
+		many.emplace_back(b, b);
+	REQUIRE(many.size() == kDistBuckets - 3);
+	CHECK(many[0] == BucketCount{3, 1});
+	CHECK(many.back() == BucketCount{kDistBuckets - 1, kDistBuckets - 1});
+	CHECK(one.size() == 1); // the copy is its own
+	Buckets copy = many, moved = std::move(copy);
+	CHECK(moved == many);
+	CHECK(copy.empty());
+	copy = one;
+	CHECK(copy == one);
+	copy = std::move(moved);
+	CHECK(copy == many);
+	moved = Buckets{{1, 2}, {2, 3}};
+	CHECK(moved == std::vector<BucketCount>{{1, 2}, {2, 3}});
+	moved.clear();
+	CHECK(moved.empty());
+
+	// Merging: into an empty one, a copy; else bucket by bucket, ascending.
+	Buckets into;
+	add_buckets(into, one);
+	CHECK(into == one);
+	add_buckets(into, many);
+	CHECK(into.size() == many.size());
+	CHECK(into[0] == BucketCount{3, 2});
+	CHECK(bucket_count(into) == bucket_count(many) + 1);
+	Buckets low{{0, 5}};
+	add_buckets(low, Buckets{{39, 1}});
+	CHECK(low == std::vector<BucketCount>{{0, 5}, {39, 1}});
+	// A span's histogram (finer buckets, more of them) merges the same way.
+	std::vector<BucketCount> span_buckets{{1, 1}, {200, 2}}, more{{0, 1}, {200, 1}, {250, 4}};
+	add_buckets(span_buckets, more);
+	CHECK(span_buckets == std::vector<BucketCount>{{0, 1}, {1, 1}, {200, 3}, {250, 4}});
+}
+
+TEST_CASE("a profile's durations stay with their nodes when nodes are made anew", "[distribution]")
+{
+	Profile p = one_path(dist_of({100, 300}), 2);
+	p.processes = {{42, "a"}, {43, "b"}};
+	PathNode other = p.nodes[0];
+	other.pid = 43;
+	add_node(p, other, dist_of({7}));
+	REQUIRE(p.dists.size() == 2);
+	Profile split = split_by_process(p); // a root per process above its paths
+	REQUIRE(split.nodes.size() == 4);
+	REQUIRE(split.dists.size() == 4);
+	for (size_t i = 0; i < split.nodes.size(); i++) {
+		bool root = split.nodes[i].parent == kNoParent;
+		CHECK(split.dists[i].empty() == root);
+	}
+	CHECK(split.dists[1].buckets == p.dists[0].buckets);
+	CHECK(split.dists[3].buckets == p.dists[1].buckets);
+	Profile one = only_process(p, 43);
+	REQUIRE(one.dists.size() == 1);
+	CHECK(one.dists[0].min_ns == 7);
+	drop_distributions(one);
+	CHECK((!one.distributions && one.dists.empty() && node_dist(one, 0).empty()));
 }

@@ -189,8 +189,9 @@ TEST_CASE("merge_threads: a per-thread profile as if recorded without: thread fr
 		{4, 2, 1, 4, 0, 70, 70, 0},
 		{3, 4, 1, 5, 0, 9, 9, 0},
 	};
-	p.nodes[2].dist.buckets = {{4, 2}};
-	p.nodes[5].dist.buckets = {{4, 1}, {6, 3}};
+	p.dists.resize(p.nodes.size());
+	p.dists[2].buckets = {{4, 2}};
+	p.dists[5].buckets = {{4, 1}, {6, 3}};
 	p.distributions = true;
 	p.per_thread = true;
 	p.thread_nodes = {0, 3};
@@ -209,7 +210,7 @@ TEST_CASE("merge_threads: a per-thread profile as if recorded without: thread fr
 	CHECK(main.parent == kNoParent);
 	CHECK((main.calls == 4 && main.self_ns == 40 && main.total_ns == 190 && main.self_offcpu_ns == 3));
 	CHECK((work.parent == 0 && work.calls == 6 && work.open == 1 && work.self_ns == 120));
-	CHECK(work.dist.buckets == std::vector<std::pair<uint32_t, uint64_t>>{{4, 3}, {6, 3}});
+	CHECK(m.dists[1].buckets == std::vector<std::pair<uint32_t, uint64_t>>{{4, 3}, {6, 3}});
 	CHECK((parse.parent == kNoParent && parse.calls == 5)); // a root of thread b
 
 	// Merged with another part, a per-thread profile keeps its thread frames marked.

@@ -316,8 +316,9 @@ TEST_CASE("report: json is written path by path with exactly the bytes of the do
 		if (variant == 2) {
 			// Durations, written by hand per path: one bucket, several, none.
 			p.distributions = true;
-			p.nodes[0].dist = {1000, 1000, {{9, 1}}};
-			p.nodes[1].dist = {3, 2'000'000'000'000, {{1, 2}, {12, 7}, {39, 1}}};
+			p.dists.resize(p.nodes.size());
+			p.dists[0] = {1000, 1000, {{9, 1}}};
+			p.dists[1] = {3, 2'000'000'000'000, {{1, 2}, {12, 7}, {39, 1}}};
 		}
 		for (const char *view : {"flat", "tree"}) {
 			ReportOptions o;
