@@ -9,6 +9,7 @@
 //   node html_report.mjs table FILE SHOT.png     the function table, every row
 //   node html_report.mjs large FILE SHOT.png     how long opening, a zoom and a search take
 //   node html_report.mjs diff FILE SHOT.png      the diff table, the legend and the frames' colours
+//   node html_report.mjs threads FILE SHOT.png   per thread chosen in the thread switch: its function table and flame graph
 import puppeteer from 'puppeteer-core';
 
 const [mode, file, shot, ...args] = process.argv.slice(2);
@@ -108,6 +109,23 @@ try {
     out.rows = (await tableRows('functions')).length;
     out.more_rows = await page.$eval('.more-rows', b => b.textContent).catch(() => null);
     out.sandwich = await act(() => page.click('#functions tbody td.name a'));
+    await page.screenshot({path: shot});
+  } else if (mode === 'threads') {
+    out.open = await open('#view=table&all=1');
+    const options = await page.$$eval('#thread option', os => os.map(o => ({value: o.value, label: o.textContent})));
+    out.threads = [];
+    for (const o of options.filter(o => o.value !== 'all')) {
+      await act(() => page.select('#thread', o.value));
+      const table = await tableRows('functions');
+      await act(() => page.click('.tab[data-view="flame"]'));
+      const roots = (await frames()).filter(f => f.name !== null && f.i === 0);
+      out.threads.push({tid: o.value, label: o.label, table, hash: await page.evaluate(() => location.hash),
+                        crumbs: await page.$$eval('.crumbs .crumb', cs => cs.map(c => c.textContent)),
+                        root: roots.length ? roots[0].name : null});
+      await act(() => page.click('.tab[data-view="table"]'));
+    }
+    await act(() => page.select('#thread', options[1].value));
+    await act(() => page.click('.tab[data-view="flame"]'));
     await page.screenshot({path: shot});
   } else if (mode === 'diff') {
     out.open = await open();

@@ -336,3 +336,41 @@ TEST_CASE("html: the diff page colours the function made 2x slower as slower, wi
 		}
 	REQUIRE(fs::file_size(artifacts() + "/diff.png") > 10000);
 }
+
+TEST_CASE("html: with --per-thread the thread switch shows each thread's own function table, as report --per-thread "
+	  "--format json's threads",
+	  "[html][clients][per_thread]")
+{
+	std::string dir = temp_dir(), data = dir + "/threads.data", page = dir + "/threads.html";
+	// worker-0 calls work 20 times, worker-1 40 times; main calls done once.
+	Output rec = run({e2e::usdtprof(), "record", "--per-thread", "-o", data, "--", target("named_threads"), "2", "20",
+			  "scaled"});
+	INFO(rec.err);
+	REQUIRE(rec.status == 0);
+	Output html = run({e2e::usdtprof(), "report", data, "--per-thread", "--format", "html", "-o", page});
+	INFO(html.err);
+	REQUIRE(html.status == 0);
+	json shown = open_page({"threads", page, artifacts() + "/threads.png"});
+	json report = run_json({e2e::usdtprof(), "report", data, "--per-thread", "--format", "json"});
+	INFO(shown.dump());
+	// The switch lists the threads as the JSON does, largest first; each
+	// chosen one shows its own table and a flame graph rooted at its frame.
+	REQUIRE(shown["threads"].size() == 3);
+	REQUIRE(report["threads"].size() == 3);
+	std::map<std::string, uint64_t> work_calls;
+	for (size_t i = 0; i < 3; i++) {
+		const json &s = shown["threads"][i], &t = report["threads"][i];
+		std::string frame = t["name"].get<std::string>() + " (tid " + std::to_string(t["tid"].get<int>()) + ")";
+		REQUIRE(s["tid"] == std::to_string(t["tid"].get<int>()));
+		REQUIRE(s["label"] == frame);
+		REQUIRE(s["root"] == frame);
+		REQUIRE(s["crumbs"] == json({frame}));
+		REQUIRE(s["hash"].get<std::string>().find("thread=" + s["tid"].get<std::string>()) != std::string::npos);
+		require_table(s["table"], t["functions"]);
+		for (const json &r : s["table"])
+			if (r["name"] == "work")
+				work_calls[t["name"]] = number(r["calls"]);
+	}
+	REQUIRE(work_calls == std::map<std::string, uint64_t>{{"worker-0", 20}, {"worker-1", 40}});
+	REQUIRE(fs::file_size(artifacts() + "/threads.png") > 10000);
+}

@@ -51,6 +51,10 @@ void add_launch_options(CLI::App *app, TargetSpec &o)
 		      "Profile the launched command's first program only: not what it execs, nor its children");
 	app->add_flag("--kill-on-stop", o.kill_on_stop,
 		      "Kill the launched command when recording stops (default: wait for it; a second Ctrl-C is passed on)");
+	app->add_flag("--per-thread", o.per_thread,
+		      "Keep each thread's call paths apart in the profile (trace: its --profile), under a root named by "
+		      "the thread (report --per-thread); the kernel's path table holds each path once per thread that "
+		      "runs it");
 }
 
 void require_one_target(const TargetSpec &o, const char *command)
@@ -71,9 +75,6 @@ Command add_record_command(CLI::App &parent)
 	app->add_option("--max-paths", o->target.max_paths, "Distinct call paths the kernel map holds")
 		->capture_default_str()
 		->check(CLI::Range(1u, 1u << 24));
-	app->add_flag("--per-thread", o->target.per_thread,
-		      "Keep each thread's call paths apart, under a root named by the thread (report --per-thread); "
-		      "the kernel's path table holds each path once per thread that runs it");
 	add_target_options(app, o->target);
 	add_launch_options(app, o->target);
 	return {app, [o] {

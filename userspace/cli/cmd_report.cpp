@@ -55,6 +55,7 @@ Command add_report_command(CLI::App &parent)
 				throw UserError(sort.error().message, 2);
 			a->options.sort = *sort;
 			a->options.time = *parse_time_mode(a->time);
+			a->options.per_thread = a->in.per_thread;
 			if (a->tree)
 				a->options.view = "tree";
 			refuse_output_over_inputs(a->output, input_paths(a->in));

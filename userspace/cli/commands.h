@@ -22,7 +22,8 @@ struct Command {
 // --runtime, --pair and --task.
 void add_target_options(CLI::App *app, usdtprof::TargetSpec &o);
 // What only record and trace take: the command after -- and how it is
-// launched (--ruby-call-hook, --no-follow, --kill-on-stop), and --span.
+// launched (--ruby-call-hook, --no-follow, --kill-on-stop), --span and
+// --per-thread (monitor has none: docs/monitoring.md says why).
 void add_launch_options(CLI::App *app, usdtprof::TargetSpec &o);
 // Throws the usage error unless exactly one target was given.
 void require_one_target(const usdtprof::TargetSpec &o, const char *command);

@@ -67,6 +67,7 @@ Result<Profile> filter_paths(const Profile &profile, const std::string &focus, c
 		moved[i] = uint32_t(out.nodes.size());
 		add_node(out, node, node_dist(profile, i));
 	}
+	out.thread_nodes = moved_thread_nodes(profile.thread_nodes, moved);
 	for (size_t i = out.nodes.size(); i-- > 0;)
 		if (out.nodes[i].parent != kNoParent)
 			out.nodes[out.nodes[i].parent].total_ns += out.nodes[i].total_ns;

@@ -343,6 +343,15 @@ uint64_t span_bucket_high(uint32_t bucket)
 	return low + width < low ? UINT64_MAX : low + width;
 }
 
+std::vector<uint32_t> moved_thread_nodes(const std::vector<uint32_t> &thread_nodes, const std::vector<uint32_t> &moved)
+{
+	std::vector<uint32_t> out;
+	for (uint32_t t : thread_nodes)
+		if (t < moved.size() && moved[t] != kNoParent)
+			out.push_back(moved[t]);
+	return out;
+}
+
 Result<Profile> parse_profile(const std::string &bytes)
 {
 	ByteSource source{std::string_view(bytes)};

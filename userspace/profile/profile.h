@@ -139,6 +139,11 @@ struct Profile {
 	std::vector<uint32_t> thread_nodes;
 };
 
+// The thread nodes' indices after a pass that moved the profile's nodes
+// (moved[old] = new, kNoParent for a node dropped; new indices ascend with the
+// old ones): those dropped are left out.
+std::vector<uint32_t> moved_thread_nodes(const std::vector<uint32_t> &thread_nodes, const std::vector<uint32_t> &moved);
+
 // Node i's durations; empty when the profile has none.
 const Distribution &node_dist(const Profile &profile, size_t i);
 // Adds a node, and its durations when the profile has them.

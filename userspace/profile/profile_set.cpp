@@ -336,8 +336,6 @@ Result<LoadedProfiles> load_profiles(const ProfileInputs &inputs)
 			     ": not recorded per thread; --per-thread needs a profile of `usdtprof record --per-thread`"};
 	if (!inputs.per_thread && out.profile.per_thread)
 		out.profile = merge_threads(out.profile);
-	out.profile.per_thread = false; // its thread frames, if kept, are plain frames from here on
-	out.profile.thread_nodes.clear();
 	out.first_ns = out.profile.start_unix_ns;
 	out.last_ns = out.profile.stop_unix_ns;
 	return out;

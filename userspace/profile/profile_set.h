@@ -52,8 +52,8 @@ struct LoadedProfiles {
 // since/until, only profiles whose recorded span [start, stop] overlaps
 // [since, until] are kept. One clear error for an unreadable file, an empty
 // directory, or a window no profile overlaps; and for per_thread asked of a
-// profile not recorded per thread. The result is never per_thread: its
-// thread frames merged away (merge_threads), or kept as plain frames.
+// profile not recorded per thread. The result is per_thread only when asked:
+// else its thread frames are merged away (merge_threads).
 Result<LoadedProfiles> load_profiles(const ProfileInputs &inputs);
 
 } // namespace usdtprof

@@ -57,6 +57,27 @@ json facts_json(const Profile &raw, const CompensationSummary &summary, bool com
 		{"sampled_fraction", raw.sampled_fraction}, {"anomalies", anomalies}, {"calibration", calibration}};
 }
 
+// --per-thread: the threads' frames in the tree, {node, pid, tid, name},
+// largest (wall-clock) first, then by tid: the page's thread switch.
+json threads_json(const CallTree &tree, const Profile &split, const std::vector<uint32_t> &tree_index)
+{
+	std::vector<std::pair<uint32_t, ThreadProfile>> threads;
+	for (uint32_t n : split.thread_nodes) {
+		ThreadProfile t;
+		split_thread_frame(split.functions[split.nodes[n].function], t);
+		t.pid = split.nodes[n].pid;
+		threads.emplace_back(tree_index[n], std::move(t));
+	}
+	std::stable_sort(threads.begin(), threads.end(), [&](const auto &a, const auto &b) {
+		uint64_t x = tree.nodes[a.first].total_ns, y = tree.nodes[b.first].total_ns;
+		return x != y ? x > y : a.second.tid < b.second.tid;
+	});
+	json out = json::array();
+	for (const auto &[node, t] : threads)
+		out.push_back({{"node", node}, {"pid", t.pid}, {"tid", t.tid}, {"name", escape_text(t.name)}});
+	return out;
+}
+
 // The tree as arrays, one row per node, parents before children:
 // [name index, parent (-1: a root), calls, open, on-CPU self ns, off-CPU self ns].
 // Roots are the processes ("comm (pid N)"), each with its pid in "roots".
@@ -97,12 +118,15 @@ void html_report(Profile measured, const ReportOptions &options, Sink &out)
 	CompensationSummary summary;
 	Profile compensated = options.raw ? measured : compensate(measured, &summary);
 	Profile split = split_by_process(compensated);
-	CallTree tree = build_call_tree(split);
+	std::vector<uint32_t> tree_index;
+	CallTree tree = build_call_tree(split, tree_index);
 	json data = {{"kind", "report"},
 		     {"time", time_mode_name(options.time)},
 		     {"raw", options.raw},
 		     {"facts", facts_json(measured, summary, !options.raw)},
 		     {"tree", tree_json(tree, split)}};
+	if (options.per_thread)
+		data["tree"]["threads"] = threads_json(tree, split, tree_index);
 	out.write(html_page(title_of(measured), data));
 }
 

@@ -279,24 +279,65 @@ void write_paths(Sink &out, const CallTree &tree, const RawTimes *raw)
 	text.finish();
 }
 
-void write_json(Sink &out, const Profile &profile, const CallTree &tree, const ReportOptions &options,
-		RawTimes &raw, const CompensationSummary &summary)
+// The "functions" array of a (compensated) tree, with the measured times beside when raw has them.
+json functions_json(const CallTree &tree, const ReportOptions &options, RawTimes &raw)
 {
-	json functions = json::array(), processes = json::array();
+	json functions = json::array();
 	bool with_raw = raw.present && raw.self_ns.size() == tree.nodes.size();
-	std::unordered_map<std::string, FunctionSummary> &raw_functions = raw.functions;
 	for (const FunctionSummary &f : ranked_functions(tree, options).first) {
 		json j = {{"name", f.name}, {"calls", f.calls}, {"open", f.open}, {"self_ns", f.self_ns},
 			{"self_oncpu_ns", f.self_oncpu_ns}, {"self_offcpu_ns", f.self_offcpu_ns},
 			{"total_ns", f.total_ns}, {"recursive", f.recursive}};
 		if (with_raw) {
-			const FunctionSummary &r = raw_functions[f.name];
+			const FunctionSummary &r = raw.functions[f.name];
 			add_raw(j, f.self_ns, r.self_ns, r.total_ns, f.uncertain_ns);
 		}
 		if (!tree.dists.empty())
 			j["durations"] = durations_json(f.dist);
 		functions.push_back(std::move(j));
 	}
+	return functions;
+}
+
+// --per-thread: per thread of the measured profile (split_by_thread), its
+// name, tid, pid, calls and time, and its functions as "functions" has them;
+// largest total first, then by tid.
+json threads_json(const Profile &measured, const ReportOptions &options)
+{
+	std::vector<std::pair<uint64_t, json>> threads;
+	for (ThreadProfile &t : split_by_thread(measured)) {
+		CallTree tree = with_self_time(build_call_tree(t.profile), options.time);
+		RawTimes raw;
+		if (t.profile.calibration)
+			raw = raw_times(tree);
+		if (t.profile.calibration && !options.raw) {
+			compensate_in_place(t.profile);
+			tree = with_self_time(build_call_tree(t.profile), options.time);
+		}
+		uint64_t oncpu_ns = 0, offcpu_ns = 0;
+		for (const TreeNode &n : tree.nodes) {
+			oncpu_ns += n.self_oncpu_ns;
+			offcpu_ns += n.self_offcpu_ns;
+		}
+		threads.emplace_back(tree.total_self_ns,
+				     json{{"name", t.name}, {"tid", t.tid}, {"pid", t.pid}, {"calls", total_calls(tree)},
+					  {"total_ns", tree.total_self_ns}, {"total_oncpu_ns", oncpu_ns},
+					  {"total_offcpu_ns", offcpu_ns}, {"functions", functions_json(tree, options, raw)}});
+	}
+	std::stable_sort(threads.begin(), threads.end(), [](const auto &a, const auto &b) {
+		return a.first != b.first ? a.first > b.first : a.second["tid"] < b.second["tid"];
+	});
+	json out = json::array();
+	for (auto &t : threads)
+		out.push_back(std::move(t.second));
+	return out;
+}
+
+void write_json(Sink &out, const Profile &profile, const CallTree &tree, const ReportOptions &options,
+		RawTimes &raw, const CompensationSummary &summary, const json &threads)
+{
+	json functions = functions_json(tree, options, raw), processes = json::array();
+	bool with_raw = raw.present && raw.self_ns.size() == tree.nodes.size();
 	// The known counters first, in kernel order, then any others the profile has.
 	json anomalies = json::object();
 	for (const Anomaly &a : anomaly_table()) {
@@ -338,6 +379,10 @@ void write_json(Sink &out, const Profile &profile, const CallTree &tree, const R
 	report.value(calibration_json(profile, summary, !options.raw));
 	report.key("spans");
 	report.value(spans_json(profile, options.per_process));
+	if (options.per_thread) {
+		report.key("threads");
+		report.value(threads);
+	}
 	if (const ReportView &view = find_view(options.view); view.json) {
 		report.key(view.json_key);
 		report.value(view.json(tree, options));
@@ -349,6 +394,7 @@ void write_json(Sink &out, const Profile &profile, const CallTree &tree, const R
 
 void json_report(Profile measured, const ReportOptions &options, Sink &out)
 {
+	json threads = options.per_thread ? threads_json(measured, options) : json();
 	Profile profile = options.per_process ? split_by_process(measured) : std::move(measured);
 	measured = Profile();
 	// The measured times beside the compensated ones: the raw tree first, its
@@ -370,7 +416,7 @@ void json_report(Profile measured, const ReportOptions &options, Sink &out)
 		}
 	}
 	tree_index = {};
-	write_json(out, profile, tree, options, raw, summary);
+	write_json(out, profile, tree, options, raw, summary, threads);
 }
 
 } // namespace usdtprof

@@ -14,6 +14,15 @@ namespace usdtprof {
 
 namespace {
 
+// "process comm (pid N)", of the profile's process pid.
+std::string process_heading(const Profile &profile, int32_t pid)
+{
+	auto p = std::find_if(profile.processes.begin(), profile.processes.end(),
+			      [&](const ProfileProcess &p) { return p.pid == pid; });
+	std::string comm = p == profile.processes.end() ? "" : escape_text(p->comm);
+	return "process " + (comm.empty() ? "" : comm + " ") + "(pid " + std::to_string(pid) + ")";
+}
+
 std::string render_anomalies(const Profile &profile)
 {
 	std::string out;
@@ -61,6 +70,36 @@ std::string render_spans(const Profile &profile, bool per_process)
 	return out + notes;
 }
 
+// What follows a report's tables: the spans, the anomalies and what
+// compensation did; uncertain: some self time shown is within the spread.
+std::string report_footer(const Profile &profile, const ReportOptions &options, const CompensationSummary &summary,
+			  bool uncertain)
+{
+	std::string out = render_spans(profile, options.per_process);
+	out += "\n" + render_anomalies(profile);
+	if (options.raw && profile.calibration)
+		out += "times as measured (--raw): probe overhead included\n";
+	out += compensation_line(profile, summary);
+	if (uncertain)
+		out += "~: a self time within the calibration's spread: not precise\n";
+	return out;
+}
+
+bool any_uncertain(const CallTree &tree)
+{
+	return std::any_of(tree.nodes.begin(), tree.nodes.end(),
+			   [](const TreeNode &n) { return uncertain(n.self_ns, n.uncertain_ns); });
+}
+
+// The view's text of a (compensated) profile, its title line saying the time domain.
+std::string view_text(const Profile &profile, const CallTree &tree, const ReportOptions &options)
+{
+	std::string out = find_view(options.view).text(profile, tree, options);
+	if (options.time != TimeMode::Wall) // "usdtprof report (on-CPU time): ..."
+		out.insert(out.find(':'), options.time == TimeMode::Cpu ? " (on-CPU time)" : " (off-CPU time)");
+	return out;
+}
+
 std::string one_report(Profile profile, const ReportOptions &options)
 {
 	// Compensation keeps the calibration: what the lines below say of the measured profile.
@@ -68,18 +107,7 @@ std::string one_report(Profile profile, const ReportOptions &options)
 	if (!options.raw)
 		compensate_in_place(profile, &summary);
 	CallTree tree = with_self_time(build_call_tree(profile), options.time);
-	std::string out = find_view(options.view).text(profile, tree, options);
-	if (options.time != TimeMode::Wall) // "usdtprof report (on-CPU time): ..."
-		out.insert(out.find(':'), options.time == TimeMode::Cpu ? " (on-CPU time)" : " (off-CPU time)");
-	out += render_spans(profile, options.per_process);
-	out += "\n" + render_anomalies(profile);
-	if (options.raw && profile.calibration)
-		out += "times as measured (--raw): probe overhead included\n";
-	out += compensation_line(profile, summary);
-	if (std::any_of(tree.nodes.begin(), tree.nodes.end(),
-			[](const TreeNode &n) { return uncertain(n.self_ns, n.uncertain_ns); }))
-		out += "~: a self time within the calibration's spread: not precise\n";
-	return out;
+	return view_text(profile, tree, options) + report_footer(profile, options, summary, any_uncertain(tree));
 }
 
 // --per-process of a view with tables: one report per process, under a
@@ -97,18 +125,53 @@ std::string per_process_reports(const Profile &profile, const ReportOptions &opt
 		Profile one = only_process(profile, pid);
 		if (one.nodes.empty() && one.spans.empty())
 			continue;
-		std::string comm = one.processes.empty() ? "" : escape_text(one.processes[0].comm);
-		out += (out.empty() ? "" : "\n") + std::string("process ") + (comm.empty() ? "" : comm + " ") + "(pid " +
-		       std::to_string(pid) + ")\n" + one_report(one, options);
+		out += (out.empty() ? "" : "\n") + process_heading(one, pid) + "\n" + one_report(one, options);
 	}
 	return out;
 }
 
+// --per-thread of a view with tables: one table per thread, largest first,
+// under a "thread NAME (tid N), process comm (pid P): S% of the recorded
+// time" line; then the recording's spans, anomalies and compensation once.
+std::string per_thread_reports(Profile profile, const ReportOptions &options)
+{
+	CompensationSummary summary;
+	if (!options.raw)
+		compensate_in_place(profile, &summary);
+	struct Table {
+		CallTree tree;
+		ThreadProfile thread;
+	};
+	std::vector<Table> tables;
+	uint64_t total_ns = 0;
+	for (ThreadProfile &t : split_by_thread(profile)) {
+		CallTree tree = with_self_time(build_call_tree(t.profile), options.time);
+		total_ns += tree.total_self_ns;
+		tables.push_back({std::move(tree), std::move(t)});
+	}
+	std::stable_sort(tables.begin(), tables.end(), [](const Table &a, const Table &b) {
+		return a.tree.total_self_ns != b.tree.total_self_ns ? a.tree.total_self_ns > b.tree.total_self_ns
+								    : a.thread.tid < b.thread.tid;
+	});
+	std::string out = tables.empty() ? "usdtprof report: no thread has a call path\n" : "";
+	bool uncertain = false;
+	for (const Table &t : tables) {
+		out += (&t == &tables[0] ? "" : "\n") + std::string("thread ") +
+		       (t.thread.name.empty() ? "" : escape_text(t.thread.name) + " ") + "(tid " +
+		       std::to_string(t.thread.tid) + "), " + process_heading(t.thread.profile, t.thread.pid) +
+		       line(": %.1f%% of the recorded time\n", percent(t.tree.total_self_ns, total_ns)) +
+		       view_text(t.thread.profile, t.tree, options);
+		uncertain = uncertain || any_uncertain(t.tree);
+	}
+	return out + report_footer(profile, options, summary, uncertain);
+}
 } // namespace
 
 void text_report(Profile measured, const ReportOptions &options, Sink &out)
 {
-	if (!options.per_process)
+	if (options.per_thread && find_view(options.view).per_process_tables)
+		out.write(per_thread_reports(std::move(measured), options));
+	else if (!options.per_process)
 		out.write(one_report(std::move(measured), options));
 	else
 		out.write(find_view(options.view).per_process_tables ? per_process_reports(measured, options)

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string_view>
 #include <unordered_map>
@@ -203,6 +204,7 @@ Profile split_by_process(const Profile &profile)
 		moved[i] = uint32_t(out.nodes.size());
 		add_node(out, n, node_dist(profile, i));
 	}
+	out.thread_nodes = moved_thread_nodes(profile.thread_nodes, moved);
 	return out;
 }
 
@@ -221,6 +223,56 @@ Profile only_process(const Profile &profile, int32_t pid)
 		n.parent = n.parent < i ? moved[n.parent] : kNoParent;
 		moved[i] = uint32_t(out.nodes.size());
 		add_node(out, n, node_dist(profile, i));
+	}
+	out.thread_nodes = moved_thread_nodes(profile.thread_nodes, moved);
+	return out;
+}
+
+// "NAME (tid N)" (call_paths.cpp's thread_parent): the last " (tid N)" is
+// ours, whatever the thread named itself.
+void split_thread_frame(const std::string &frame, ThreadProfile &t)
+{
+	size_t at = frame.rfind("(tid ");
+	if (at == std::string::npos)
+		return;
+	t.name = frame.substr(0, at ? at - 1 : 0);
+	t.tid = uint32_t(strtoul(frame.c_str() + at + 5, nullptr, 10));
+}
+
+std::vector<ThreadProfile> split_by_thread(const Profile &profile)
+{
+	std::vector<ThreadProfile> out;
+	Profile base = profile;
+	base.nodes.clear();
+	base.dists.clear();
+	base.thread_nodes.clear();
+	base.per_thread = false;
+	base.spans.clear(); // per process, not per thread
+	// Per node: its thread (an index into out), or none above it.
+	constexpr uint32_t kNone = UINT32_MAX;
+	std::vector<uint32_t> thread_of(profile.nodes.size(), kNone), moved(profile.nodes.size(), kNoParent);
+	auto frame = profile.thread_nodes.begin();
+	for (size_t i = 0; i < profile.nodes.size(); i++) {
+		const PathNode &n = profile.nodes[i];
+		bool has_parent = n.parent < i;
+		if (frame != profile.thread_nodes.end() && *frame == i) {
+			frame++;
+			ThreadProfile &t = out.emplace_back();
+			split_thread_frame(n.function < profile.functions.size() ? profile.functions[n.function] : "", t);
+			t.pid = n.pid;
+			t.profile = base;
+			std::erase_if(t.profile.processes, [&](const ProfileProcess &p) { return p.pid != n.pid; });
+			thread_of[i] = uint32_t(out.size() - 1);
+			continue;
+		}
+		thread_of[i] = has_parent ? thread_of[n.parent] : kNone;
+		if (thread_of[i] == kNone)
+			continue;
+		PathNode copy = n;
+		Profile &into = out[thread_of[i]].profile;
+		copy.parent = moved[n.parent]; // none for the thread's frame: a root
+		moved[i] = uint32_t(into.nodes.size());
+		add_node(into, copy, node_dist(profile, i));
 	}
 	return out;
 }

@@ -81,6 +81,22 @@ void sum_subtrees(CallTree &tree);
 Profile split_by_process(const Profile &profile);
 // The profile of one process only.
 Profile only_process(const Profile &profile, int32_t pid);
+// A thread of a per-thread profile (record --per-thread, report --per-thread):
+// its frame's name split into the thread's name ("" when it had none) and
+// tid, and the profile of its paths: those below its frame, up to any thread
+// frame below it (a PostgreSQL parallel worker's, under its leader's
+// statement), which is a thread of its own; the frame itself left out, so
+// its children are the roots.
+struct ThreadProfile {
+	std::string name;
+	uint32_t tid = 0;
+	int32_t pid = 0;
+	Profile profile;
+};
+// One per Profile::thread_nodes, in their order; empty when it has none.
+std::vector<ThreadProfile> split_by_thread(const Profile &profile);
+// A thread's frame, "NAME (tid N)": its name ("" for none) and tid into t.
+void split_thread_frame(const std::string &frame, ThreadProfile &t);
 // Names from root to node.
 std::vector<std::string> stack_of(const CallTree &tree, uint32_t node);
 
@@ -123,6 +139,9 @@ struct ReportOptions {
 	TimeMode time = TimeMode::Wall; // the time domain of self, total, avg and percentages
 	bool raw = false;            // times as measured, probe overhead included (compensation.h)
 	bool per_process = false;    // processes apart: one table each (flat text), else one root each
+	// Threads apart (a profile of record --per-thread, Profile::thread_nodes):
+	// one function table each (flat text, JSON's "threads").
+	bool per_thread = false;
 };
 
 // "1.23 ms": about three significant digits, in the largest unit that keeps

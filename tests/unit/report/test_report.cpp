@@ -5,6 +5,7 @@
 
 #include "target/naming.h"
 #include "../render_as.h"
+#include "profile/path_filter.h"
 #include "report/report.h"
 #include "../task_profile.h"
 
@@ -603,4 +604,93 @@ TEST_CASE("report: names from the target are escaped in flat, tree and per-proce
 			if (per_process && tree)
 				CHECK(text.find("p\\x1b[31m\\x0afake (pid 7)") != std::string::npos);
 		}
+}
+
+namespace {
+
+// pid 7: thread "worker (tid 11)" runs main -> work; thread "x (tid 9) (tid 12)"
+// (it named itself "x (tid 9)") runs work; under its main, a nested thread's
+// frame "(tid 13)" (unnamed, as a parallel worker under its leader) runs parse.
+Profile threads_profile()
+{
+	Profile p = make_profile({"worker (tid 11)", "main", "work", "x (tid 9) (tid 12)", "(tid 13)", "parse"},
+				 {
+					 {kNoParent, 0, 7, 0, 0},
+					 {0, 1, 7, 1, 100},
+					 {1, 2, 7, 4, 400},
+					 {kNoParent, 3, 7, 0, 0},
+					 {3, 2, 7, 2, 1000},
+					 {4, 4, 7, 0, 0},
+					 {5, 5, 7, 3, 30},
+				 });
+	p.per_thread = true;
+	p.thread_nodes = {0, 3, 5};
+	p.processes = {{7, "app", {"./app"}}};
+	p.duration_ns = 5000;
+	return p;
+}
+
+} // namespace
+
+TEST_CASE("split_by_thread: each thread's paths apart, its frame left out, a nested thread a thread of its own",
+	  "[report][per_thread]")
+{
+	std::vector<ThreadProfile> ts = split_by_thread(threads_profile());
+	REQUIRE(ts.size() == 3);
+	CHECK((ts[0].name == "worker" && ts[0].tid == 11 && ts[0].pid == 7));
+	CHECK((ts[1].name == "x (tid 9)" && ts[1].tid == 12)); // the last "(tid N)" is ours
+	CHECK((ts[2].name.empty() && ts[2].tid == 13));
+	REQUIRE(ts[0].profile.nodes.size() == 2);
+	CHECK(ts[0].profile.nodes[0].parent == kNoParent);
+	CHECK((ts[0].profile.nodes[1].parent == 0 && ts[0].profile.nodes[1].calls == 4));
+	REQUIRE(ts[1].profile.nodes.size() == 1); // work; the nested thread's frame is not its path
+	CHECK(ts[1].profile.nodes[0].self_ns == 1000);
+	REQUIRE(ts[2].profile.nodes.size() == 1);
+	CHECK((ts[2].profile.nodes[0].parent == kNoParent && ts[2].profile.nodes[0].calls == 3));
+	for (const ThreadProfile &t : ts)
+		CHECK((t.profile.thread_nodes.empty() && !t.profile.per_thread && t.profile.processes.size() == 1));
+	CHECK(split_by_thread(make_profile({"main"}, {{kNoParent, 0, 7, 1, 5}})).empty());
+}
+
+TEST_CASE("split_by_process and --ignore keep a per-thread profile's thread frames marked", "[report][per_thread]")
+{
+	Profile split = split_by_process(threads_profile());
+	REQUIRE(split.thread_nodes.size() == 3);
+	for (size_t i = 0; i < 3; i++)
+		CHECK(split.functions[split.nodes[split.thread_nodes[i]].function] ==
+		      threads_profile().functions[threads_profile().nodes[threads_profile().thread_nodes[i]].function]);
+	auto filtered = filter_paths(threads_profile(), "", "^worker");
+	REQUIRE(filtered);
+	REQUIRE(filtered->thread_nodes.size() == 2);
+	CHECK(filtered->functions[filtered->nodes[filtered->thread_nodes[0]].function] == "x (tid 9) (tid 12)");
+	CHECK(split_by_thread(*filtered).size() == 2);
+}
+
+TEST_CASE("report --per-thread: a function table per thread, largest first, in text and JSON", "[report][per_thread]")
+{
+	ReportOptions o;
+	o.per_thread = true;
+	std::string text = render_as("text", threads_profile(), o);
+	INFO(text);
+	size_t x = text.find("thread x (tid 9) (tid 12), process app (pid 7): 65.4% of the recorded time\n"
+			     "usdtprof report: 1.00 us recorded in 2 calls over 5.00 us\n");
+	size_t worker = text.find("thread worker (tid 11), process app (pid 7): 32.7% of the recorded time\n"
+				  "usdtprof report: 500 ns recorded in 5 calls over 5.00 us\n");
+	size_t nested = text.find("thread (tid 13), process app (pid 7): 2.0% of the recorded time\n");
+	CHECK((x != std::string::npos && worker != std::string::npos && nested != std::string::npos));
+	CHECK((x < worker && worker < nested));
+	CHECK(text.find("anomalies: none") > nested); // once, after the tables
+	CHECK(text.find("anomalies: none") == text.rfind("anomalies: none"));
+
+	json j = json::parse(render_as("json", threads_profile(), o));
+	REQUIRE(j["threads"].size() == 3);
+	const json &w = j["threads"][1];
+	CHECK((w["name"] == "worker" && w["tid"] == 11 && w["pid"] == 7 && w["calls"] == 5 && w["total_ns"] == 500));
+	REQUIRE(w["functions"].size() == 2);
+	CHECK((w["functions"][0]["name"] == "work" && w["functions"][0]["self_ns"] == 400 &&
+	       w["functions"][0]["calls"] == 4));
+	CHECK((w["functions"][1]["name"] == "main" && w["functions"][1]["total_ns"] == 500));
+	CHECK(j["threads"][0]["tid"] == 12);
+	// Without --per-thread no "threads" key.
+	CHECK_FALSE(json::parse(render_as("json", threads_profile(), ReportOptions{})).contains("threads"));
 }

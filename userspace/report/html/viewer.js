@@ -35,6 +35,7 @@ function readHash() {
   state.view = p.get('view') || (D.kind === 'diff' ? 'flame' : 'flame');
   state.time = p.get('time') || D.time || 'wall';
   state.proc = p.get('proc') || 'all';
+  state.thread = p.get('thread') || 'all';
   state.zoom = Number(p.get('zoom') || 0);
   state.search = p.get('search') || '';
   state.fn = p.get('fn') || '';
@@ -45,7 +46,7 @@ function readHash() {
 function go(changes) {
   const next = Object.assign({}, state, changes);
   const p = new URLSearchParams();
-  for (const k of ['view', 'time', 'proc', 'zoom', 'search', 'fn', 'sort', 'asc', 'all']) {
+  for (const k of ['view', 'time', 'proc', 'thread', 'zoom', 'search', 'fn', 'sort', 'asc', 'all']) {
     let v = next[k];
     if (typeof v === 'boolean') v = v ? '1' : '';
     if (v !== '' && v !== undefined && v !== null) p.set(k, String(v));
@@ -79,12 +80,21 @@ function finish(t) {
 function nameOf(t, i) { return i === 0 ? t.label : D.tree.names[t.name[i]]; }
 function selfIn(on, off, time) { return time === 'cpu' ? on : time === 'offcpu' ? off : on + off; }
 
+// --per-thread: the threads' frames ({node, pid, tid, name}), largest first.
+const THREADS = D.kind === 'report' ? D.tree.threads || [] : [];
+function threadOf(tid) { return THREADS.find(x => String(x.tid) === tid); }
+
 // The scope's tree: the paths of every process merged by name path (as
-// build_call_tree does), or those of one process.
-function scopeTree(proc, time) {
+// build_call_tree does), or those of one process, or (thread: a tid) those
+// below one thread's frame, without it and without any other thread's frame
+// below it (a thread of its own), as report --per-thread's tables.
+function scopeTree(proc, thread, time) {
   const nodes = D.tree.nodes, roots = D.tree.roots;
   const rootOf = new Map(roots.map(r => [r.node, r.pid]));
-  const label = proc === 'all' ? 'all' : D.tree.names[nodes[roots.find(r => String(r.pid) === proc).node][0]];
+  const one = threadOf(thread);
+  const label = one ? D.tree.names[nodes[one.node][0]]
+    : proc === 'all' ? 'all' : D.tree.names[nodes[roots.find(r => String(r.pid) === proc).node][0]];
+  const frames = new Set(THREADS.map(x => x.node));
   const t = newTree(label);
   const moved = new Int32Array(nodes.length).fill(-1);
   const keys = new Map(), width = D.tree.names.length + 1; // key: parent * width + name
@@ -92,7 +102,11 @@ function scopeTree(proc, time) {
     const [name, parent, calls, open, on, off] = nodes[i];
     if (parent < 0) continue; // a process
     let into;
-    if (rootOf.has(parent)) {
+    if (one) {
+      if (frames.has(i)) continue;
+      into = parent === one.node ? 0 : moved[parent];
+      if (into < 0) continue;
+    } else if (rootOf.has(parent)) {
       if (proc !== 'all' && String(rootOf.get(parent)) !== proc) continue;
       into = 0;
     } else {
@@ -219,9 +233,9 @@ function breadcrumbs(t, zoom, onClick) {
 // ---- the report's views ------------------------------------------------
 let cache = {};
 function scope() {
-  const key = state.proc + '/' + state.time;
+  const key = state.proc + '/' + state.thread + '/' + state.time;
   if (cache.key !== key) {
-    const t = scopeTree(state.proc, state.time);
+    const t = scopeTree(state.proc, state.thread, state.time);
     cache = {key, t, functions: null};
   }
   return cache;
@@ -629,9 +643,23 @@ function controls() {
       const o = el('option', '', D.tree.names[D.tree.nodes[r.node][0]]); o.value = String(r.pid); proc.appendChild(o);
     }
     proc.value = state.proc;
-    proc.addEventListener('change', () => go({proc: proc.value, zoom: 0}));
+    proc.addEventListener('change', () => go({proc: proc.value, thread: 'all', zoom: 0}));
     box.appendChild(el('label', '', ' process '));
     box.appendChild(proc);
+  }
+  if (THREADS.length) {
+    // The chosen process's threads (every thread's with all processes).
+    const thread = el('select');
+    thread.id = 'thread';
+    const all = el('option', '', 'all threads'); all.value = 'all'; thread.appendChild(all);
+    for (const x of THREADS) {
+      if (state.proc !== 'all' && String(x.pid) !== state.proc) continue;
+      const o = el('option', '', D.tree.names[D.tree.nodes[x.node][0]]); o.value = String(x.tid); thread.appendChild(o);
+    }
+    thread.value = threadOf(state.thread) ? state.thread : 'all';
+    thread.addEventListener('change', () => go({thread: thread.value, zoom: 0}));
+    box.appendChild(el('label', '', ' thread '));
+    box.appendChild(thread);
   }
 }
 
