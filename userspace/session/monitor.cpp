@@ -396,7 +396,9 @@ void MonitorSession::discover()
 		if (fair_)
 			fair_->forget(pid);
 		last_.hits.erase(uint32_t(pid));
+		// Found and exec'd in one batch of events: its sites are in more, not yet attached.
 		std::erase_if(sites_, [&](const FoundSite &f) { return f.pid == pid; });
+		std::erase_if(more, [&](const FoundSite &f) { return f.pid == pid; });
 		std::vector<FoundSite> again = host_->replan(pid, sites_.size() + more.size());
 		more.insert(more.end(), again.begin(), again.end());
 	}
