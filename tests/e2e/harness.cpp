@@ -229,6 +229,30 @@ nlohmann::json report_json(const std::string &profile, bool raw)
 	return parse_report(o.out);
 }
 
+void require_no_anomalies(const nlohmann::json &report)
+{
+	for (const auto &[name, count] : report.at("anomalies").items()) {
+		INFO(name);
+		REQUIRE(count == 0);
+	}
+}
+
+Recorded record_report(const std::vector<std::string> &command, const RecordArgs &args)
+{
+	Recorded r;
+	r.data = temp_dir() + "/profile.data";
+	std::vector<std::string> argv = {usdtprof(), "record", "-o", r.data};
+	argv.insert(argv.end(), args.options.begin(), args.options.end());
+	argv.push_back("--");
+	argv.insert(argv.end(), command.begin(), command.end());
+	r.output = run(argv);
+	INFO(r.output.err);
+	REQUIRE(r.output.status == args.status);
+	r.slack = slack_ns(r.output.out);
+	r.report = report_json(r.data, args.raw);
+	return r;
+}
+
 nlohmann::json function(const nlohmann::json &report, const std::string &name)
 {
 	for (const auto &f : report.at("functions"))

@@ -60,6 +60,27 @@ nlohmann::json parse_report(const std::string &text);
 // `usdtprof report --format json FILE` through parse_report; raw: times as measured
 // (--raw), for checks of the kernel's bookkeeping against a target's own clock.
 nlohmann::json report_json(const std::string &profile, bool raw = false);
+// Fails the test on any anomaly counter of report that is not 0.
+void require_no_anomalies(const nlohmann::json &report);
+
+// What recording a launched command left: usdtprof's output (with the
+// command's stdout), the profile, the run's slack and the profile's report.
+struct Recorded {
+	Output output;
+	std::string data;      // the profile: DIR/profile.data in a fresh directory
+	double slack = 0;      // slack_ns of the command's stdout
+	nlohmann::json report; // report_json(data, raw)
+};
+struct RecordArgs {
+	std::vector<std::string> options; // record's, before "--"
+	int status = 0;                   // the exit status record must have (the command's)
+	bool raw = false;                 // the report's times as measured (report_json)
+};
+// The prelude of most recording tests: `usdtprof record -o DIR/profile.data
+// OPTIONS -- COMMAND`, which must exit args.status, then the profile's JSON
+// report (report_json).
+Recorded record_report(const std::vector<std::string> &command, const RecordArgs &args = {});
+
 // The functions[] entry named name (fails the test if absent).
 nlohmann::json function(const nlohmann::json &report, const std::string &name);
 // The paths[] entry whose stack joined with ';' is stack, or null.

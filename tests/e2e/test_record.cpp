@@ -15,37 +15,11 @@ namespace {
 
 constexpr double kMs = 1e6;
 
-void require_no_anomalies(const nlohmann::json &report)
-{
-	for (const auto &[name, count] : report.at("anomalies").items()) {
-		INFO(name);
-		REQUIRE(count == 0);
-	}
-}
-
-// The profile of a launched command, and the run's slack (harness.h).
-struct Recorded {
-	std::string data;
-	double slack = 0;
-};
-
-Recorded record_command(const std::string &dir, const std::vector<std::string> &command, int expected_status = 0)
-{
-	std::string data = dir + "/profile.data";
-	std::vector<std::string> argv = {usdtprof(), "record", "-o", data, "--"};
-	argv.insert(argv.end(), command.begin(), command.end());
-	Output o = run(argv);
-	INFO(o.err);
-	REQUIRE(o.status == expected_status);
-	return {data, slack_ns(o.out)};
-}
-
 } // namespace
 
 TEST_CASE("record -- CMD: nested spins give exact counts and times within 2%, exit code passed through")
 {
-	auto [data, slack] = record_command(temp_dir(), {target("nested"), "10"}, 7);
-	auto report = report_json(data);
+	auto [o, data, slack, report] = record_report({target("nested"), "10"}, {.options = {}, .status = 7});
 	require_no_anomalies(report);
 
 	auto outer = function(report, "outer");
@@ -71,8 +45,7 @@ TEST_CASE("record -- CMD: nested spins give exact counts and times within 2%, ex
 
 TEST_CASE("recursion: counts exact, each outermost activation counted once in total")
 {
-	auto [data, slack] = record_command(temp_dir(), {target("recursion")});
-	auto report = report_json(data);
+	auto [o, data, slack, report] = record_report({target("recursion")});
 	require_no_anomalies(report);
 
 	auto rec = function(report, "rec");
@@ -94,8 +67,8 @@ TEST_CASE("recursion: counts exact, each outermost activation counted once in to
 
 TEST_CASE("threads: per-thread stacks never mix")
 {
-	std::string data = record_command(temp_dir(), {target("threads")}).data;
-	auto report = report_json(data, true); // the leaves' spins, the probes' cost included
+	// Raw: the leaves' spins, the probes' cost included.
+	nlohmann::json report = record_report({target("threads")}, {.options = {}, .status = 0, .raw = true}).report;
 	require_no_anomalies(report);
 	for (int i = 0; i < 4; i++) {
 		// Names end in two octal digits: "worker03" is thread 3.
@@ -221,9 +194,8 @@ TEST_CASE("frames open when recording stops are counted up to the stop and marke
 
 TEST_CASE("export --format folded writes root;...;leaf weights in nanoseconds")
 {
-	std::string dir = temp_dir();
-	auto [data, slack] = record_command(dir, {target("nested"), "4"}, 7);
-	std::string folded = dir + "/out.folded";
+	auto [record, data, slack, report] = record_report({target("nested"), "4"}, {.options = {}, .status = 7});
+	std::string folded = temp_dir() + "/out.folded";
 	Output o = run({usdtprof(), "export", data, "--format", "folded", "-o", folded});
 	REQUIRE(o.status == 0);
 	std::ifstream in(folded);
@@ -237,7 +209,6 @@ TEST_CASE("export --format folded writes root;...;leaf weights in nanoseconds")
 	// Weights are nanoseconds: the report's self times exactly.
 	require_time(int64_t(weights["main;outer;inner"]), 12 * 2 * kMs, slack);
 	require_time(int64_t(weights["main;outer"]), 4 * 4 * kMs, slack);
-	auto report = report_json(data);
 	for (const auto &[stack, weight] : weights)
 		REQUIRE(weight == path(report, stack)["self_ns"].get<double>());
 }
@@ -283,11 +254,8 @@ TEST_CASE("errors: one clear line and a documented exit status")
 
 TEST_CASE("on- and off-CPU self time: spin 1 ms then sleep 2 ms comes out 1 : 2")
 {
-	std::string dir = temp_dir(), data = dir + "/profile.data";
-	Output o = run({usdtprof(), "record", "-o", data, "--", target("offcpu")});
-	INFO(o.err);
-	REQUIRE(o.status == 0);
-	auto work = function(report_json(data), "work");
+	auto [o, data, slack, report] = record_report({target("offcpu")});
+	auto work = function(report, "work");
 	REQUIRE(work["calls"] == 50);
 	double on = work["self_oncpu_ns"].get<double>(), off = work["self_offcpu_ns"].get<double>();
 	REQUIRE(on + off == work["self_ns"].get<double>());
@@ -296,7 +264,7 @@ TEST_CASE("on- and off-CPU self time: spin 1 ms then sleep 2 ms comes out 1 : 2"
 	// time the hypervisor steals looks like CPU time to usdtprof and not to
 	// the thread's CPU clock, so tolerances grow by the run's slack (the time
 	// beyond 150 ms).
-	double measured_on = 0, measured_off = 0, slack = slack_ns(o.out);
+	double measured_on = 0, measured_off = 0;
 	std::istringstream lines(o.out);
 	for (std::string tag, name; lines >> tag >> name;)
 		(name == "oncpu" ? lines >> measured_on : name == "offcpu" ? lines >> measured_off : lines >> tag);
@@ -321,12 +289,7 @@ TEST_CASE("on- and off-CPU self time: spin 1 ms then sleep 2 ms comes out 1 : 2"
 
 TEST_CASE("tasks: work pushed to an engine thread is attributed under the operator that created it")
 {
-	std::string data = temp_dir() + "/profile.data";
-	Output o = run({usdtprof(), "record", "-o", data, "--", target("operator")});
-	INFO(o.err);
-	REQUIRE(o.status == 0);
-	double slack = slack_ns(o.out);
-	auto report = report_json(data);
+	auto [o, data, slack, report] = record_report({target("operator")});
 	require_no_anomalies(report);
 	auto sub = path(report, "main;MyOp::forward;[task];_plus_scalar");
 	REQUIRE(sub.is_object());
@@ -363,18 +326,15 @@ TEST_CASE("tasks: work pushed to an engine thread is attributed under the operat
 
 TEST_CASE("custom probe pairs and task probes of a program with its own USDT probes")
 {
-	std::string dir = temp_dir(), data = dir + "/custom.data";
-	Output o = run({usdtprof(), "record", "-o", data, "--pair", "myapp:request__start/request__done:arg1",
-			"--task", "myapp:job__queued/job__start/job__done", "--", target("custom_probes")});
-	INFO(o.err);
-	REQUIRE(o.status == 0);
-	auto report = report_json(data);
+	auto [o, data, slack, report] = record_report(
+		{target("custom_probes")}, {.options = {"--pair", "myapp:request__start/request__done:arg1", "--task",
+							"myapp:job__queued/job__start/job__done"}});
 	require_no_anomalies(report);
 	REQUIRE(path(report, "handle")["calls"] == 5);
 	auto compute = path(report, "handle;[task];compute");
 	REQUIRE(compute.is_object());
 	REQUIRE(compute["calls"] == 5);
-	require_time(compute["self_ns"], 5 * kMs, slack_ns(o.out));
+	require_time(compute["self_ns"], 5 * kMs, slack);
 
 	Output bad = run({usdtprof(), "record", "-o", data, "--pair", "myapp:only_one", "--", target("custom_probes")});
 	REQUIRE(bad.status == 2);

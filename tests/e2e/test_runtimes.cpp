@@ -48,14 +48,6 @@ std::string find_in_path(const std::string &name)
 	return "";
 }
 
-void require_no_anomalies(const nlohmann::json &report)
-{
-	for (const auto &[name, count] : report.at("anomalies").items()) {
-		INFO(name);
-		REQUIRE(count == 0);
-	}
-}
-
 void require_one_line(const std::string &err)
 {
 	INFO(err);
