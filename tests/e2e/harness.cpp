@@ -237,11 +237,12 @@ void require_no_anomalies(const nlohmann::json &report)
 	}
 }
 
-Recorded record_report(const std::vector<std::string> &command, const RecordArgs &args)
+Recorded record_profile(const std::vector<std::string> &command, const RecordArgs &args)
 {
 	Recorded r;
 	r.data = temp_dir() + "/profile.data";
-	std::vector<std::string> argv = {usdtprof(), "record", "-o", r.data};
+	std::vector<std::string> argv = args.env;
+	argv.insert(argv.end(), {usdtprof(), "record", "-o", r.data});
 	argv.insert(argv.end(), args.options.begin(), args.options.end());
 	argv.push_back("--");
 	argv.insert(argv.end(), command.begin(), command.end());
@@ -249,6 +250,12 @@ Recorded record_report(const std::vector<std::string> &command, const RecordArgs
 	INFO(r.output.err);
 	REQUIRE(r.output.status == args.status);
 	r.slack = slack_ns(r.output.out);
+	return r;
+}
+
+Recorded record_report(const std::vector<std::string> &command, const RecordArgs &args)
+{
+	Recorded r = record_profile(command, args);
 	r.report = report_json(r.data, args.raw);
 	return r;
 }

@@ -69,16 +69,20 @@ struct Recorded {
 	Output output;
 	std::string data;      // the profile: DIR/profile.data in a fresh directory
 	double slack = 0;      // slack_ns of the command's stdout
-	nlohmann::json report; // report_json(data, raw)
+	nlohmann::json report; // report_json(data, raw); null from record_profile
 };
 struct RecordArgs {
-	std::vector<std::string> options; // record's, before "--"
-	int status = 0;                   // the exit status record must have (the command's)
-	bool raw = false;                 // the report's times as measured (report_json)
+	// (Defaults on every member: designated initializers may leave any out.)
+	std::vector<std::string> env = {};     // a prefix that runs usdtprof: {"env", "-u", "RUBYOPT"}
+	std::vector<std::string> options = {}; // record's, before "--"
+	int status = 0;                        // the exit status record must have (the command's)
+	bool raw = false;                      // the report's times as measured (report_json)
 };
-// The prelude of most recording tests: `usdtprof record -o DIR/profile.data
-// OPTIONS -- COMMAND`, which must exit args.status, then the profile's JSON
-// report (report_json).
+// `ENV usdtprof record -o DIR/profile.data OPTIONS -- COMMAND`, which must
+// exit args.status; for tests that read the profile otherwise or not at all.
+Recorded record_profile(const std::vector<std::string> &command, const RecordArgs &args = {});
+// The prelude of most recording tests: record_profile, then the profile's
+// JSON report (report_json).
 Recorded record_report(const std::vector<std::string> &command, const RecordArgs &args = {});
 
 // The functions[] entry named name (fails the test if absent).

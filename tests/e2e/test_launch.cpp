@@ -95,27 +95,15 @@ TEST_CASE("ruby hook: takes itself out of RUBYOPT, lives where no other user can
 
 namespace {
 
-// `usdtprof record -o DIR/p.data [options] -- command`, with PATH limited to
+// `usdtprof record -o DIR/profile.data [options] -- command`, with PATH limited to
 // Debian's directories (pyenv's python3.11, first on some PATHs, has no probes).
-struct Recorded {
-	Output output;
-	std::string data;
-};
-
 Recorded record_followed(const std::vector<std::string> &command, int expected_status,
 			 const std::vector<std::string> &options = {})
 {
-	Recorded r;
-	r.data = temp_dir() + "/p.data";
-	std::vector<std::string> argv = {"env", "-u", "JDK_JAVA_OPTIONS", "-u", "JAVA_TOOL_OPTIONS", "-u", "RUBYOPT", "PATH=/usr/bin:/bin",
-					 usdtprof(), "record", "-o", r.data};
-	argv.insert(argv.end(), options.begin(), options.end());
-	argv.push_back("--");
-	argv.insert(argv.end(), command.begin(), command.end());
-	r.output = run(argv);
-	INFO(r.output.err);
-	REQUIRE(r.output.status == expected_status);
-	return r;
+	return record_profile(command, {.env = {"env", "-u", "JDK_JAVA_OPTIONS", "-u", "JAVA_TOOL_OPTIONS", "-u",
+						"RUBYOPT", "PATH=/usr/bin:/bin"},
+					.options = options,
+					.status = expected_status});
 }
 
 nlohmann::json per_process_json(const std::string &data)

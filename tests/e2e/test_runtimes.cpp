@@ -55,29 +55,6 @@ void require_one_line(const std::string &err)
 	REQUIRE(err.back() == '\n');
 }
 
-// `usdtprof record -o DIR/profile.data -- command...`, which must exit 0; its output and the profile.
-struct Launched {
-	Output output;
-	std::string data;
-};
-
-Launched record_launch(const std::vector<std::string> &command, const std::vector<std::string> &env_prefix = {},
-			const std::vector<std::string> &options = {})
-{
-	Launched l;
-	l.data = temp_dir() + "/profile.data";
-	std::vector<std::string> argv = env_prefix;
-	for (const std::string &a : {e2e::usdtprof(), std::string("record"), std::string("-o"), l.data})
-		argv.push_back(a);
-	argv.insert(argv.end(), options.begin(), options.end());
-	argv.push_back("--");
-	argv.insert(argv.end(), command.begin(), command.end());
-	l.output = run(argv);
-	INFO(l.output.err);
-	REQUIRE(l.output.status == 0);
-	return l;
-}
-
 nlohmann::json list_json(int pid)
 {
 	Output o = run({e2e::usdtprof(), "list", "-p", std::to_string(pid), "--format", "json"});
@@ -128,12 +105,12 @@ void require_refused(int pid, const std::string &switch_name)
 
 TEST_CASE("php: record -- php sets USE_ZEND_DTRACE itself, exact calls per Class::function", "[runtimes]")
 {
-	auto [o, data] = record_launch({"php", runtime_file("calls.php")}, {"env", "-u", "USE_ZEND_DTRACE"});
+	auto [o, data, slack, report] = record_report({"php", runtime_file("calls.php")},
+						      {.env = {"env", "-u", "USE_ZEND_DTRACE"}});
 	INFO(o.err);
 	REQUIRE(o.out == "fib=610 inc=1000 twice=42 hello=3 closure=5 caught=2\n");
 	REQUIRE_THAT(o.err, Contains("USE_ZEND_DTRACE=1"));
 
-	auto report = report_json(data);
 	require_no_anomalies(report);
 	const std::string closure = "{closure:" + runtime_file("calls.php") + ":76}"; // where its body starts
 	const std::pair<std::string, int> expected[] = {{"fib", 1973}, {"Counter::inc", 1000}, {"Counter::get", 1},
@@ -184,9 +161,8 @@ TEST_CASE("php: closures are apart by file and line, recursive only when one cal
 			       "$t = 0;\n"
 			       "for ($i = 0; $i < 5; $i++) { $t += (new Foo)->go(); }\n"
 			       "echo $t + $down(3), \"\\n\";\n";
-	auto [o, data] = record_launch({"php", file});
+	auto [o, data, slack, report] = record_report({"php", file});
 	REQUIRE(o.out == "15\n");
-	auto report = report_json(data);
 	require_no_anomalies(report);
 	auto closure = [&](int line) { return "{closure:" + file + ":" + std::to_string(line) + "}"; };
 	REQUIRE(function(report, "Foo::" + closure(6))["calls"] == 5);
@@ -219,9 +195,8 @@ TEST_CASE("php: two closures that start on one line are one row, their calls add
 			       "};\n"
 			       "$t += $other(10);\n"
 			       "echo $t, \"\\n\";\n";
-	auto [o, data] = record_launch({"php", file});
+	auto [o, data, slack, report] = record_report({"php", file});
 	REQUIRE(o.out == "17\n"); // 1+2+3 + 0+2 + 9
-	auto report = report_json(data);
 	require_no_anomalies(report);
 	auto closure = [&](int line) { return "{closure:" + file + ":" + std::to_string(line) + "}"; };
 	REQUIRE(function(report, closure(2))["calls"] == inc_calls + dbl_calls);
@@ -247,10 +222,9 @@ TEST_CASE("php: top-level code is {main}, a user function main() is main, each o
 			  "class App { public function main() { return main(2); } }\n"
 			  "main(0);\n(new App())->main();\ninclude __DIR__ . '/inc.php';\necho \"done\\n\";\n";
 	}
-	auto [o, data] = record_launch({"php", dir + "/main.php"});
+	auto [o, data, slack, report] = record_report({"php", dir + "/main.php"});
 	INFO(o.err);
 	REQUIRE(o.out == "done\n");
-	auto report = report_json(data);
 	require_no_anomalies(report);
 	// main(0) once, then App::main -> main(2) -> main(1) -> main(0).
 	REQUIRE(function(report, "main")["calls"] == 4);
@@ -298,13 +272,12 @@ TEST_CASE("ruby: record -- ruby switches the method probes on, exact calls per C
 {
 	// With rubygems: its startup frees RubyVM::FrozenCore's name, which the launched Ruby gets back
 	// (the repair script) before its C method probes are attached ("ruby: launched ..." below).
-	auto [o, data] = record_launch({"ruby", runtime_file("calls.rb")}, {"env", "-u", "RUBYOPT"},
-				       {"--ruby-call-hook"});
+	auto [o, data, slack, report] = record_report({"ruby", runtime_file("calls.rb")},
+						      {.env = {"env", "-u", "RUBYOPT"}, .options = {"--ruby-call-hook"}});
 	INFO(o.err);
 	REQUIRE(o.out == "fib=610 inc=1000 twice=42 hello=3 caught=2\n");
 	REQUIRE_THAT(o.err, Contains("RUBYOPT=-r"));
 
-	auto report = report_json(data);
 	// Top-level defs belong to Object; a singleton (class) method is Class.method; an inherited
 	// method is named for the class that defines it.
 	const std::pair<const char *, int> expected[] = {{"Object#fib", 1973}, {"Counter#inc", 1000},
@@ -346,13 +319,13 @@ TEST_CASE("ruby: rake's class methods are Class.method, instance methods Class#m
 	std::string dir = temp_dir(), counted = dir + "/counted.txt";
 	std::ofstream(dir + "/Rakefile") << "task :a do\nend\ntask b: :a do\nend\n"
 					    "task default: %i[a b] do\n  puts 'built'\nend\n";
-	auto [o, data] = record_launch({"rake", "-f", dir + "/Rakefile"},
-				       {"env", "-u", "RUBYOPT", "RUBYOPT=-r" + runtime_file("count_calls.rb"),
-					"USDTPROF_TEST_PREFIX=Rake", "USDTPROF_TEST_COUNTS=" + counted},
-				       {"--ruby-call-hook"});
+	auto [o, data, slack, report] =
+		record_report({"rake", "-f", dir + "/Rakefile"},
+			      {.env = {"env", "-u", "RUBYOPT", "RUBYOPT=-r" + runtime_file("count_calls.rb"),
+				       "USDTPROF_TEST_PREFIX=Rake", "USDTPROF_TEST_COUNTS=" + counted},
+			       .options = {"--ruby-call-hook"}});
 	REQUIRE(o.out == "built\n");
 	auto expected = ruby_counted_calls(counted);
-	auto report = report_json(data);
 	int singletons = 0;
 	for (const auto &[name, calls] : expected) {
 		INFO(name);
@@ -384,9 +357,9 @@ TEST_CASE("ruby: singleton C methods are Class.method (File.exist?) and instance
 					"3.times { n += Util.twice(1) }\n"
 					"2.times { begin; IO.read('/nonexistent/usdtprof'); rescue SystemCallError; end }\n"
 					"puts n\n";
-	auto [o, data] = record_launch({"ruby", dir + "/c.rb"}, {"env", "-u", "RUBYOPT"}, {"--ruby-call-hook"});
+	auto [o, data, slack, report] =
+		record_report({"ruby", dir + "/c.rb"}, {.env = {"env", "-u", "RUBYOPT"}, .options = {"--ruby-call-hook"}});
 	REQUIRE(o.out == "13\n");
-	auto report = report_json(data);
 	const std::pair<const char *, int> expected[] = {
 		{"File.exist?", 7}, {"String#upcase", 5}, {"Util.twice", 3}, {"IO.read", 2}, {"Integer#times", 4}};
 	for (const auto &[name, calls] : expected) {
@@ -420,9 +393,9 @@ TEST_CASE("ruby: launched Rubies (erb, with and without the hook) never crash; F
 		if (run % 2)
 			options.push_back("--ruby-call-hook");
 		INFO("run " << run);
-		auto [o, data] = record_launch({"erb", dir + "/t.erb"}, {"env", "-u", "RUBYOPT"}, options);
+		auto [o, data, slack, report] =
+			record_report({"erb", dir + "/t.erb"}, {.env = {"env", "-u", "RUBYOPT"}, .options = options});
 		REQUIRE(o.out == "1,2,3,\n");
-		auto report = report_json(data);
 		// C method probes were on: rubygems' `alias`es (core#set_method_alias) ran under them,
 		// each named for FrozenCore, never for whatever reused its name's slot.
 		REQUIRE(function(report, "Kernel#require")["calls"] > 0);
@@ -500,11 +473,11 @@ const nlohmann::json &java_calls_report()
 {
 	static std::optional<nlohmann::json> report;
 	if (!report) {
-		auto [o, data] = record_launch({"java", "-cp", java_classes(), "Calls"}, kNoJavaOptions);
-		INFO(o.err);
-		REQUIRE(o.out == "fib=610 inc=100000 twice=42 hello=3 caught=2\n");
-		REQUIRE_THAT(o.err, Contains("JAVA_TOOL_OPTIONS=-XX:+DTraceMethodProbes"));
-		report = report_json(data);
+		Recorded calls = record_report({"java", "-cp", java_classes(), "Calls"}, {.env = kNoJavaOptions});
+		INFO(calls.output.err);
+		REQUIRE(calls.output.out == "fib=610 inc=100000 twice=42 hello=3 caught=2\n");
+		REQUIRE_THAT(calls.output.err, Contains("JAVA_TOOL_OPTIONS=-XX:+DTraceMethodProbes"));
+		report = std::move(calls.report);
 	}
 	return *report;
 }
@@ -538,7 +511,8 @@ TEST_CASE("java: a call-path table too small for the JDK loses no time: calls be
 	  "counted, the report says so first", "[runtimes][scale]")
 {
 	// ~50,000 paths in 2,000 slots: nearly every call of the JDK's and of Calls finds none.
-	auto [o, data] = record_launch({"java", "-cp", java_classes(), "Calls"}, kNoJavaOptions, {"--max-paths", "2000"});
+	auto [o, data, slack, _] = record_profile({"java", "-cp", java_classes(), "Calls"},
+						  {.env = kNoJavaOptions, .options = {"--max-paths", "2000"}});
 	INFO(o.err);
 	REQUIRE(o.out == "fib=610 inc=100000 twice=42 hello=3 caught=2\n");
 	auto profile = usdtprof::load_profile(data);
@@ -614,7 +588,7 @@ TEST_CASE("java: javac on HotSpot: ~120,000 call paths, no time dropped; in a sm
 	// 3-line class makes ~520,000 paths and 8.4M calls: minutes under the probes on this host.)
 	SECTION("the default table holds them all")
 	{
-		auto [o, data] = record_launch({"javac", "-version"}, kNoJavaOptions);
+		auto [o, data, slack, _] = record_profile({"javac", "-version"}, {.env = kNoJavaOptions});
 		REQUIRE_THAT(o.out, StartsWith("javac "));
 		REQUIRE_THAT(o.err, Contains("JAVA_TOOL_OPTIONS=-XX:+DTraceMethodProbes"));
 		auto profile = usdtprof::load_profile(data);
@@ -632,7 +606,8 @@ TEST_CASE("java: javac on HotSpot: ~120,000 call paths, no time dropped; in a sm
 	}
 	SECTION("--max-paths 20000: the rest in [other] frames, counted, no time dropped, the report says so first")
 	{
-		auto [o, data] = record_launch({"javac", "-version"}, kNoJavaOptions, {"--max-paths", "20000"});
+		auto [o, data, slack, _] =
+			record_profile({"javac", "-version"}, {.env = kNoJavaOptions, .options = {"--max-paths", "20000"}});
 		REQUIRE_THAT(o.out, StartsWith("javac "));
 		auto profile = usdtprof::load_profile(data);
 		REQUIRE(profile);
@@ -706,11 +681,11 @@ TEST_CASE("java: exceptions through compiled frames leave the profile exact: cal
 	// repair the dead parseInt frames piled up past 128 (parseInt "recursive", loop and main
 	// twice, after 0 ns, depth_overflow). Only parseInt and loop compiled, at first call: quick.
 	const int n = 500;
-	auto [o, data] = record_launch({"java", "-Xcomp", "-XX:TieredStopAtLevel=1", "-XX:CompileCommand=quiet",
-					"-XX:CompileCommand=compileonly,java.lang.Integer::parseInt",
-					"-XX:CompileCommand=compileonly,Ex2::loop", "-cp", java_classes(), "Ex2",
-					std::to_string(n)},
-				       kNoJavaOptions);
+	auto [o, data, slack, report] = record_report({"java", "-Xcomp", "-XX:TieredStopAtLevel=1", "-XX:CompileCommand=quiet",
+						       "-XX:CompileCommand=compileonly,java.lang.Integer::parseInt",
+						       "-XX:CompileCommand=compileonly,Ex2::loop", "-cp", java_classes(),
+						       "Ex2", std::to_string(n)},
+						      {.env = kNoJavaOptions});
 	std::smatch m;
 	const std::regex line(R"(^bad (\d+) after_in_ns (\d+) after_out_ns (\d+)\n$)");
 	INFO(o.out);
@@ -719,7 +694,6 @@ TEST_CASE("java: exceptions through compiled frames leave the profile exact: cal
 	const double inside = std::stod(m[2]), outside = std::stod(m[3]);
 	REQUIRE(bad == n / 2);
 
-	auto report = report_json(data);
 	for (const char *anomaly : {"depth_overflow", "exit_no_frame"}) {
 		INFO(anomaly);
 		REQUIRE(report["anomalies"][anomaly] == 0);
@@ -783,7 +757,7 @@ TEST_CASE("python3.11: calls per function equal cProfile's ncalls for the same s
 {
 	const std::string script = runtime_file("calls.py");
 	const std::string expected_out = "fib=610 inc=1000 twice=42 hello=3 lambda=5 caught=2 gen=6\n";
-	auto [o, data] = record_launch({kPython311, script});
+	auto [o, data, slack, _] = record_profile({kPython311, script});
 	INFO(o.err);
 	REQUIRE(o.out == expected_out);
 	REQUIRE_THAT(o.err, Contains("gh-98894"));
@@ -864,9 +838,8 @@ TEST_CASE("python3.11: methods of one name are apart by their qualified names, n
 					"    inner = lambda: K().meth()\n"
 					"    return inner()\n"
 					"print(main())\n";
-	auto [o, data] = record_launch({kPython311, dir + "/q.py"});
+	auto [o, data, slack, report] = record_report({kPython311, dir + "/q.py"});
 	REQUIRE(o.out == "1\n");
-	auto report = report_json(data);
 	require_no_anomalies(report);
 	REQUIRE(function(report, "q.py:K.meth")["calls"] == 11);
 	REQUIRE(function(report, "q.py:K.Inner.meth")["calls"] == 10);
@@ -906,12 +879,11 @@ TEST_CASE("python3.11: --pair gc__start/gc__done:arg0:int: each exit closes its 
 					     "    after()\n"
 					     "    print('collected', n >= 500)\n"
 					     "main()\n";
-	auto [o, data] = record_launch({kPython311, dir + "/gcpair.py"}, {},
-				       {"--pair", "python:gc__start/gc__done:arg0:int"});
+	auto [o, data, slack, report] =
+		record_report({kPython311, dir + "/gcpair.py"}, {.options = {"--pair", "python:gc__start/gc__done:arg0:int"}});
 	INFO(o.err);
 	REQUIRE(o.out == "collected True\n");
 	REQUIRE_THAT(o.err, !Contains("did not nest"));
-	auto report = report_json(data);
 	auto gc = path(report, "gcpair.py:<module>;gcpair.py:main;gcpair.py:main.<locals>.<genexpr>;gcpair.py:collect;gc__start(2)");
 	INFO(report["paths"].dump());
 	REQUIRE(gc.is_object());
@@ -924,8 +896,9 @@ TEST_CASE("python3.11: --pair gc__start/gc__done:arg0:int: each exit closes its 
 
 	// A pair that does not nest with the calls (an import's start paired with a collection's end,
 	// which never comes inside load()) is said to.
-	auto [bad, bad_data] = record_launch({kPython311, dir + "/gcpair.py"}, {},
-					     {"--pair", "python:import__find__load__start/gc__done:=loading"});
+	Output bad = record_profile({kPython311, dir + "/gcpair.py"},
+				    {.options = {"--pair", "python:import__find__load__start/gc__done:=loading"}})
+			     .output;
 	INFO(bad.err);
 	REQUIRE_THAT(bad.err, Contains("warning: --pair python:import__find__load__start/gc__done:=loading:"));
 	REQUIRE_THAT(bad.err, Contains("it is not a function"));
@@ -1439,11 +1412,10 @@ TEST_CASE("bpftrace -c cannot attach to ruby:method__return in libruby; usdtprof
 	REQUIRE_THAT(bt.err, Contains("Error finding location for probe: " + probe));
 
 	// --disable-gems: see the Ruby test above.
-	auto [o, data] = record_launch({kRuby31, "--disable-gems", "-e", "def f; end; 3.times { f }"}, {},
-				       {"--ruby-call-hook"});
+	auto [o, data, slack, report] = record_report({kRuby31, "--disable-gems", "-e", "def f; end; 3.times { f }"},
+						      {.options = {"--ruby-call-hook"}});
 	INFO(o.err);
 	REQUIRE_THAT(o.err, Contains("with ruby"));
-	auto report = report_json(data);
 	auto f = function(report, "Object#f");
 	REQUIRE(f["calls"] == 3);
 	REQUIRE(f["open"] == 0); // each call closed by its method__return
