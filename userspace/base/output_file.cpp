@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/random.h>
@@ -374,6 +375,16 @@ Result<void> check_output(const std::string &path)
 	if (dest->kind == Kind::File && access(dir_of(dest->path).c_str(), W_OK) != 0)
 		return cannot_write(dest->path == path ? path : path + " (" + dest->path + ")", strerror(errno));
 	return {};
+}
+
+bool same_file(const std::string &a, const std::string &b)
+{
+	struct stat sa, sb;
+	if (stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0)
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	std::error_code ea, eb;
+	auto ca = std::filesystem::weakly_canonical(a, ea), cb = std::filesystem::weakly_canonical(b, eb);
+	return !ea && !eb && ca == cb;
 }
 
 } // namespace usdtprof

@@ -34,4 +34,10 @@ Result<void> write_output(const std::string &path, const OutputProducer &produce
 // directory exists and is writable. Opens and creates nothing.
 Result<void> check_output(const std::string &path);
 
+// Whether paths a and b name one file, so that writing one replaces the other:
+// the same device and inode (symlinks followed) where both exist; where one is
+// not there yet, the same place once symlinks and "." and ".." are resolved
+// (std::filesystem::weakly_canonical).
+bool same_file(const std::string &a, const std::string &b);
+
 } // namespace usdtprof

@@ -17,22 +17,16 @@ namespace usdtprof::cli {
 
 namespace {
 
-bool same_file(const struct stat &a, const struct stat &b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
-
-// The input (or, for a monitor directory, the file in it) that -o names, or "".
-std::string input_named_by(const struct stat &target, const std::string &input)
+// The input (or, for a monitor directory, a file in it) that -o names, or "".
+// A symlink in the directory is not read as a profile (nor counted here).
+std::string input_named_by(const std::string &output, const std::string &input)
 {
-	struct stat st;
-	if (stat(input.c_str(), &st) != 0)
-		return "";
-	if (!S_ISDIR(st.st_mode))
-		return same_file(st, target) ? input : "";
 	std::error_code ec;
-	for (const auto &e : std::filesystem::directory_iterator(input, ec)) {
-		struct stat entry;
-		if (lstat(e.path().c_str(), &entry) == 0 && same_file(entry, target))
+	if (!std::filesystem::is_directory(input, ec))
+		return same_file(input, output) ? input : "";
+	for (const auto &e : std::filesystem::directory_iterator(input, ec))
+		if (!e.is_symlink(ec) && same_file(e.path(), output))
 			return e.path();
-	}
 	return "";
 }
 
@@ -45,7 +39,7 @@ void refuse_output_over_inputs(const std::string &output, const std::vector<std:
 	if (output.empty() || stat(output.c_str(), &target) != 0 || !S_ISREG(target.st_mode))
 		return;
 	for (const std::string &input : inputs)
-		if (std::string named = input_named_by(target, input); !named.empty())
+		if (std::string named = input_named_by(output, input); !named.empty())
 			throw UserError("-o " + escape_text(output) + " is the input " + escape_text(named) +
 						": it would be replaced; write to another file",
 					2);

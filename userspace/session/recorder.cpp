@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <csignal>
-#include <filesystem>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -41,16 +40,6 @@ void check_output_path(const std::string &output)
 		throw UserError(r.error().message);
 }
 
-// Two outputs at one path: the second written would replace the first.
-bool same_path(const std::string &a, const std::string &b)
-{
-	std::error_code ec1, ec2;
-	if (std::filesystem::equivalent(a, b, ec1))
-		return true;
-	auto ca = std::filesystem::weakly_canonical(a, ec1), cb = std::filesystem::weakly_canonical(b, ec2);
-	return !ec1 && !ec2 && ca == cb;
-}
-
 // What record refuses before it loads anything. Throws UserError.
 void check_record_options(const RecordOptions &o)
 {
@@ -58,7 +47,7 @@ void check_record_options(const RecordOptions &o)
 		throw UserError(r.error().message);
 	if (o.trace) {
 		check_output_path(o.trace->output);
-		if (same_path(o.output, o.trace->output))
+		if (same_file(o.output, o.trace->output))
 			throw UserError("-o " + o.trace->output + " and --profile " + o.output +
 						" name one file: the trace would replace the profile",
 					2);
