@@ -13,91 +13,14 @@
 #include <vector>
 
 #include "serve/http.h"
-
 #include "serve/pusher.h"
+#include "../push_receiver.h"
 
 using namespace usdtprof;
 using namespace std::chrono_literals;
+using namespace push_test;
 
 namespace {
-
-struct Received {
-	std::string path;
-	std::multimap<std::string, std::string> params;
-	std::string content_type;
-	std::string body;
-	int status = 0; // what the receiver answered
-};
-
-// A local ingest endpoint that records every request; respond(n) gives the
-// status for the n-th request (0-based).
-class Receiver {
-public:
-	explicit Receiver(std::function<int(size_t)> respond = [](size_t) { return 200; })
-		: respond_(std::move(respond))
-	{
-		server_.Post("/.*", [this](const httplib::Request &req, httplib::Response &res) {
-			Received r;
-			r.path = req.path;
-			r.params = req.params;
-			r.content_type = req.get_header_value("Content-Type");
-			r.body = req.body;
-			std::function<int(size_t)> respond;
-			size_t n;
-			{
-				std::lock_guard<std::mutex> lock(mutex_);
-				respond = respond_;
-				n = requests_.size();
-			}
-			r.status = respond(n);
-			res.status = r.status;
-			{
-				std::lock_guard<std::mutex> lock(mutex_);
-				requests_.push_back(r);
-			}
-			if (r.status != 200)
-				res.set_content("try later\nsecond line", "text/plain");
-		});
-		port_ = server_.bind_to_any_port("127.0.0.1");
-		REQUIRE(port_ > 0);
-		thread_ = std::thread([this] { server_.listen_after_bind(); });
-		while (!server_.is_running())
-			std::this_thread::sleep_for(1ms);
-	}
-	~Receiver()
-	{
-		server_.stop();
-		thread_.join();
-	}
-
-	std::string url(const std::string &path = "") const
-	{
-		return "http://127.0.0.1:" + std::to_string(port_) + path;
-	}
-	void set_respond(std::function<int(size_t)> respond)
-	{
-		std::lock_guard<std::mutex> lock(mutex_);
-		respond_ = std::move(respond);
-	}
-	std::vector<Received> requests() const
-	{
-		std::lock_guard<std::mutex> lock(mutex_);
-		return requests_;
-	}
-	size_t count() const
-	{
-		std::lock_guard<std::mutex> lock(mutex_);
-		return requests_.size();
-	}
-
-private:
-	httplib::Server server_;
-	std::thread thread_;
-	int port_ = 0;
-	mutable std::mutex mutex_;
-	std::function<int(size_t)> respond_;
-	std::vector<Received> requests_;
-};
 
 // An endpoint that reads one request, then answers with head, then with
 // more() for as long as the client reads it (or until destroyed); bytes()
@@ -197,30 +120,6 @@ int closed_port()
 	return ntohs(addr.sin_port);
 }
 
-template <class F> bool eventually(F done, std::chrono::milliseconds limit = 3000ms)
-{
-	auto deadline = std::chrono::steady_clock::now() + limit;
-	while (!done()) {
-		if (std::chrono::steady_clock::now() > deadline)
-			return false;
-		std::this_thread::sleep_for(1ms);
-	}
-	return true;
-}
-
-PusherOptions fast_options(const std::string &url)
-{
-	PusherOptions o;
-	o.url = url;
-	o.app_name = "myapp";
-	o.hostname = "testhost";
-	o.initial_backoff = 5ms;
-	o.max_backoff = 20ms;
-	o.connect_timeout = 1000ms;
-	o.timeout = 2000ms;
-	return o;
-}
-
 std::string binary_payload()
 {
 	std::string bytes = "\x1f\x8b\x08";
@@ -228,12 +127,6 @@ std::string binary_payload()
 	for (int i = 0; i < 70000; i++)
 		bytes += static_cast<char>((i * 131 + 7) & 0xff);
 	return bytes;
-}
-
-std::string param(const Received &r, const std::string &key)
-{
-	auto it = r.params.find(key);
-	return it == r.params.end() ? "<missing>" : it->second;
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -14,7 +15,9 @@
 #include "profile/profile.h"
 #include "report/formats.h"
 #include "serve/metrics.h"
+#include "serve/pusher.h"
 #include "session/sinks.h"
+#include "../push_receiver.h"
 #include "../task_profile.h"
 #include "../trace_validate.h"
 
@@ -57,6 +60,46 @@ public:
 private:
 	std::string name_;
 	std::vector<std::string> &order_;
+};
+
+// What this process writes to stderr while it lives (into a temporary file).
+class StderrCapture {
+public:
+	StderrCapture() : saved_(dup(STDERR_FILENO)), file_(tmpfile())
+	{
+		REQUIRE(saved_ >= 0);
+		REQUIRE(file_);
+		fflush(stderr);
+		dup2(fileno(file_), STDERR_FILENO);
+	}
+	~StderrCapture()
+	{
+		restore();
+		fclose(file_);
+	}
+	// Ends the capture; what was written.
+	std::string text()
+	{
+		restore();
+		std::string out;
+		rewind(file_);
+		for (int c; (c = fgetc(file_)) != EOF;)
+			out += char(c);
+		return out;
+	}
+
+private:
+	void restore()
+	{
+		if (saved_ < 0)
+			return;
+		fflush(stderr);
+		dup2(saved_, STDERR_FILENO);
+		close(saved_);
+		saved_ = -1;
+	}
+	int saved_;
+	FILE *file_;
 };
 
 usdtprof_event event(uint64_t ts, uint32_t tid, usdtprof_event_type type, uint64_t func)
@@ -255,4 +298,40 @@ TEST_CASE("TraceFileSink writes a valid Chrome trace of the events; an unknown f
 	}
 	REQUIRE(!fs::exists(bad.output));
 	fs::remove_all(dir);
+}
+
+TEST_CASE("PushSink pushes the pprof the interval files rendered, with its times and labels; a failed push is "
+	  "said once",
+	  "[sinks]")
+{
+	using push_test::eventually;
+	using push_test::param;
+	push_test::Receiver receiver([](size_t n) { return n == 0 ? 200 : 400; });
+	auto pusher = ProfilePusher::create(push_test::fast_options(receiver.url()));
+	REQUIRE(pusher.ok());
+	ProfilePusher &p = *pusher.value();
+	PushSink sink(p);
+
+	Profile profile = task_profile();
+	profile.stop_unix_ns = 1796271310999000000;
+	ProfileOutput out{profile, 1796271300123000000};
+	out.rendered["pprof"] = std::string("\x1f\x8b\0pprof", 8);
+	out.pid = 4242;
+	out.container_id = "0123456789ab";
+	sink.write(out);
+	REQUIRE(eventually([&] { return p.sent() == 1; }));
+	auto sent = receiver.requests().at(0);
+	CHECK(sent.body == out.rendered["pprof"]);
+	CHECK(param(sent, "from") == "1796271300"); // unix seconds, truncated
+	CHECK(param(sent, "until") == "1796271310");
+	CHECK(param(sent, "name") == "myapp{hostname=testhost,pid=4242,container_id=0123456789ab}");
+
+	// The receiver refuses the next (a 4xx: given up at once).
+	sink.write(out);
+	REQUIRE(eventually([&] { return p.failed() == 1; }));
+	StderrCapture err;
+	sink.say_limits();
+	sink.say_limits(); // the same reason: not said again
+	CHECK(err.text() == "usdtprof: push to " + receiver.url() +
+				    ": HTTP 400: try later (pushes so far: 1 sent, 1 given up, 0 dropped from the full queue)\n");
 }
