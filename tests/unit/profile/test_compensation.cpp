@@ -27,6 +27,15 @@ Profile calibrated_profile()
 	return p;
 }
 
+// p (calibrated_profile's shape) with mid made a [task] frame: a synthetic
+// frame (kind -1) whose children ran on the thread that took the task.
+Profile with_task_frame(Profile p)
+{
+	p.functions[1] = "[task]";
+	p.calibration->function_kinds = {0, -1, 0};
+	return p;
+}
+
 } // namespace
 
 TEST_CASE("compensation takes own and children's caller costs out of self times", "[compensation]")
@@ -80,10 +89,7 @@ TEST_CASE("compensation leaves synthetic frames and profiles without calibration
 
 TEST_CASE("a [task] frame gets its children's caller cost but charges none to its creator", "[compensation]")
 {
-	Profile p = calibrated_profile();
-	p.functions[1] = "[task]";
-	p.calibration->function_kinds = {0, -1, 0};
-	Profile c = compensate(p);
+	Profile c = compensate(with_task_frame(calibrated_profile()));
 	CHECK(c.nodes[0].self_ns == 10000 - 100);
 	CHECK(c.nodes[1].self_ns == 8000 - 20 * 40);
 }
@@ -195,10 +201,7 @@ TEST_CASE("compensation shifts each path's durations by its compensation per cal
 
 TEST_CASE("a [task] frame's subtree is not taken out of its creator's durations", "[compensation][distribution]")
 {
-	Profile p = with_durations();
-	p.functions[1] = "[task]";
-	p.calibration->function_kinds = {0, -1, 0};
-	Profile c = compensate(p);
+	Profile c = compensate(with_task_frame(with_durations()));
 	// root's own call only: the task's work ran on another thread, outside root's duration.
 	CHECK(c.dists[0].min_ns == 68000 - 100);
 	// The [task] frame's durations lose its children's costs (they ran inside it).
