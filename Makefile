@@ -260,11 +260,13 @@ FUZZ_SECONDS ?= 60
 FUZZ_CXXFLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -std=gnu++20 -g -O1 \
 	-Iinclude -Iuserspace
 FUZZERS := $(OUTPUT)/fuzz/fuzz_profile $(OUTPUT)/fuzz/fuzz_usdt_arg $(OUTPUT)/fuzz/fuzz_probe_spec
-$(OUTPUT)/fuzz/fuzz_profile: userspace/profile/profile.cpp userspace/base/output_file.cpp
+$(OUTPUT)/fuzz/fuzz_profile: userspace/profile/profile.cpp userspace/profile/profile_binary.cpp \
+	userspace/profile/profile_json.cpp userspace/base/output_file.cpp userspace/base/text_escape.cpp \
+	userspace/base/huge_pages.cpp
 $(OUTPUT)/fuzz/fuzz_profile: FUZZ_LIBS := -lz
 $(OUTPUT)/fuzz/fuzz_usdt_arg: userspace/target/usdt.cpp
 $(OUTPUT)/fuzz/fuzz_usdt_arg: FUZZ_LIBS := -lelf
-$(OUTPUT)/fuzz/fuzz_probe_spec: userspace/target/probe_roles.cpp
+$(OUTPUT)/fuzz/fuzz_probe_spec: userspace/target/probe_roles.cpp userspace/target/naming.cpp userspace/target/sql.cpp
 $(FUZZERS): $(OUTPUT)/fuzz/%: tests/fuzz/%.cpp $(wildcard userspace/*/*.h include/usdtprof/*.h) | deps
 	$(call msg,FUZZ-CXX,$@)
 	$(Q)mkdir -p $(@D) && $(CLANGXX) $(FUZZ_CXXFLAGS) $(filter %.cpp,$^) $(FUZZ_LIBS) -o $@

@@ -269,7 +269,7 @@ Result<Profile> parse_from(ByteSource &source, uint64_t size)
 
 const Distribution &node_dist(const Profile &profile, size_t i)
 {
-	static const Distribution none;
+	static const Distribution none{};
 	return i < profile.dists.size() ? profile.dists[i] : none;
 }
 
