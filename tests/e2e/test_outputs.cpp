@@ -419,6 +419,18 @@ TEST_CASE("outputs: record never replaces a file that is not a profile (the prog
 	REQUIRE(t.err == "usdtprof: -o " + same + " and --profile " + s.dir +
 				 "/./same name one file: the trace would replace the profile\n");
 	REQUIRE(!fs::exists(same));
+	// A symlink to a name not there yet: both writes would go through it
+	// to that name, the trace over the profile.
+	std::string dangling = s.dir + "/dangling";
+	REQUIRE(symlink("same", dangling.c_str()) == 0);
+	for (const auto &[trace_out, profile] : {std::pair{dangling, same}, std::pair{same, dangling}}) {
+		Output d = run({e2e::usdtprof(), "trace", "-o", trace_out, "--profile", profile, "--", app});
+		REQUIRE(d.status == 2);
+		REQUIRE(d.err == "usdtprof: -o " + trace_out + " and --profile " + profile +
+					 " name one file: the trace would replace the profile\n");
+		REQUIRE(!fs::exists(same));
+		REQUIRE(S_ISLNK(lstat_of(dangling).st_mode));
+	}
 	// A profile already there is replaced, as always.
 	Output again = run({e2e::usdtprof(), "record", "-o", s.profile, "--", app});
 	INFO(again.err);

@@ -377,14 +377,38 @@ Result<void> check_output(const std::string &path)
 	return {};
 }
 
+namespace {
+
+// The name that writing path creates when it is not there yet: a dangling
+// symlink (a chain of them) is followed to the name it points to, as resolve()
+// follows it for write_output, then "." and ".." and the directories' symlinks
+// are resolved (weakly_canonical). Empty if that fails.
+std::filesystem::path name_written(const std::string &path)
+{
+	std::string p = path;
+	struct stat st;
+	for (int hops = 0; hops < 40 && lstat(p.c_str(), &st) == 0 && S_ISLNK(st.st_mode); hops++) {
+		char target[PATH_MAX];
+		ssize_t n = readlink(p.c_str(), target, sizeof target - 1);
+		if (n <= 0)
+			return {};
+		std::string next(target, size_t(n));
+		p = next[0] == '/' ? next : dir_of(p) + "/" + next;
+	}
+	std::error_code ec;
+	auto canonical = std::filesystem::weakly_canonical(p, ec);
+	return ec ? std::filesystem::path() : canonical;
+}
+
+} // namespace
+
 bool same_file(const std::string &a, const std::string &b)
 {
 	struct stat sa, sb;
 	if (stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0)
 		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-	std::error_code ea, eb;
-	auto ca = std::filesystem::weakly_canonical(a, ea), cb = std::filesystem::weakly_canonical(b, eb);
-	return !ea && !eb && ca == cb;
+	auto ca = name_written(a), cb = name_written(b);
+	return !ca.empty() && ca == cb;
 }
 
 } // namespace usdtprof

@@ -36,8 +36,9 @@ Result<void> check_output(const std::string &path);
 
 // Whether paths a and b name one file, so that writing one replaces the other:
 // the same device and inode (symlinks followed) where both exist; where one is
-// not there yet, the same place once symlinks and "." and ".." are resolved
-// (std::filesystem::weakly_canonical).
+// not there yet, the same name once symlinks and "." and ".." are resolved
+// (std::filesystem::weakly_canonical), a dangling symlink followed to the name
+// it points to, which write_output creates.
 bool same_file(const std::string &a, const std::string &b);
 
 } // namespace usdtprof

@@ -61,9 +61,25 @@ TEST_CASE("same_file: paths not there yet are one file when they resolve to one 
 	const std::string fresh = dir.path + "/new.data";
 	REQUIRE(same_file(fresh, dir.path + "/./new.data"));
 	REQUIRE_FALSE(same_file(fresh, dir.path + "/other.data"));
-	// A symlink to a name not written yet: writing either writes the same file.
+	// A symlink to a name not written yet: write_output follows it and
+	// creates that name, so writing either writes the same file. The link may
+	// be relative, or a chain of links.
 	fs::create_symlink(fresh, dir.path + "/dangling");
 	REQUIRE(same_file(dir.path + "/dangling", fresh));
+	REQUIRE(same_file(fresh, dir.path + "/dangling"));
+	fs::create_directory(dir.path + "/sub");
+	fs::create_symlink("../new.data", dir.path + "/sub/relative");
+	fs::create_symlink("sub/relative", dir.path + "/chain");
+	REQUIRE(same_file(dir.path + "/sub/relative", fresh));
+	REQUIRE(same_file(dir.path + "/chain", dir.path + "/dangling"));
+	REQUIRE_FALSE(same_file(dir.path + "/dangling", dir.path + "/other.data"));
+	REQUIRE(write_output(dir.path + "/chain", "written"));
+	REQUIRE(fs::is_symlink(dir.path + "/chain"));
+	REQUIRE(fs::is_symlink(dir.path + "/sub/relative"));
+	std::ifstream written(fresh);
+	REQUIRE(std::string(std::istreambuf_iterator<char>(written), {}) == "written");
+	REQUIRE(same_file(dir.path + "/dangling", fresh)); // now both there: one inode
+	fs::remove(fresh);
 	// An existing file and a new name are never one file.
 	std::ofstream(dir.path + "/there") << "x";
 	REQUIRE_FALSE(same_file(dir.path + "/there", fresh));
