@@ -22,6 +22,22 @@ using namespace push_test;
 
 namespace {
 
+// A TCP socket of 127.0.0.1 bound to a port the kernel chose (not listened
+// on), and that port.
+int bind_loopback(int &port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	REQUIRE(fd >= 0);
+	sockaddr_in addr{};
+	addr.sin_family = AF_INET;
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t len = sizeof addr;
+	REQUIRE(bind(fd, reinterpret_cast<sockaddr *>(&addr), len) == 0);
+	REQUIRE(getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len) == 0);
+	port = ntohs(addr.sin_port);
+	return fd;
+}
+
 // An endpoint that reads one request, then answers with head, then with
 // more() for as long as the client reads it (or until destroyed); bytes()
 // is what it sent, closed() whether the client hung up.
@@ -30,16 +46,8 @@ public:
 	HostileEndpoint(std::string head, std::string more, std::chrono::milliseconds pace = 0ms)
 		: head_(std::move(head)), more_(std::move(more)), pace_(pace)
 	{
-		fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		REQUIRE(fd_ >= 0);
-		sockaddr_in addr{};
-		addr.sin_family = AF_INET;
-		addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		socklen_t len = sizeof addr;
-		REQUIRE(bind(fd_, reinterpret_cast<sockaddr *>(&addr), len) == 0);
+		fd_ = bind_loopback(port_);
 		REQUIRE(listen(fd_, 4) == 0);
-		REQUIRE(getsockname(fd_, reinterpret_cast<sockaddr *>(&addr), &len) == 0);
-		port_ = ntohs(addr.sin_port);
 		thread_ = std::thread([this] { serve(); });
 	}
 	~HostileEndpoint()
@@ -108,16 +116,9 @@ private:
 // (Not with httplib::Server: its bind also listens and it never closes the socket.)
 int closed_port()
 {
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	REQUIRE(fd >= 0);
-	sockaddr_in addr{};
-	addr.sin_family = AF_INET;
-	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t len = sizeof addr;
-	REQUIRE(bind(fd, reinterpret_cast<sockaddr *>(&addr), len) == 0);
-	REQUIRE(getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len) == 0);
-	close(fd);
-	return ntohs(addr.sin_port);
+	int port;
+	close(bind_loopback(port));
+	return port;
 }
 
 std::string binary_payload()
