@@ -125,19 +125,69 @@ std::string prometheus_label_escape(const std::string &value)
 	return out;
 }
 
-MetricsRegistry::MetricsRegistry(size_t top_n, size_t other_processes)
-	: top_n_(top_n), other_processes_(other_processes)
+MetricsRegistry::MetricsRegistry(size_t top_n, size_t other_processes, size_t pid_labels)
+	: top_n_(top_n), other_processes_(other_processes), pid_labels_(pid_labels)
 {
 }
 
-void MetricsRegistry::add_interval(const Profile &delta)
+std::string MetricsRegistry::pid_label(int32_t pid) const
 {
-	// Aggregate the interval outside the lock.
+	if (!pid_labels_)
+		return "";
+	return labelled_.count(pid) ? std::to_string(pid) : kOtherPid;
+}
+
+MetricsRegistry::Key MetricsRegistry::catch_all() const
+{
+	return {kOtherProcess, "", pid_labels_ ? kOtherPid : "", kOtherFunction};
+}
+
+void MetricsRegistry::label_new_pids(const std::map<int32_t, uint64_t> &self_ns)
+{
+	std::vector<std::pair<int32_t, uint64_t>> fresh;
+	for (const auto &[pid, ns] : self_ns)
+		if (!labelled_.count(pid))
+			fresh.emplace_back(pid, ns);
+	std::stable_sort(fresh.begin(), fresh.end(), [](const auto &a, const auto &b) { return a.second > b.second; });
+	for (const auto &[pid, ns] : fresh)
+		if (labelled_.size() < pid_labels_)
+			labelled_.emplace(pid, false);
+}
+
+void MetricsRegistry::drop_gone_pids(const std::map<int32_t, uint64_t> &active)
+{
+	for (auto p = labelled_.begin(); p != labelled_.end();) {
+		// Still gone but with calls read late: its series go once it has none.
+		if (!p->second || active.count(p->first)) {
+			++p;
+			continue;
+		}
+		std::string label = std::to_string(p->first);
+		for (auto it = series_.begin(); it != series_.end();) {
+			if (it->first.pid != label) {
+				++it;
+				continue;
+			}
+			// As counted when inserted (a process may call itself "[other]").
+			if (it->first.function != kOtherFunction)
+				named_series_--;
+			else if (it->first.process != kOtherProcess)
+				other_series_--;
+			it = series_.erase(it);
+		}
+		p = labelled_.erase(p);
+	}
+}
+
+void MetricsRegistry::add_interval(const Profile &delta, bool (*alive)(int pid))
+{
+	// Aggregate the interval outside the lock, by pid (labelled below).
 	std::unordered_map<int32_t, const ProfileProcess *> process_of;
 	for (const ProfileProcess &p : delta.processes)
 		process_of.emplace(p.pid, &p);
 	static const std::string unknown = "[unknown]";
-	std::map<Key, Series> interval;
+	std::map<std::pair<int32_t, Key>, Series> by_pid;
+	std::map<int32_t, uint64_t> process_self_ns;
 	for (const PathNode &n : delta.nodes) {
 		if (n.function >= delta.functions.size())
 			continue;
@@ -145,16 +195,28 @@ void MetricsRegistry::add_interval(const Profile &delta)
 			continue;
 		auto it = process_of.find(n.pid);
 		const ProfileProcess *p = it == process_of.end() ? nullptr : it->second;
-		Series &s = interval[{p && !p->comm.empty() ? p->comm : unknown,
-				      p ? p->container_id.substr(0, 12) : std::string(), delta.functions[n.function]}];
+		Key key{p && !p->comm.empty() ? p->comm : unknown, p ? p->container_id.substr(0, 12) : std::string(),
+			"", delta.functions[n.function]};
+		Series &s = by_pid[{pid_labels_ ? n.pid : 0, std::move(key)}];
 		s.self_ns += n.self_ns;
 		s.self_offcpu_ns += std::min(n.self_offcpu_ns, n.self_ns);
 		s.calls += n.calls;
+		process_self_ns[n.pid] += n.self_ns;
 	}
-	if (interval.empty())
-		return;
 
 	std::lock_guard<std::mutex> lock(mutex_);
+	drop_gone_pids(process_self_ns);
+	if (pid_labels_)
+		label_new_pids(process_self_ns);
+	std::map<Key, Series> interval;
+	for (auto &[pid_key, s] : by_pid) {
+		Key key = pid_key.second;
+		key.pid = pid_label(pid_key.first);
+		Series &sum = interval[std::move(key)];
+		sum.self_ns += s.self_ns;
+		sum.self_offcpu_ns += s.self_offcpu_ns;
+		sum.calls += s.calls;
+	}
 	std::vector<std::pair<const Key *, const Series *>> fresh;
 	for (const auto &[key, s] : interval) {
 		auto it = series_.find(key);
@@ -175,7 +237,7 @@ void MetricsRegistry::add_interval(const Profile &delta)
 		if (named_series_ >= top_n_) {
 			target.function = kOtherFunction;
 			if (other_series_ >= other_processes_ && !series_.count(target))
-				target = {kOtherProcess, "", kOtherFunction};
+				target = catch_all();
 		}
 		auto [it, inserted] = series_.try_emplace(std::move(target));
 		if (inserted && it->first.function != kOtherFunction)
@@ -186,6 +248,10 @@ void MetricsRegistry::add_interval(const Profile &delta)
 		it->second.self_offcpu_ns += s->self_offcpu_ns;
 		it->second.calls += s->calls;
 	}
+	// A process gone now keeps its series for this interval's scrapes.
+	if (alive)
+		for (auto &[pid, gone] : labelled_)
+			gone = !alive(int(pid));
 }
 
 void MetricsRegistry::set_health(const MonitorHealth &health)
@@ -202,7 +268,13 @@ void MetricsRegistry::set_health(const MonitorHealth &health)
 bool MetricsRegistry::other_processes_full() const
 {
 	std::lock_guard<std::mutex> lock(mutex_);
-	return series_.count({kOtherProcess, "", kOtherFunction}) != 0;
+	return series_.count(catch_all()) != 0;
+}
+
+size_t MetricsRegistry::pid_labelled() const
+{
+	std::lock_guard<std::mutex> lock(mutex_);
+	return labelled_.size();
 }
 
 size_t MetricsRegistry::series_count() const
@@ -225,6 +297,10 @@ std::string MetricsRegistry::render() const
 			if (!key.container.empty()) {
 				out += "\",container_id=\"";
 				out += prometheus_label_escape(key.container);
+			}
+			if (!key.pid.empty()) {
+				out += "\",pid=\"";
+				out += key.pid;
 			}
 			out += "\",function=\"";
 			out += prometheus_label_escape(key.function);

@@ -124,7 +124,9 @@ struct MonitorOutputs {
 	ProfileSinks sinks;
 
 	// health: the monitor's, given to /metrics with each interval.
-	MonitorOutputs(const MonitorOptions &o, const MonitorHealth &health) : metrics(o.top_n)
+	MonitorOutputs(const MonitorOptions &o, const MonitorHealth &health)
+		: metrics(o.top_n, MetricsRegistry::kDefaultOtherProcesses,
+			  o.all || unique_pids(o.target.pids).size() > 1 ? MetricsRegistry::kDefaultPidLabels : 0)
 	{
 		if (!o.listen.empty()) {
 			WebConfig web;
