@@ -305,6 +305,33 @@ TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled,
 	INFO("hot made " << made << " calls, " << counted << " counted");
 	REQUIRE(counted > 0);
 	REQUIRE(counted < made); // sampled: what was measured, never scaled up
+	// go tool pprof loads an interval in which hot was sampled beside quiet's
+	// calls, and shows hot's own fraction.
+	std::vector<std::string> datas;
+	for (const auto &e : std::filesystem::directory_iterator(dir))
+		if (e.path().extension() == ".data")
+			datas.push_back(e.path());
+	std::sort(datas.begin(), datas.end());
+	std::string pb;
+	size_t processes = 0;
+	for (const std::string &f : datas) {
+		auto profile = usdtprof::load_profile(f);
+		REQUIRE(profile);
+		for (const usdtprof::ProfileProcess &proc : profile->processes)
+			if (proc.pid == p_hot && proc.sampled_fraction < 1 && profile->processes.size() > processes) {
+				pb = f.substr(0, f.size() - 5) + ".pb.gz";
+				processes = profile->processes.size();
+			}
+	}
+	REQUIRE(!pb.empty());
+	Output comments = run({"go", "tool", "pprof", "-comments", pb});
+	INFO(pb << ": " << comments.out << comments.err);
+	REQUIRE(comments.status == 0);
+	REQUIRE_THAT(comments.out, Catch::Matchers::Contains("sampled: probes attached for"));
+	// hot stays sampled while quiet makes its calls: some interval has both.
+	REQUIRE(processes == 2);
+	REQUIRE_THAT(comments.out, Catch::Matchers::Contains("sampled: pid " + std::to_string(p_hot) +
+							     " (hot) probes attached for"));
 }
 
 TEST_CASE("monitor --all: a profiled process that execs is planned again: its new program's calls are counted",
