@@ -365,21 +365,6 @@ TEST_CASE("monitor --all: a profiled process that execs is planned again: its ne
 	REQUIRE(labelled(profiles, pid, "nested"));
 }
 
-namespace {
-
-// The value of a /metrics sample line that starts with series (its name and
-// labels), -1 when there is none.
-double metric(const std::string &text, const std::string &series)
-{
-	std::istringstream lines(text);
-	for (std::string line; std::getline(lines, line);)
-		if (line.rfind(series + " ", 0) == 0)
-			return std::stod(line.substr(series.size() + 1));
-	return -1;
-}
-
-} // namespace
-
 TEST_CASE("monitor --all: a process's forked children are found from their fork events, each counted exactly "
 	  "under its own pid in the intervals and on /metrics (promtool lints it clean)",
 	  "[monitor][hosts]")

@@ -261,6 +261,9 @@ void MetricsRegistry::set_health(const MonitorHealth &health)
 	health_.anomalies = std::max(health_.anomalies, health.anomalies);
 	health_.dropped_paths = std::max(health_.dropped_paths, health.dropped_paths);
 	health_.intervals = std::max(health_.intervals, health.intervals);
+	health_.profiled_cpu_ns = std::max(health_.profiled_cpu_ns, health.profiled_cpu_ns);
+	health_.probe_cost_ns = std::max(health_.probe_cost_ns, health.probe_cost_ns);
+	health_.fixed_cost_ns = std::max(health_.fixed_cost_ns, health.fixed_cost_ns);
 	health_.duty_cycle = health.duty_cycle;
 	health_.estimated_overhead_ratio = health.estimated_overhead_ratio;
 }
@@ -333,11 +336,21 @@ std::string MetricsRegistry::render() const
 	sample(out, "usdtprof_dropped_paths_total", std::to_string(health_.dropped_paths));
 	family(out, "usdtprof_intervals_total", "counter", "Monitoring intervals completed.");
 	sample(out, "usdtprof_intervals_total", std::to_string(health_.intervals));
+	family(out, "usdtprof_profiled_cpu_seconds_total", "counter",
+	       "CPU time of the profiled processes while monitored, the probes' cost included.");
+	sample(out, "usdtprof_profiled_cpu_seconds_total", format_seconds(health_.profiled_cpu_ns));
+	family(out, "usdtprof_probe_cost_seconds_total", "counter",
+	       "Estimated cost of the probe hits (traps and eBPF programs), part of the profiled CPU time.");
+	sample(out, "usdtprof_probe_cost_seconds_total", format_seconds(health_.probe_cost_ns));
+	family(out, "usdtprof_fixed_cost_seconds_total", "counter",
+	       "usdtprof's own CPU time and its context-switch hook's run time: costs sampling cannot cut.");
+	sample(out, "usdtprof_fixed_cost_seconds_total", format_seconds(health_.fixed_cost_ns));
 	family(out, "usdtprof_duty_cycle", "gauge",
 	       "Share of the time during which probes were attached (0..1), as last reported by the monitor.");
 	sample(out, "usdtprof_duty_cycle", format_double(health_.duty_cycle));
 	family(out, "usdtprof_estimated_overhead_ratio", "gauge",
-	       "Estimated probe cost as a share of the profiled wall time, as last reported by the monitor.");
+	       "Estimated cost (probes and fixed costs) over the profiled processes' own CPU time in the last "
+	       "interval, as the budget counts it; large when they barely ran (the cost counters give it over a window).");
 	sample(out, "usdtprof_estimated_overhead_ratio", format_double(health_.estimated_overhead_ratio));
 	return out;
 }

@@ -19,8 +19,17 @@ struct MonitorHealth {
 	uint64_t anomalies = 0;
 	uint64_t dropped_paths = 0;
 	uint64_t intervals = 0;
+	// The cost the budget counts, summed over the intervals: the profiled
+	// processes' CPU time (probes included), the probes' estimated part of
+	// it, and the costs sampling cannot cut (usdtprof's own CPU time, its
+	// context-switch hook).
+	uint64_t profiled_cpu_ns = 0;
+	uint64_t probe_cost_ns = 0;
+	uint64_t fixed_cost_ns = 0;
 	double duty_cycle = 0;               // share of the time probes were attached, 0..1
-	double estimated_overhead_ratio = 0; // estimated probe cost / wall time
+	// The last interval's (probe + fixed cost) / (profiled CPU - probe cost):
+	// as the budget counts it; large when the processes barely ran.
+	double estimated_overhead_ratio = 0;
 };
 
 // Thread-safe: the monitor thread adds intervals and sets the health, the

@@ -788,6 +788,9 @@ void MonitorSession::run()
 		health_.probe_hits += hits;
 		health_.duty_cycle = attached_share;
 		health_.estimated_overhead_ratio = budget.overhead;
+		health_.profiled_cpu_ns += budget.target_cpu_ns;
+		health_.probe_cost_ns += budget.probe_ns;
+		health_.fixed_cost_ns += budget.fixed_ns;
 		publish(iv, profile, names_cut);
 		// What is reported of processes that are gone is forgotten: the maps stay bounded.
 		engine().delete_paths(delta.forget);

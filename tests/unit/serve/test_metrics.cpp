@@ -120,6 +120,9 @@ TEST_CASE("metrics: HELP and TYPE for every metric, in the text format")
 		{"usdtprof_anomalies_total", "counter"},
 		{"usdtprof_dropped_paths_total", "counter"},
 		{"usdtprof_intervals_total", "counter"},
+		{"usdtprof_profiled_cpu_seconds_total", "counter"},
+		{"usdtprof_probe_cost_seconds_total", "counter"},
+		{"usdtprof_fixed_cost_seconds_total", "counter"},
 		{"usdtprof_duty_cycle", "gauge"},
 		{"usdtprof_estimated_overhead_ratio", "gauge"},
 	};
@@ -401,6 +404,9 @@ TEST_CASE("metrics: health counters and gauges")
 	h.intervals = 5;
 	h.duty_cycle = 0.25;
 	h.estimated_overhead_ratio = 0.0125;
+	h.profiled_cpu_ns = 2500000000;
+	h.probe_cost_ns = 25000000;
+	h.fixed_cost_ns = 1000;
 	registry.set_health(h);
 	std::string text = registry.render();
 	check_exposition_format(text);
@@ -410,9 +416,13 @@ TEST_CASE("metrics: health counters and gauges")
 	CHECK(has_line(text, "usdtprof_intervals_total 5"));
 	CHECK(has_line(text, "usdtprof_duty_cycle 0.25"));
 	CHECK(has_line(text, "usdtprof_estimated_overhead_ratio 0.0125"));
+	CHECK(has_line(text, "usdtprof_profiled_cpu_seconds_total 2.5"));
+	CHECK(has_line(text, "usdtprof_probe_cost_seconds_total 0.025"));
+	CHECK(has_line(text, "usdtprof_fixed_cost_seconds_total 0.000001"));
 
 	// Counters never go down; gauges follow the last value.
 	h.probe_hits = 10;
+	h.profiled_cpu_ns = 1;
 	h.intervals = 6;
 	h.duty_cycle = 1;
 	registry.set_health(h);
@@ -420,6 +430,7 @@ TEST_CASE("metrics: health counters and gauges")
 	CHECK(has_line(text, "usdtprof_probe_hits_total 123456789012"));
 	CHECK(has_line(text, "usdtprof_intervals_total 6"));
 	CHECK(has_line(text, "usdtprof_duty_cycle 1"));
+	CHECK(has_line(text, "usdtprof_profiled_cpu_seconds_total 2.5"));
 }
 
 TEST_CASE("metrics server: GET /metrics, 404 elsewhere")
