@@ -243,9 +243,25 @@ std::string java_class_name(std::string_view internal)
 	return cls;
 }
 
+// An object (or array) return type, ":String", "" for a primitive or void
+// one. javac's bridge methods (a generic interface's `Object get()` beside
+// `String get()`, a covariant override's `Buffer limit(int)`) differ from the
+// method they call only by it: without it, one row with both calls, marked
+// [recursive]. A primitive return type never tells two methods apart.
+std::string java_object_return(std::string_view descriptor)
+{
+	size_t at = descriptor.find(')');
+	if (at == std::string_view::npos || ++at >= descriptor.size() ||
+	    (descriptor[at] != 'L' && descriptor[at] != '['))
+		return "";
+	std::string type = java_type(descriptor, &at);
+	return type.empty() ? "" : ":" + type; // "" if cut short
+}
+
 std::string java_method_name(std::string_view cls, std::string_view method, std::string_view descriptor)
 {
-	return java_class_name(cls) + "." + std::string(method) + java_parameters(descriptor);
+	return java_class_name(cls) + "." + std::string(method) + java_parameters(descriptor) +
+	       java_object_return(descriptor);
 }
 
 // PHP names top-level code "main" too, a literal in its binary, where a

@@ -43,13 +43,16 @@ FunctionName function_name(const NameLookup &lookup, uint32_t tgid, uint64_t fun
 std::string simplify_function_name(const std::string &name);
 
 // HotSpot's names as reports show them: "pkg.Class.method(int,String[])",
-// overloads apart; a hidden class (a lambda's) without the address that
+// overloads apart, an object return type after a colon
+// ("pkg.Class.get():String", bridge methods apart); a hidden class (a lambda's) without the address that
 // changes every run ("Srv$$Lambda$11+0x0000000800c01000" -> "Srv$$Lambda$11").
 std::string java_method_name(std::string_view cls, std::string_view method, std::string_view descriptor);
 std::string java_class_name(std::string_view internal);
 // A method descriptor's parameters, "(Ljava/lang/String;I)V" -> "(String,int)";
 // one cut short ends in "...)".
 std::string java_parameters(std::string_view descriptor);
+// ":String" for "()Ljava/lang/String;", "" for a primitive or void return.
+std::string java_object_return(std::string_view descriptor);
 
 // Namers of the names runtime probes capture (ProbeRole::format), one per
 // kind of probe; their probes are described where they are used (presets.cpp,

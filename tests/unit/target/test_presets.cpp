@@ -58,13 +58,32 @@ TEST_CASE("java: methods are named with their parameters, overloads apart", "[pr
 	CHECK(java_parameters("") == "");
 }
 
+TEST_CASE("java: an object return type is named, so a bridge method is apart from the method it calls", "[presets]")
+{
+	// javac's bridge for Supplier<String> and the method it calls; a covariant override's bridge.
+	CHECK(java_method_name("Name", "get", "()Ljava/lang/Object;") == "Name.get():Object");
+	CHECK(java_method_name("Name", "get", "()Ljava/lang/String;") == "Name.get():String");
+	CHECK(java_method_name("java/nio/ByteBuffer", "limit", "(I)Ljava/nio/Buffer;") ==
+	      "java.nio.ByteBuffer.limit(int):Buffer");
+	CHECK(java_method_name("A", "m", "()[I") == "A.m():int[]");
+	CHECK(java_method_name("A", "m", "()[[Ljava/util/Map$Entry;") == "A.m():Map$Entry[][]");
+	// Primitive and void return types are left out (they never tell methods apart).
+	CHECK(java_method_name("A", "m", "()J") == "A.m()");
+	CHECK(java_method_name("A", "m", "(I)V") == "A.m(int)");
+	// Cut short: no return type, never a wrong one.
+	CHECK(java_object_return("()Ljava/lang/Str") == "");
+	CHECK(java_object_return("(I") == "");
+	CHECK(java_object_return("()") == "");
+	CHECK(java_object_return("") == "");
+}
+
 TEST_CASE("java: hidden classes (lambdas) are named without their address", "[presets]")
 {
 	CHECK(java_class_name("Srv$$Lambda$11+0x00007ff28c000c28") == "Srv$$Lambda$11");
 	CHECK(java_class_name("java/lang/invoke/LambdaForm$MH+0x0000000800c01000") == "java.lang.invoke.LambdaForm$MH");
 	CHECK(java_class_name("Srv$$Lambda$11/0x0000000800c01000") == "Srv$$Lambda$11");
 	CHECK(java_method_name("Srv$$Lambda$11+0x00007ff28c000c28", "apply", "(Ljava/lang/Object;)Ljava/lang/Object;") ==
-	      "Srv$$Lambda$11.apply(Object)");
+	      "Srv$$Lambda$11.apply(Object):Object");
 	// Only an address at the end is cut.
 	CHECK(java_class_name("a/b+0xyz") == "a.b+0xyz");
 	CHECK(java_class_name("pkg/Plain") == "pkg.Plain");
