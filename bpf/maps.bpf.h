@@ -234,6 +234,11 @@ const volatile bool sql_rehash = false;
 /* record --per-thread: each thread's roots hang under a root of its own
  * (USDTPROF_THREAD_ROOT); false, the verifier drops its branches. */
 const volatile bool per_thread = false;
+/* `monitor` of several processes (-p A,B, --all): each hit is counted per
+ * process (process_hits) and looks whether its process's window is closed.
+ * Set before load; false, the verifier drops both, so a single target pays
+ * nothing for them (docs/benchmarks.md, "Per-process hit counts"). */
+const volatile bool per_process = false;
 
 __u64 anomalies[USDTPROF_ANOM_COUNT];
 /* Set by userspace when recording stops and when a `monitor` sampling window
@@ -259,8 +264,6 @@ __u64 flush_epoch;
  * make the others' drop. 0: no limit. */
 __u32 path_share;
 __u32 name_share;
-/* Set by userspace: hits are counted per process (process_hits). */
-__u32 per_process;
 /* The entries of closed_processes: while 0, no hit looks there. */
 __u32 processes_closed;
 /* The close time (monotonic ns) of the process window the close_process

@@ -96,7 +96,7 @@ begin_hit(struct pt_regs *ctx, const struct usdtprof_probe_spec **spec, __u64 *f
 	*spec = probe_spec(ctx, &spec_index);
 	if (!*spec || READ_ONCE(paused))
 		return 0;
-	if (READ_ONCE(per_process) && !count_process_hit())
+	if (per_process && !count_process_hit())
 		return 0;
 	st = thread_stack();
 	if (!st)
@@ -109,7 +109,7 @@ begin_hit(struct pt_regs *ctx, const struct usdtprof_probe_spec **spec, __u64 *f
 	 * whose clock reads later than close_ns sees it set here, so no time
 	 * beyond the close is ever charged (a load, no helper). So for one
 	 * process's close (closed_processes, then process_close_ns). */
-	if (READ_ONCE(paused) || (READ_ONCE(processes_closed) && process_closed()))
+	if (READ_ONCE(paused) || (per_process && process_closed()))
 		return 0;
 	return st;
 }

@@ -6,7 +6,8 @@
 # rounds, for one hot path and for 256 paths in turn (a cache eviction at nearly every
 # exit). With BASELINE (another usdtprof binary), its runs alternate with them too.
 # DIST_BENCH_VARIANTS picks the variants: "on" (as recorded by default), "off" (without
-# distributions), "perthread" (record --per-thread), "baseline"; DIST_BENCH_ARGS is
+# distributions), "perthread" (record --per-thread), "perprocess" (each hit counted per
+# process, as `monitor -p A,B` and --all do: USDTPROF_BENCH_PROCESS_HITS=1), "baseline"; DIST_BENCH_ARGS is
 # given to dist_paths after PATHS and CALLS ("roots": every call a root).
 # Prints each run and the medians, and each variant's against the first.
 #
@@ -37,8 +38,9 @@ for p in json.load(sys.stdin):
 
 # one_run VARIANT PATHS: ns per run of each program over 2 s of the recording.
 one_run() {
-	local env=() args=() a b pid binary=$usdtprof
+	local env=() args=() a b pid child binary=$usdtprof
 	[ "$1" = off ] && env=(USDTPROF_BENCH_NO_DURATIONS=1)
+	[ "$1" = perprocess ] && env=(USDTPROF_BENCH_PROCESS_HITS=1)
 	[ "$1" = perthread ] && args=(--per-thread)
 	[ "$1" = baseline ] && binary=$baseline
 	env "${env[@]}" "$binary" record "${args[@]}" -o "$out/p.data" -- "$target" "$2" 100000000 ${DIST_BENCH_ARGS:-} \
@@ -51,8 +53,10 @@ one_run() {
 		sleep 0.5
 	done
 	sleep 1; a=$(prog_stats $pid); sleep 2; b=$(prog_stats $pid)
+	# The target record launched, by its pid (others may run the same on the host).
+	child=$(pgrep -P $pid || true)
 	kill -INT $pid; wait $pid 2>/dev/null || true
-	pkill -f "$target $2 100000000" 2>/dev/null || true
+	[ -n "$child" ] && kill $child 2>/dev/null || true
 	python3 - "$a" "$b" <<'PY'
 import sys
 def parse(s): return {l.split()[0]: list(map(int, l.split()[1:])) for l in s.splitlines() if l.strip()}
@@ -74,7 +78,7 @@ for paths in ${DIST_BENCH_PATHS:-1 256}; do
 import os, statistics, sys
 out, paths, variants = sys.argv[1], sys.argv[2], sys.argv[3:]
 def med(v, i): return statistics.median(float(l.split()[i]) for l in open(os.path.join(out, v)) if l.strip())
-label = {"on": "with", "off": "without", "perthread": "per-thread"}
+label = {"on": "with", "off": "without", "perthread": "per-thread", "perprocess": "per-process"}
 first = variants[0]
 for i, name in enumerate(("usdt_entry", "usdt_exit")):
     print("paths %s %s median: " % (paths, name) + ", ".join(

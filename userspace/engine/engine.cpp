@@ -102,7 +102,7 @@ Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &ke
 }
 
 Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_buffer_bytes, bool offcpu,
-					     bool per_thread)
+					     bool per_thread, bool per_process)
 {
 	libbpf_set_print(libbpf_print);
 	std::unique_ptr<Engine> engine(new Engine());
@@ -131,6 +131,12 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_
 				"(docs/benchmarks.md)\n");
 	}
 	engine->skel_->rodata->per_thread = per_thread;
+	if (const char *hits = getenv("USDTPROF_BENCH_PROCESS_HITS"); hits && std::string(hits) == "1") {
+		per_process = true;
+		fprintf(stderr, "usdtprof: USDTPROF_BENCH_PROCESS_HITS=1: hits are counted per process "
+				"(docs/benchmarks.md)\n");
+	}
+	engine->skel_->rodata->per_process = per_process;
 	engine->per_thread_ = per_thread;
 	use_uprobe_multi(engine->skel_->progs.usdt_entry);
 	use_uprobe_multi(engine->skel_->progs.usdt_exit);
@@ -353,11 +359,6 @@ uint64_t Engine::open_window()
 	uint64_t open = monotonic_now_ns();
 	__atomic_store_n(&skel_->bss->paused, 0, __ATOMIC_SEQ_CST);
 	return open;
-}
-
-void Engine::count_process_hits()
-{
-	__atomic_store_n(&skel_->bss->per_process, 1, __ATOMIC_SEQ_CST);
 }
 
 std::map<uint32_t, uint64_t> Engine::process_hits() const

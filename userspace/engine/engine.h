@@ -62,8 +62,13 @@ public:
 	// `usdtprof trace`. Without offcpu, self time is not split into on- and off-CPU.
 	// With per_thread (record --per-thread) each thread's roots hang under
 	// its own root id (USDTPROF_THREAD_ROOT) instead of the process's.
+	// With per_process (`monitor` of several processes: -p A,B, --all) each
+	// process's probe hits are counted (process_hits) and its sampling
+	// window closes and opens on its own; without, the programs have
+	// neither (the verifier drops them).
 	static Result<std::unique_ptr<Engine>> load(uint32_t max_paths, uint32_t trace_buffer_bytes = 0,
-						   bool offcpu = true, bool per_thread = false);
+						   bool offcpu = true, bool per_thread = false,
+						   bool per_process = false);
 	bool per_thread() const { return per_thread_; }
 	~Engine();
 	Engine(const Engine &) = delete;
@@ -164,11 +169,7 @@ public:
 	// Detaches every probe, the last attached first.
 	void detach_probes();
 
-	// `usdtprof monitor` of several processes (-p A,B, --all): each one's
-	// probe hits are counted (process_hits) and its sampling window closes
-	// and opens on its own. Call before attaching.
-	void count_process_hits();
-	// The probe hits counted of each process so far (cumulative), by tgid.
+	// Loaded with per_process: the probe hits counted of each process so far (cumulative), by tgid.
 	std::map<uint32_t, uint64_t> process_hits() const;
 	// How many processes process_hits() can count (the rest count none).
 	size_t max_process_hits() const;

@@ -307,7 +307,8 @@ MonitorSession::MonitorSession(const MonitorOptions &o)
 	: o_(o), t_(o.target), custom_(prepare(o)), pids_(unique_pids(o.target.pids)), session_(true),
 	  outputs_(o, health_)
 {
-	session_.load(t_.max_paths, 0, o.offcpu);
+	// Several processes: each one's hits counted, each one's own window.
+	session_.load(t_.max_paths, 0, o.offcpu, false, o.all || pids_.size() > 1);
 	if (!pids_.empty())
 		session_.watch(pids_, ExitWatch::Gone::Reaped); // stops when all have gone
 	stats_ = UniqueFd(bpf_enable_stats(BPF_STATS_RUN_TIME));
@@ -340,10 +341,8 @@ MonitorSession::MonitorSession(const MonitorOptions &o)
 	}
 	// Processes may go before a window's attach: all but the last of -p's.
 	skip_gone_ = session_.processes().binary() != nullptr || pids_.size() > 1 || host_;
-	if (host_ || pids_.size() > 1) {
-		engine().count_process_hits();
+	if (host_ || pids_.size() > 1)
 		fair_.emplace(session_, sites_);
-	}
 	session_.attach(sites_, skip_gone_);
 	if (host_) {
 		host_->say_found(true);

@@ -79,9 +79,10 @@ Wake wait_until(StopSignals &signals, ExitWatch &exits, const WaitPlan &plan)
 	}
 }
 
-void Session::load(uint32_t max_paths, uint32_t trace_buffer_bytes, bool offcpu_hook, bool per_thread)
+void Session::load(uint32_t max_paths, uint32_t trace_buffer_bytes, bool offcpu_hook, bool per_thread,
+		   bool per_process)
 {
-	auto engine = Engine::load(max_paths, trace_buffer_bytes, offcpu_hook, per_thread);
+	auto engine = Engine::load(max_paths, trace_buffer_bytes, offcpu_hook, per_thread, per_process);
 	if (!engine)
 		throw UserError(engine.error().message);
 	engine_ = std::move(*engine);

@@ -91,7 +91,8 @@ class Session {
 public:
 	explicit Session(bool hangup_reopens = false) : signals_(hangup_reopens) {}
 	// Loads the engine (Engine::load); throws UserError.
-	void load(uint32_t max_paths, uint32_t trace_buffer_bytes, bool offcpu_hook, bool per_thread = false);
+	void load(uint32_t max_paths, uint32_t trace_buffer_bytes, bool offcpu_hook, bool per_thread = false,
+		  bool per_process = false);
 	Engine &engine() { return *engine_; }
 	const Engine &engine() const { return *engine_; }
 	// The processes whose exit ends wait().
