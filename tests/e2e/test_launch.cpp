@@ -265,11 +265,12 @@ TEST_CASE("follow: javadoc is profiled: its main class's frames, each function's
 	REQUIRE(report["processes"].size() == 1);
 	REQUIRE(report["processes"][0]["comm"] == "javadoc");
 	// javadoc's entry at the root of the main thread's stack, once; it ends in System.exit, so
-	// main stays open, what it called returned.
+	// main stays open, what it called returned. Both begin methods return a Main.Result, an
+	// object: named with it (README).
 	const std::string tool = "jdk.javadoc.internal.tool.";
 	const std::string main = tool + "Main.main(String[])", execute = main + ";" + tool + "Main.execute(String[])",
-			  begin = execute + ";" + tool + "Start.begin(String[])",
-			  parse = begin + ";" + tool + "Start.begin(List,Iterable)";
+			  begin = execute + ";" + tool + "Start.begin(String[]):Main$Result",
+			  parse = begin + ";" + tool + "Start.begin(List,Iterable):Main$Result";
 	REQUIRE(function(report, main)["calls"] == 1);
 	REQUIRE(path(report, main)["calls"] == 1);
 	for (const std::string &stack : {execute, begin, parse}) {
