@@ -162,7 +162,7 @@ TEST_CASE("follow: an #!/usr/bin/env python3.11 script is recorded through env's
 	auto report = report_json(r.data);
 	REQUIRE(function(report, "e.py:work")["calls"] == 2);
 	REQUIRE(function(report, "e.py:leaf")["calls"] == 300);
-	REQUIRE(path(report, "e.py:<module>;e.py:work;e.py:work.<locals>.<genexpr>;e.py:leaf")["calls"] == 300);
+	REQUIRE(path(report, "e.py:<module>;e.py:work;e.py:work.<locals>.<genexpr>:5;e.py:leaf")["calls"] == 300);
 	REQUIRE(report["processes"].size() == 1);
 	REQUIRE(report["processes"][0]["comm"] == "python3.11");
 	SECTION("--no-follow: env has no probes, refused before it runs")

@@ -141,6 +141,53 @@ TEST_CASE("python: functions are named by their qualified name when it was read,
 		}
 }
 
+TEST_CASE("python: a package's __init__.py keeps its directory, a nested lambda or comprehension its line",
+	  "[presets]")
+{
+	const ProbeRole role = usdtprof::find_preset("python")->roles().front();
+	auto name = [&](const char *file, const char *qualified, int line) {
+		return python_function_name(captured({{0, file}, {1, "x"}, {3, qualified}}, {{2, line}}), role).name;
+	};
+	// Module code of json and re, both "__init__.py:<module>" before: one imports the other.
+	CHECK(name("/usr/lib/python3.11/json/__init__.py", "<module>", 1) == "json/__init__.py:<module>");
+	CHECK(name("/usr/lib/python3.11/re/__init__.py", "<module>", 1) == "re/__init__.py:<module>");
+	CHECK(name("/usr/lib/python3.11/json/__main__.py", "main", 3) == "json/__main__.py:main");
+	CHECK(name("__init__.py", "f", 3) == "__init__.py:f");
+	CHECK(name("/srv/app/json.py", "f", 3) == "json.py:f");
+	CHECK(python_file_name("/__init__.py") == "__init__.py");
+	CHECK(python_file_name("<frozen importlib._bootstrap>") == "<frozen importlib._bootstrap>");
+	// Two lambdas (comprehensions) of one function: one qualified name, two code objects.
+	CHECK(name("/srv/lam.py", "main.<locals>.<lambda>", 9) == "lam.py:main.<locals>.<lambda>:9");
+	CHECK(name("/srv/lam.py", "main.<locals>.<lambda>", 10) == "lam.py:main.<locals>.<lambda>:10");
+	CHECK(name("/srv/lam.py", "K.<listcomp>", 4) == "lam.py:K.<listcomp>:4");
+	CHECK(name("/srv/lam.py", "f.<locals>.<genexpr>", 4) == "lam.py:f.<locals>.<genexpr>:4");
+	CHECK(name("/srv/lam.py", "f.<locals>.<dictcomp>", 4) == "lam.py:f.<locals>.<dictcomp>:4");
+	CHECK(name("/srv/lam.py", "f.<locals>.<setcomp>", 4) == "lam.py:f.<locals>.<setcomp>:4");
+	// At module level one string object for all (one identity): no line. Named functions: none.
+	CHECK(name("/srv/lam.py", "<lambda>", 9) == "lam.py:<lambda>");
+	CHECK(name("/srv/lam.py", "<listcomp>", 9) == "lam.py:<listcomp>");
+	CHECK(name("/srv/lam.py", "main.<locals>.inner", 9) == "lam.py:main.<locals>.inner");
+	CHECK(name("/srv/lam.py", "K.<lambdas>", 9) == "lam.py:K.<lambdas>");
+	// The bare name (the qualified one unread) is one identity for all lambdas of a file: no line.
+	CHECK(python_function_name(captured({{0, "/srv/lam.py"}, {1, "<lambda>"}}, {{2, 9}}), role).name ==
+	      "lam.py:<lambda>");
+}
+
+TEST_CASE("php: methods of anonymous classes are named by where they run", "[presets]")
+{
+	const ProbeRole role = usdtprof::find_preset("php")->roles().front();
+	auto name = [&](const char *fn, const char *cls, int line) {
+		return php_function_name(captured({{0, fn}, {1, "/srv/a.php"}, {3, cls}}, {{0, 6}, {2, line}}), role).name;
+	};
+	// PHP's probes read "class@anonymous" (its name's text ends in a NUL) for every one.
+	CHECK(name("handle", "class@anonymous", 4) == "class@anonymous::handle:/srv/a.php:4");
+	CHECK(name("handle", "class@anonymous", 5) == "class@anonymous::handle:/srv/a.php:5");
+	CHECK(name("handle", "Foo\\Bar@anonymous", 5) == "Foo\\Bar@anonymous::handle:/srv/a.php:5");
+	CHECK(name("{closure}", "class@anonymous", 7) == "class@anonymous::{closure:/srv/a.php:7}");
+	CHECK(name("handle", "Foo", 4) == "Foo::handle");
+	CHECK(name("handle", "anonymous", 4) == "anonymous::handle");
+}
+
 TEST_CASE("php: closures are named by where they run, other functions as PHP names them", "[presets]")
 {
 	const ProbeRole role = usdtprof::find_preset("php")->roles().front();
