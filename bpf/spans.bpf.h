@@ -1,21 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Spans (record --span): their histogram bucket and each process's stats. */
+/* Spans (record --span): each process's stats (their bucket: bits.bpf.h). */
 #ifndef USDTPROF_SPANS_BPF_H
 #define USDTPROF_SPANS_BPF_H
 
 #include "maps.bpf.h"
 #include "bits.bpf.h"
-
-/* Four buckets per power of two: the highest set bit and the two below it. */
-static __always_inline __u32 span_bucket(__u64 ns)
-{
-	__u32 m;
-
-	if (ns < 4)
-		return (__u32)ns;
-	m = highest_set_bit(ns);
-	return ((m << 2) | (__u32)((ns >> (m - 2)) & 3)) & (USDTPROF_SPAN_BUCKETS - 1);
-}
 
 static __always_inline struct usdtprof_span_stats *span_stats_of(struct usdtprof_span_key *key)
 {

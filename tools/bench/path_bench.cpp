@@ -80,13 +80,19 @@ double median(std::vector<double> v)
 	return v[v.size() / 2];
 }
 
-// SAVE_DIR: records.bin (the records' bytes) and names.tsv ("tgid func
+// SAVE_DIR: records.bin (each record's path id and its kernel record, the
+// bytes the kernel gave) and names.tsv ("tgid func
 // cost_kind name location" per function id, tab-separated; path_fill's names
 // hold no tab or newline).
 void save_recording(const std::string &dir, const std::vector<PathRecord> &records, const NameLookup &lookup)
 {
 	FILE *f = fopen((dir + "/records.bin").c_str(), "wb");
-	if (!f || fwrite(records.data(), sizeof(PathRecord), records.size(), f) != records.size() || fclose(f))
+	bool written = f != nullptr;
+	for (const PathRecord &r : records) {
+		usdtprof_path_stats s = kernel_stats_of(r.stats);
+		written = written && fwrite(&r.path, sizeof r.path, 1, f) == 1 && fwrite(&s, sizeof s, 1, f) == 1;
+	}
+	if (!written || fclose(f))
 		die("cannot write " + dir + "/records.bin");
 	std::set<std::pair<uint32_t, uint64_t>> ids;
 	for (const PathRecord &r : records)
@@ -108,11 +114,13 @@ int replay(const std::string &dir, const char *profile_path)
 	FILE *f = fopen((dir + "/records.bin").c_str(), "rb");
 	if (!f)
 		die("cannot read " + dir + "/records.bin");
-	fseek(f, 0, SEEK_END);
-	records.resize(size_t(ftell(f)) / sizeof(PathRecord));
-	rewind(f);
-	if (fread(records.data(), sizeof(PathRecord), records.size(), f) != records.size())
-		die("cannot read " + dir + "/records.bin");
+	uint64_t path;
+	usdtprof_path_stats s;
+	while (fread(&path, sizeof path, 1, f) == 1) {
+		if (fread(&s, sizeof s, 1, f) != 1)
+			die("cannot read " + dir + "/records.bin");
+		records.push_back({path, path_stats_of(s)});
+	}
 	fclose(f);
 	std::map<std::pair<uint32_t, uint64_t>, FunctionName> names;
 	std::ifstream in(dir + "/names.tsv");

@@ -288,7 +288,7 @@ double percentile(std::vector<double> v, double q)
 
 // The measured self time of a record: on-CPU when the switch hook splits it,
 // so that a preempted batch does not count its wait.
-double self_of(const usdtprof_path_stats &s, bool offcpu_hook)
+double self_of(const PathStats &s, bool offcpu_hook)
 {
 	return double(offcpu_hook ? s.self_ns - s.self_offcpu_ns : s.self_ns);
 }

@@ -11,16 +11,52 @@
 
 namespace usdtprof {
 
-Distribution distribution_of(const usdtprof_path_stats &s)
+PathStats path_stats_of(const usdtprof_path_stats &s)
 {
-	Distribution d;
+	PathStats p;
+	p.parent = s.parent;
+	p.func = s.func;
+	p.tgid = s.tgid;
+	p.calls = s.calls;
+	p.open = s.open;
+	p.self_ns = s.self_ns;
+	p.total_ns = s.total_ns;
+	p.self_offcpu_ns = s.self_offcpu_ns;
+	p.min_ns = s.min_ns;
+	p.max_ns = s.max_ns;
 	uint32_t used = 0;
 	for (uint32_t b = 0; b < USDTPROF_DIST_BUCKETS; b++)
 		used += s.buckets[b] != 0;
-	d.buckets.reserve(used); // one allocation per path
+	p.buckets.reserve(used); // one allocation per path, none for one bucket
 	for (uint32_t b = 0; b < USDTPROF_DIST_BUCKETS; b++)
 		if (s.buckets[b])
-			d.buckets.emplace_back(b, s.buckets[b]);
+			p.buckets.emplace_back(b, s.buckets[b]);
+	return p;
+}
+
+usdtprof_path_stats kernel_stats_of(const PathStats &p)
+{
+	usdtprof_path_stats s{};
+	s.parent = p.parent;
+	s.func = p.func;
+	s.tgid = p.tgid;
+	s.calls = p.calls;
+	s.open = p.open;
+	s.self_ns = p.self_ns;
+	s.total_ns = p.total_ns;
+	s.self_offcpu_ns = p.self_offcpu_ns;
+	s.min_ns = p.min_ns;
+	s.max_ns = p.max_ns;
+	for (auto [b, n] : p.buckets)
+		if (b < USDTPROF_DIST_BUCKETS)
+			s.buckets[b] = n;
+	return s;
+}
+
+Distribution distribution_of(const PathStats &s)
+{
+	Distribution d;
+	d.buckets = s.buckets;
 	if (!d.empty()) {
 		d.min_ns = s.min_ns;
 		d.max_ns = std::max(s.min_ns, s.max_ns);
@@ -84,7 +120,7 @@ private:
 		return it->second;
 	}
 
-	uint32_t function_of(const usdtprof_path_stats &s)
+	uint32_t function_of(const PathStats &s)
 	{
 		auto [it, added] = func_index_.try_emplace({s.tgid, s.func}, 0);
 		if (added) {
@@ -168,7 +204,7 @@ private:
 	// The node of a path whose parent is parent_at (a record or kNone): a
 	// root's parent is its process's label or none, or (thread set) its
 	// thread's frame.
-	PathNode node_of_path(const usdtprof_path_stats &s, uint32_t parent_at, bool &thread)
+	PathNode node_of_path(const PathStats &s, uint32_t parent_at, bool &thread)
 	{
 		PathNode node;
 		thread = parent_at == IdIndex::kNone && s.parent && is_thread_root(s.parent, s.tgid);
@@ -202,7 +238,7 @@ private:
 			size_t at = chain_[k];
 			if (node_of_[at] != kNoParent)
 				continue;
-			const usdtprof_path_stats &s = records_[at].stats;
+			const PathStats &s = records_[at].stats;
 			bool thread = false;
 			PathNode node = node_of_path(s, parent_at_[at], thread);
 			if (node_of_[at] != kNoParent)

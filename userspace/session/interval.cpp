@@ -16,9 +16,25 @@ namespace usdtprof {
 
 namespace {
 
-usdtprof_path_stats minus(const usdtprof_path_stats &now, const usdtprof_path_stats &before)
+// The buckets of now less those of before (both in bucket order); a count
+// only grows.
+Buckets minus(const Buckets &now, const Buckets &before)
 {
-	usdtprof_path_stats d = now;
+	Buckets left;
+	const BucketCount *was = before.begin();
+	for (auto [b, n] : now) {
+		while (was != before.end() && was->first < b)
+			was++;
+		uint64_t had = was != before.end() && was->first == b ? was->second : 0;
+		if (n > had)
+			left.emplace_back(b, n - had);
+	}
+	return left;
+}
+
+PathStats minus(const PathStats &now, const PathStats &before)
+{
+	PathStats d = now;
 	d.calls -= before.calls;
 	d.open -= before.open;
 	d.self_ns -= before.self_ns;
@@ -26,26 +42,20 @@ usdtprof_path_stats minus(const usdtprof_path_stats &now, const usdtprof_path_st
 	d.self_offcpu_ns -= before.self_offcpu_ns;
 	// The interval's durations: the counts subtract; an extreme is exact
 	// when the interval set it, else bounded by the interval's own buckets.
-	int lowest = -1, highest = -1;
-	for (int b = 0; b < USDTPROF_DIST_BUCKETS; b++) {
-		d.buckets[b] -= before.buckets[b];
-		if (d.buckets[b]) {
-			lowest = lowest < 0 ? b : lowest;
-			highest = b;
-		}
-	}
-	if (lowest < 0) {
+	d.buckets = minus(now.buckets, before.buckets);
+	if (d.buckets.empty()) {
 		d.min_ns = d.max_ns = 0;
 		return d;
 	}
+	uint32_t lowest = d.buckets[0].first, highest = d.buckets.back().first;
 	if (before.max_ns && now.min_ns >= before.min_ns)
-		d.min_ns = std::max<uint64_t>(now.min_ns, dist_bucket_low(uint32_t(lowest)));
+		d.min_ns = std::max<uint64_t>(now.min_ns, dist_bucket_low(lowest));
 	if (before.max_ns && now.max_ns <= before.max_ns)
-		d.max_ns = std::min<uint64_t>(now.max_ns, dist_bucket_high(uint32_t(highest)) - 1);
+		d.max_ns = std::min<uint64_t>(now.max_ns, dist_bucket_high(highest) - 1);
 	return d;
 }
 
-bool gained(const usdtprof_path_stats &d)
+bool gained(const PathStats &d)
 {
 	return d.calls || d.open || d.self_ns || d.total_ns;
 }
@@ -58,10 +68,10 @@ IntervalDelta PathDeltas::next(const std::vector<PathRecord> &totals, const std:
 	std::unordered_map<uint64_t, const PathRecord *> by_path;
 	for (const PathRecord &r : totals)
 		by_path[r.path] = &r;
-	std::unordered_map<uint64_t, usdtprof_path_stats> delta;
+	std::unordered_map<uint64_t, PathStats> delta;
 	for (const PathRecord &r : totals) {
 		auto last = last_.find(r.path);
-		usdtprof_path_stats d = last == last_.end() ? r.stats : minus(r.stats, last->second);
+		PathStats d = last == last_.end() ? r.stats : minus(r.stats, last->second);
 		if (gained(d))
 			delta[r.path] = d;
 		last_[r.path] = r.stats;
@@ -73,14 +83,14 @@ IntervalDelta PathDeltas::next(const std::vector<PathRecord> &totals, const std:
 			auto it = by_path.find(p);
 			if (it == by_path.end())
 				break;
-			usdtprof_path_stats s = it->second->stats;
+			PathStats s = it->second->stats;
 			auto gain = delta.find(p);
 			if (gain != delta.end())
 				s = gain->second;
 			else {
 				s.calls = s.open = s.self_ns = s.total_ns = s.self_offcpu_ns = 0;
 				s.min_ns = s.max_ns = 0;
-				std::fill(std::begin(s.buckets), std::end(s.buckets), 0);
+				s.buckets.clear();
 			}
 			out.records.push_back({p, s});
 			p = it->second->stats.parent;

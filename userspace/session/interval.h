@@ -33,7 +33,7 @@ public:
 	size_t tracked() const { return last_.size(); }
 
 private:
-	std::unordered_map<uint64_t, usdtprof_path_stats> last_;
+	std::unordered_map<uint64_t, PathStats> last_;
 };
 
 // The share of the time probes may stay attached so that their estimated

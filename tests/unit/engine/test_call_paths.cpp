@@ -133,7 +133,7 @@ TEST_CASE("add_call_paths caps what a target names and counts the cuts", "[call_
 	a.calls = 1;
 	usdtprof_path_stats b = a;
 	b.func = 0x200;
-	std::vector<PathRecord> records = {{10, a}, {20, b}};
+	std::vector<PathRecord> records = {{10, path_stats_of(a)}, {20, path_stats_of(b)}};
 	size_t cut = add_call_paths(p, records, [&](uint32_t, uint64_t func) -> Result<FunctionName> {
 		if (func == 0x100)
 			return FunctionName{std::string(100000, 'x'), "short.c:1"};

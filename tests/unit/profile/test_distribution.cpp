@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <map>
 
 #include "profile/distribution.h"
@@ -8,6 +9,8 @@
 #include "profile/profile_set.h"
 #include "report/report.h"
 #include "usdtprof/bpf_shared.h"
+// The kernel's bucket arithmetic, plain C, compiled here as it is for BPF.
+#include "../../../bpf/bits.bpf.h"
 
 using namespace usdtprof;
 
@@ -42,7 +45,7 @@ Profile one_path(const Distribution &d, uint64_t calls)
 
 } // namespace
 
-TEST_CASE("distribution buckets: the highest set bit, as the kernel's usdtprof_dist_bucket", "[distribution]")
+TEST_CASE("distribution buckets: the highest set bit, as the kernel's dist_bucket", "[distribution]")
 {
 	static_assert(kDistBuckets == USDTPROF_DIST_BUCKETS);
 	CHECK(dist_bucket_of(0) == 0);
@@ -57,6 +60,22 @@ TEST_CASE("distribution buckets: the highest set bit, as the kernel's usdtprof_d
 		CHECK(dist_bucket_of(dist_bucket_low(b)) == b);
 		CHECK(dist_bucket_of(dist_bucket_high(b) - 1) == std::min(b, kDistBuckets - 1));
 		CHECK(dist_bucket_low(b) == dist_bucket_high(b - 1));
+	}
+}
+
+TEST_CASE("the kernel's buckets (bpf/bits.bpf.h): the highest set bit of every width, as userspace reads it",
+	  "[distribution]")
+{
+	std::vector<uint64_t> values{0, 1, 2, 3, UINT64_MAX};
+	for (unsigned k = 1; k < 64; k++) {
+		uint64_t p = uint64_t(1) << k;
+		for (uint64_t v : {p - 1, p, p + 1, p | (p >> 1), p | (p - 1)})
+			values.push_back(v);
+	}
+	for (uint64_t v : values) {
+		INFO(v);
+		CHECK(highest_set_bit(v) == (v ? std::bit_width(v) - 1 : 0));
+		CHECK(dist_bucket(v) == dist_bucket_of(v));
 	}
 }
 

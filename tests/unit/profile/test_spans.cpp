@@ -3,19 +3,14 @@
 #include "profile/profile.h"
 #include "profile/spans.h"
 #include "usdtprof/bpf_shared.h"
+#include "../../../bpf/bits.bpf.h"
 
 using namespace usdtprof;
 
 namespace {
 
-// The kernel's bucket of a duration (bpf/usdtprof.bpf.c, span_bucket).
-uint32_t bucket_of(uint64_t ns)
-{
-	if (ns < 4)
-		return uint32_t(ns);
-	unsigned m = 63 - unsigned(__builtin_clzll(ns));
-	return (m << 2) | uint32_t((ns >> (m - 2)) & 3);
-}
+// The kernel's bucket of a duration (bpf/bits.bpf.h, compiled here as for BPF).
+uint32_t bucket_of(uint64_t ns) { return span_bucket(ns); }
 
 ProfileSpan span_of(const std::vector<uint64_t> &durations, int32_t pid = 7)
 {

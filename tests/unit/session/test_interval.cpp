@@ -55,6 +55,38 @@ TEST_CASE("interval deltas: gains only, ancestors kept for the tree, sums equal 
 	REQUIRE(d3.forget.empty());
 }
 
+TEST_CASE("interval deltas: a path's histogram gains bucket by bucket, its extremes bounded by them", "[interval]")
+{
+	PathDeltas deltas;
+	auto alive = [](uint32_t) { return true; };
+	// Calls of 3 us and 5 us, then one more of 5 us and two of 300 us: the
+	// interval's calls are those three.
+	uint32_t b3 = dist_bucket_of(3000), b5 = dist_bucket_of(5000), b300 = dist_bucket_of(300000);
+	REQUIRE(b3 < b5);
+	PathRecord before = rec(1, 0, 7, 2, 8000);
+	before.stats.buckets = {{b3, 1}, {b5, 1}};
+	before.stats.min_ns = 3000;
+	before.stats.max_ns = 5000;
+	PathRecord after = rec(1, 0, 7, 5, 613000);
+	after.stats.buckets = {{b3, 1}, {b5, 2}, {b300, 2}};
+	after.stats.min_ns = 3000;
+	after.stats.max_ns = 300000;
+	deltas.next({before}, alive);
+	IntervalDelta d = deltas.next({after}, alive);
+	const PathStats &s = find(d, 1)->stats;
+	REQUIRE(s.calls == 3);
+	REQUIRE(s.buckets == std::vector<BucketCount>{{b5, 1}, {b300, 2}});
+	// The minimum was set before: the interval's is at least its lowest
+	// bucket's low end. The maximum was set in the interval: exact.
+	REQUIRE(s.min_ns == dist_bucket_low(b5));
+	REQUIRE(s.max_ns == 300000);
+	// Nothing more: no histogram, no extremes.
+	after.stats.calls = 5;
+	IntervalDelta none = deltas.next({after, rec(2, 1, 7, 1, 10)}, alive);
+	REQUIRE(find(none, 1)->stats.buckets.empty());
+	REQUIRE(find(none, 1)->stats.max_ns == 0);
+}
+
 TEST_CASE("interval deltas: a process that is gone is reported once more, then forgotten", "[interval]")
 {
 	PathDeltas deltas;
