@@ -4,7 +4,10 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "profile/profile.h"
@@ -37,6 +40,37 @@ inline uint64_t calls_of(const std::vector<usdtprof::Profile> &profiles, const s
 			if (p.functions[n.function] == name)
 				calls += n.calls;
 	return calls;
+}
+
+// The value of a /metrics sample line that starts with series (its name and
+// labels), -1 when there is none.
+inline double metric(const std::string &text, const std::string &series)
+{
+	std::istringstream lines(text);
+	for (std::string line; std::getline(lines, line);)
+		if (line.rfind(series + " ", 0) == 0)
+			return std::stod(line.substr(series.size() + 1));
+	return -1;
+}
+
+// A process's CPU time (user + system) as the kernel counts it, in seconds
+// (/proc/PID/stat; -1 when it is gone).
+inline double process_cpu_seconds(int pid)
+{
+	std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+	std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+	size_t after_name = stat.rfind(')');
+	if (after_name == std::string::npos)
+		return -1;
+	std::istringstream fields(stat.substr(after_name + 1));
+	std::string field;
+	unsigned long long utime = 0, stime = 0;
+	for (int i = 3; fields >> field && i <= 15; i++) // fields 14 and 15: utime, stime
+		if (i == 14)
+			utime = std::stoull(field);
+		else if (i == 15)
+			stime = std::stoull(field);
+	return double(utime + stime) / double(sysconf(_SC_CLK_TCK));
 }
 
 } // namespace e2e

@@ -203,6 +203,20 @@ TEST_CASE("monitor: SIGHUP reopens the output directory, SIGTERM stops cleanly; 
 	REQUIRE(res->body.find("usdtprof_function_calls_total{process=\"nested\",function=\"outer\"}") != std::string::npos);
 	REQUIRE(res->body.find("usdtprof_duty_cycle 1") != std::string::npos);
 	REQUIRE(res->body.find("usdtprof_intervals_total") != std::string::npos);
+	// The cost the budget counts, as counters: the target's CPU time while
+	// monitored is at most what the kernel says it used (read after the
+	// scrape; a tick's rounding allowed), the probes' part of it at most
+	// all of it, and usdtprof's own CPU time is counted.
+	double profiled = metric(res->body, "usdtprof_profiled_cpu_seconds_total");
+	double probes = metric(res->body, "usdtprof_probe_cost_seconds_total");
+	double fixed = metric(res->body, "usdtprof_fixed_cost_seconds_total");
+	double target_cpu = process_cpu_seconds(t.pid());
+	INFO("target CPU " << target_cpu << " s by /proc");
+	REQUIRE(profiled > 0);
+	REQUIRE(profiled <= target_cpu + 0.02);
+	REQUIRE(probes >= 0);
+	REQUIRE(probes <= profiled);
+	REQUIRE(fixed > 0);
 
 	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
 	REQUIRE(mon.wait() == 0);

@@ -6,13 +6,16 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <unistd.h>
 
 #include "harness.h"
 #include "intervals.h"
 #include "profile/profile.h"
+#include "serve/http.h"
 
 using namespace e2e;
 
@@ -305,6 +308,33 @@ TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled,
 	INFO("hot made " << made << " calls, " << counted << " counted");
 	REQUIRE(counted > 0);
 	REQUIRE(counted < made); // sampled: what was measured, never scaled up
+	// go tool pprof loads an interval in which hot was sampled beside quiet's
+	// calls, and shows hot's own fraction.
+	std::vector<std::string> datas;
+	for (const auto &e : std::filesystem::directory_iterator(dir))
+		if (e.path().extension() == ".data")
+			datas.push_back(e.path());
+	std::sort(datas.begin(), datas.end());
+	std::string pb;
+	size_t processes = 0;
+	for (const std::string &f : datas) {
+		auto profile = usdtprof::load_profile(f);
+		REQUIRE(profile);
+		for (const usdtprof::ProfileProcess &proc : profile->processes)
+			if (proc.pid == p_hot && proc.sampled_fraction < 1 && profile->processes.size() > processes) {
+				pb = f.substr(0, f.size() - 5) + ".pb.gz";
+				processes = profile->processes.size();
+			}
+	}
+	REQUIRE(!pb.empty());
+	Output comments = run({"go", "tool", "pprof", "-comments", pb});
+	INFO(pb << ": " << comments.out << comments.err);
+	REQUIRE(comments.status == 0);
+	REQUIRE_THAT(comments.out, Catch::Matchers::Contains("sampled: probes attached for"));
+	// hot stays sampled while quiet makes its calls: some interval has both.
+	REQUIRE(processes == 2);
+	REQUIRE_THAT(comments.out, Catch::Matchers::Contains("sampled: pid " + std::to_string(p_hot) +
+							     " (hot) probes attached for"));
 }
 
 TEST_CASE("monitor --all: a profiled process that execs is planned again: its new program's calls are counted",
@@ -333,4 +363,98 @@ TEST_CASE("monitor --all: a profiled process that execs is planned again: its ne
 	REQUIRE(calls_of_pid(profiles, pid, "inner") == 60);
 	REQUIRE(calls_of_pid(profiles, pid, "main") == 2); // each program's
 	REQUIRE(labelled(profiles, pid, "nested"));
+}
+
+TEST_CASE("monitor --all: a process's forked children are found from their fork events, each counted exactly "
+	  "under its own pid in the intervals and on /metrics (promtool lints it clean)",
+	  "[monitor][hosts]")
+{
+	std::string out = temp_dir() + "/fork";
+	// fork_exec forks two children, which wait for their own signals to call and exit.
+	Background p({target("fork_exec"), "--wait", "children", "2"});
+	p.wait_for_line("ready");
+	const int parent = p.pid();
+	Background mon({"env", "USDTPROF_TEST_ALL_UNDER=" + std::to_string(getpid()), e2e::usdtprof(), "monitor", "--all",
+			"--runtime", "native", "-i", "1", "--budget", "1", "-d", "60", "-o", out, "--listen",
+			"127.0.0.1:0"});
+	std::string listening = mon.wait_for_line("metrics at", true);
+	std::smatch port;
+	REQUIRE(std::regex_search(listening, port, std::regex(":([0-9]+)/metrics")));
+	mon.wait_for_line("--all: profiling pid " + std::to_string(parent) + " (fork_exec)", true);
+	REQUIRE(kill(parent, SIGUSR1) == 0);
+	std::vector<int> kids;
+	for (size_t from = 0; kids.size() < 2;) {
+		std::string line = p.wait_for_line_from(from, "child ");
+		from = p.all_stdout().find(line, from) + line.size();
+		kids.push_back(std::stoi(line.substr(line.find("child ") + 6)));
+	}
+	REQUIRE(kids[0] != kids[1]);
+	// Found from their fork events and attached before they call anything.
+	for (int kid : kids)
+		mon.wait_for_line("--all: profiling pid " + std::to_string(kid) + " (fork_exec)", true);
+	for (int kid : kids)
+		REQUIRE(kill(kid, SIGUSR1) == 0);
+	// The children make their calls and exit (an idle thread's calls reach
+	// the map at its exit), then the parent does.
+	REQUIRE(p.wait() == 0);
+	// /metrics: each child's calls under its own pid, in the interval that
+	// reads them; the series of a process that has gone are dropped at the
+	// next interval (-i 1: a second to see them).
+	httplib::Client http("127.0.0.1", std::stoi(port[1]));
+	auto series = [](int pid) {
+		return "usdtprof_function_calls_total{process=\"fork_exec\",pid=\"" + std::to_string(pid) +
+		       "\",function=\"child_fn\"}";
+	};
+	std::set<int> seen;
+	std::string body, with_kids;
+	for (int i = 0; i < 400 && seen.size() < kids.size(); i++) {
+		auto res = http.Get("/metrics");
+		REQUIRE(res);
+		REQUIRE(res->status == 200);
+		body = res->body;
+		for (int kid : kids)
+			if (metric(body, series(kid)) == 3) {
+				seen.insert(kid);
+				with_kids = body;
+			}
+		std::this_thread::sleep_for(std::chrono::milliseconds(50));
+	}
+	INFO(body);
+	REQUIRE(seen.size() == kids.size());
+	std::string metrics = temp_dir() + "/metrics.txt";
+	std::ofstream(metrics) << with_kids;
+	Output lint = run({"sh", "-c", "promtool check metrics < \"$0\"", metrics});
+	INFO(with_kids);
+	INFO(lint.out << lint.err);
+	REQUIRE(lint.status == 0);
+	REQUIRE(lint.out.empty()); // promtool prints each problem it finds
+	REQUIRE(lint.err.empty());
+	// All gone: no pid label of theirs stays.
+	auto any_pid = [&](const std::string &text) {
+		for (int pid : {parent, kids[0], kids[1]})
+			if (text.find("pid=\"" + std::to_string(pid) + "\"") != std::string::npos)
+				return true;
+		return false;
+	};
+	for (int i = 0; i < 200 && any_pid(body); i++) {
+		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+		auto res = http.Get("/metrics");
+		REQUIRE(res);
+		body = res->body;
+	}
+	REQUIRE(!any_pid(body));
+	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
+	REQUIRE(mon.wait() == 0);
+	std::string err = mon.rest_of_stderr();
+	INFO(err);
+	auto profiles = interval_profiles(out);
+	for (int kid : kids) {
+		REQUIRE(calls_of_pid(profiles, kid, "child_fn") == 3);
+		REQUIRE(calls_of_pid(profiles, kid, "parent_leaf") == 0);
+		REQUIRE(labelled(profiles, kid, "fork_exec"));
+	}
+	REQUIRE(calls_of_pid(profiles, parent, "child_fn") == 0);
+	REQUIRE(calls_of_pid(profiles, parent, "parent_leaf") == 1);
+	REQUIRE(calls_of_pid(profiles, parent, "parent_fn") == 1);
+	REQUIRE(calls_of_pid(profiles, parent, "main") == 1);
 }

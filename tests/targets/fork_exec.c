@@ -3,6 +3,9 @@
  *                exits; parent_fn waits for it, calls parent_leaf, exits.
  *   exec PROG..: main -> before_exec execs PROG with its arguments (no EXIT).
  *   after-exec:  main -> after_exec: for exec of this program.
+ *   children N:  main -> parent_fn forks N children; each prints "child PID",
+ *                waits for its SIGUSR1, calls child_fn 3 times and exits;
+ *                parent_fn waits for them all, calls parent_leaf, exits.
  * Every probed function spins 1 ms. */
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -15,6 +18,36 @@ static void call(const char *name)
 	USDTPROF_ENTER(name);
 	spin_us(1000);
 	USDTPROF_EXIT(name);
+}
+
+/* A child of "children": held until SIGUSR1 (blocked since before the fork:
+ * none is lost), then its calls. */
+static void child(sigset_t *unblocked)
+{
+	printf("child %d\n", (int)getpid());
+	fflush(stdout);
+	go_signal = 0;
+	while (!go_signal)
+		sigsuspend(unblocked);
+	for (int i = 0; i < 3; i++)
+		call("child_fn");
+	_exit(0);
+}
+
+static void fork_children(int n)
+{
+	sigset_t mask, old;
+	signal(SIGUSR1, on_go);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &mask, &old);
+	sigdelset(&old, SIGUSR1);
+	for (int i = 0; i < n; i++)
+		if (fork() == 0)
+			child(&old);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	while (wait(NULL) > 0)
+		;
 }
 
 int main(int argc, char **argv)
@@ -32,6 +65,11 @@ int main(int argc, char **argv)
 			_exit(0);
 		}
 		waitpid(pid, NULL, 0);
+		call("parent_leaf");
+		USDTPROF_EXIT("parent_fn");
+	} else if (strcmp(mode, "children") == 0) {
+		USDTPROF_ENTER("parent_fn");
+		fork_children(argc > arg + 1 ? atoi(argv[arg + 1]) : 2);
 		call("parent_leaf");
 		USDTPROF_EXIT("parent_fn");
 	} else if (strcmp(mode, "exec") == 0 && argc > arg + 1) {

@@ -365,6 +365,20 @@ private:
 	size_t pending_ = 0;	     // frames whose function has no id yet
 };
 
+// "sampled: [who]probes attached for N% of the time ...", for a fraction below 1.
+std::string sampled_comment(double fraction, const std::string &who)
+{
+	char comment[256];
+	if (fraction > 0)
+		snprintf(comment, sizeof comment,
+			 "probes attached for %.4g%% of the time; values are as measured, not scaled "
+			 "(scale factor 1/%.4g = %.4g estimates the whole recording)",
+			 fraction * 100, fraction, 1 / fraction);
+	else
+		snprintf(comment, sizeof comment, "probes attached for 0%% of the time; values are as measured, not scaled");
+	return "sampled: " + who + comment;
+}
+
 // The Profile fields after the tables: its times, period and comment.
 void add_profile_fields(pp::Profile &tail, StringTable &strings, const Profile &profile, TimeMode time)
 {
@@ -375,18 +389,15 @@ void add_profile_fields(pp::Profile &tail, StringTable &strings, const Profile &
 	tail.set_default_sample_type(strings.index(time == TimeMode::Cpu      ? "self_oncpu_time"
 						   : time == TimeMode::Offcpu ? "self_offcpu_time"
 									      : "self_time"));
-	if (profile.sampled_fraction < 1) {
-		char comment[256];
-		if (profile.sampled_fraction > 0)
-			snprintf(comment, sizeof comment,
-				 "sampled: probes attached for %.4g%% of the time; values are as measured, not scaled "
-				 "(scale factor 1/%.4g = %.4g estimates the whole recording)",
-				 profile.sampled_fraction * 100, profile.sampled_fraction, 1 / profile.sampled_fraction);
-		else
-			snprintf(comment, sizeof comment,
-				 "sampled: probes attached for 0%% of the time; values are as measured, not scaled");
-		tail.add_comment(strings.index(comment));
-	}
+	if (profile.sampled_fraction < 1)
+		tail.add_comment(strings.index(sampled_comment(profile.sampled_fraction, "")));
+	// monitor -p A,B, --all: each process had its own window; the profile's
+	// fraction above is the smallest.
+	if (profile.processes.size() > 1)
+		for (const ProfileProcess &p : profile.processes)
+			if (p.sampled_fraction < 1)
+				tail.add_comment(strings.index(sampled_comment(
+					p.sampled_fraction, "pid " + std::to_string(p.pid) + " (" + p.comm + ") ")));
 	// record --span: intervals beside the call tree, in no sample; one
 	// comment each (go tool pprof -comments), all processes added up.
 	for (const ProfileSpan &s : spans_by_name(profile.spans))

@@ -125,19 +125,69 @@ std::string prometheus_label_escape(const std::string &value)
 	return out;
 }
 
-MetricsRegistry::MetricsRegistry(size_t top_n, size_t other_processes)
-	: top_n_(top_n), other_processes_(other_processes)
+MetricsRegistry::MetricsRegistry(size_t top_n, size_t other_processes, size_t pid_labels)
+	: top_n_(top_n), other_processes_(other_processes), pid_labels_(pid_labels)
 {
 }
 
-void MetricsRegistry::add_interval(const Profile &delta)
+std::string MetricsRegistry::pid_label(int32_t pid) const
 {
-	// Aggregate the interval outside the lock.
+	if (!pid_labels_)
+		return "";
+	return labelled_.count(pid) ? std::to_string(pid) : kOtherPid;
+}
+
+MetricsRegistry::Key MetricsRegistry::catch_all() const
+{
+	return {kOtherProcess, "", pid_labels_ ? kOtherPid : "", kOtherFunction};
+}
+
+void MetricsRegistry::label_new_pids(const std::map<int32_t, uint64_t> &self_ns)
+{
+	std::vector<std::pair<int32_t, uint64_t>> fresh;
+	for (const auto &[pid, ns] : self_ns)
+		if (!labelled_.count(pid))
+			fresh.emplace_back(pid, ns);
+	std::stable_sort(fresh.begin(), fresh.end(), [](const auto &a, const auto &b) { return a.second > b.second; });
+	for (const auto &[pid, ns] : fresh)
+		if (labelled_.size() < pid_labels_)
+			labelled_.emplace(pid, false);
+}
+
+void MetricsRegistry::drop_gone_pids(const std::map<int32_t, uint64_t> &active)
+{
+	for (auto p = labelled_.begin(); p != labelled_.end();) {
+		// Still gone but with calls read late: its series go once it has none.
+		if (!p->second || active.count(p->first)) {
+			++p;
+			continue;
+		}
+		std::string label = std::to_string(p->first);
+		for (auto it = series_.begin(); it != series_.end();) {
+			if (it->first.pid != label) {
+				++it;
+				continue;
+			}
+			// As counted when inserted (a process may call itself "[other]").
+			if (it->first.function != kOtherFunction)
+				named_series_--;
+			else if (it->first.process != kOtherProcess)
+				other_series_--;
+			it = series_.erase(it);
+		}
+		p = labelled_.erase(p);
+	}
+}
+
+void MetricsRegistry::add_interval(const Profile &delta, bool (*alive)(int pid))
+{
+	// Aggregate the interval outside the lock, by pid (labelled below).
 	std::unordered_map<int32_t, const ProfileProcess *> process_of;
 	for (const ProfileProcess &p : delta.processes)
 		process_of.emplace(p.pid, &p);
 	static const std::string unknown = "[unknown]";
-	std::map<Key, Series> interval;
+	std::map<std::pair<int32_t, Key>, Series> by_pid;
+	std::map<int32_t, uint64_t> process_self_ns;
 	for (const PathNode &n : delta.nodes) {
 		if (n.function >= delta.functions.size())
 			continue;
@@ -145,16 +195,28 @@ void MetricsRegistry::add_interval(const Profile &delta)
 			continue;
 		auto it = process_of.find(n.pid);
 		const ProfileProcess *p = it == process_of.end() ? nullptr : it->second;
-		Series &s = interval[{p && !p->comm.empty() ? p->comm : unknown,
-				      p ? p->container_id.substr(0, 12) : std::string(), delta.functions[n.function]}];
+		Key key{p && !p->comm.empty() ? p->comm : unknown, p ? p->container_id.substr(0, 12) : std::string(),
+			"", delta.functions[n.function]};
+		Series &s = by_pid[{pid_labels_ ? n.pid : 0, std::move(key)}];
 		s.self_ns += n.self_ns;
 		s.self_offcpu_ns += std::min(n.self_offcpu_ns, n.self_ns);
 		s.calls += n.calls;
+		process_self_ns[n.pid] += n.self_ns;
 	}
-	if (interval.empty())
-		return;
 
 	std::lock_guard<std::mutex> lock(mutex_);
+	drop_gone_pids(process_self_ns);
+	if (pid_labels_)
+		label_new_pids(process_self_ns);
+	std::map<Key, Series> interval;
+	for (auto &[pid_key, s] : by_pid) {
+		Key key = pid_key.second;
+		key.pid = pid_label(pid_key.first);
+		Series &sum = interval[std::move(key)];
+		sum.self_ns += s.self_ns;
+		sum.self_offcpu_ns += s.self_offcpu_ns;
+		sum.calls += s.calls;
+	}
 	std::vector<std::pair<const Key *, const Series *>> fresh;
 	for (const auto &[key, s] : interval) {
 		auto it = series_.find(key);
@@ -175,7 +237,7 @@ void MetricsRegistry::add_interval(const Profile &delta)
 		if (named_series_ >= top_n_) {
 			target.function = kOtherFunction;
 			if (other_series_ >= other_processes_ && !series_.count(target))
-				target = {kOtherProcess, "", kOtherFunction};
+				target = catch_all();
 		}
 		auto [it, inserted] = series_.try_emplace(std::move(target));
 		if (inserted && it->first.function != kOtherFunction)
@@ -186,6 +248,10 @@ void MetricsRegistry::add_interval(const Profile &delta)
 		it->second.self_offcpu_ns += s->self_offcpu_ns;
 		it->second.calls += s->calls;
 	}
+	// A process gone now keeps its series for this interval's scrapes.
+	if (alive)
+		for (auto &[pid, gone] : labelled_)
+			gone = !alive(int(pid));
 }
 
 void MetricsRegistry::set_health(const MonitorHealth &health)
@@ -195,6 +261,9 @@ void MetricsRegistry::set_health(const MonitorHealth &health)
 	health_.anomalies = std::max(health_.anomalies, health.anomalies);
 	health_.dropped_paths = std::max(health_.dropped_paths, health.dropped_paths);
 	health_.intervals = std::max(health_.intervals, health.intervals);
+	health_.profiled_cpu_ns = std::max(health_.profiled_cpu_ns, health.profiled_cpu_ns);
+	health_.probe_cost_ns = std::max(health_.probe_cost_ns, health.probe_cost_ns);
+	health_.fixed_cost_ns = std::max(health_.fixed_cost_ns, health.fixed_cost_ns);
 	health_.duty_cycle = health.duty_cycle;
 	health_.estimated_overhead_ratio = health.estimated_overhead_ratio;
 }
@@ -202,7 +271,13 @@ void MetricsRegistry::set_health(const MonitorHealth &health)
 bool MetricsRegistry::other_processes_full() const
 {
 	std::lock_guard<std::mutex> lock(mutex_);
-	return series_.count({kOtherProcess, "", kOtherFunction}) != 0;
+	return series_.count(catch_all()) != 0;
+}
+
+size_t MetricsRegistry::pid_labelled() const
+{
+	std::lock_guard<std::mutex> lock(mutex_);
+	return labelled_.size();
 }
 
 size_t MetricsRegistry::series_count() const
@@ -225,6 +300,10 @@ std::string MetricsRegistry::render() const
 			if (!key.container.empty()) {
 				out += "\",container_id=\"";
 				out += prometheus_label_escape(key.container);
+			}
+			if (!key.pid.empty()) {
+				out += "\",pid=\"";
+				out += key.pid;
 			}
 			out += "\",function=\"";
 			out += prometheus_label_escape(key.function);
@@ -257,11 +336,21 @@ std::string MetricsRegistry::render() const
 	sample(out, "usdtprof_dropped_paths_total", std::to_string(health_.dropped_paths));
 	family(out, "usdtprof_intervals_total", "counter", "Monitoring intervals completed.");
 	sample(out, "usdtprof_intervals_total", std::to_string(health_.intervals));
+	family(out, "usdtprof_profiled_cpu_seconds_total", "counter",
+	       "CPU time of the profiled processes while monitored, the probes' cost included.");
+	sample(out, "usdtprof_profiled_cpu_seconds_total", format_seconds(health_.profiled_cpu_ns));
+	family(out, "usdtprof_probe_cost_seconds_total", "counter",
+	       "Estimated cost of the probe hits (traps and eBPF programs), part of the profiled CPU time.");
+	sample(out, "usdtprof_probe_cost_seconds_total", format_seconds(health_.probe_cost_ns));
+	family(out, "usdtprof_fixed_cost_seconds_total", "counter",
+	       "usdtprof's own CPU time and its context-switch hook's run time: costs sampling cannot cut.");
+	sample(out, "usdtprof_fixed_cost_seconds_total", format_seconds(health_.fixed_cost_ns));
 	family(out, "usdtprof_duty_cycle", "gauge",
 	       "Share of the time during which probes were attached (0..1), as last reported by the monitor.");
 	sample(out, "usdtprof_duty_cycle", format_double(health_.duty_cycle));
 	family(out, "usdtprof_estimated_overhead_ratio", "gauge",
-	       "Estimated probe cost as a share of the profiled wall time, as last reported by the monitor.");
+	       "Estimated cost (probes and fixed costs) over the profiled processes' own CPU time in the last "
+	       "interval, as the budget counts it; large when they barely ran (the cost counters give it over a window).");
 	sample(out, "usdtprof_estimated_overhead_ratio", format_double(health_.estimated_overhead_ratio));
 	return out;
 }

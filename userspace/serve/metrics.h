@@ -19,8 +19,17 @@ struct MonitorHealth {
 	uint64_t anomalies = 0;
 	uint64_t dropped_paths = 0;
 	uint64_t intervals = 0;
+	// The cost the budget counts, summed over the intervals: the profiled
+	// processes' CPU time (probes included), the probes' estimated part of
+	// it, and the costs sampling cannot cut (usdtprof's own CPU time, its
+	// context-switch hook).
+	uint64_t profiled_cpu_ns = 0;
+	uint64_t probe_cost_ns = 0;
+	uint64_t fixed_cost_ns = 0;
 	double duty_cycle = 0;               // share of the time probes were attached, 0..1
-	double estimated_overhead_ratio = 0; // estimated probe cost / wall time
+	// The last interval's (probe + fixed cost) / (profiled CPU - probe cost):
+	// as the budget counts it; large when the processes barely ran.
+	double estimated_overhead_ratio = 0;
 };
 
 // Thread-safe: the monitor thread adds intervals and sets the health, the
@@ -37,7 +46,19 @@ public:
 	static constexpr size_t kDefaultOtherProcesses = 50;
 	static constexpr const char *kOtherProcess = "[other]";
 
-	explicit MetricsRegistry(size_t top_n = kDefaultTopN, size_t other_processes = kDefaultOtherProcesses);
+	// With pid_labels (a monitor of several processes: -p A,B, --all) each
+	// series also has a `pid` label: the process's pid for at most
+	// pid_labels processes at once, "other" for the rest (kOtherPid). A
+	// process keeps its pid label while it lives; once it has gone, its
+	// series are dropped at the next interval without calls of it (calls
+	// read after it exited are still added to them) and its label freed. New
+	// processes take the free labels heaviest first (their self time in the
+	// interval they first appear in). 0: no pid label.
+	static constexpr size_t kDefaultPidLabels = 20;
+	static constexpr const char *kOtherPid = "other";
+
+	explicit MetricsRegistry(size_t top_n = kDefaultTopN, size_t other_processes = kDefaultOtherProcesses,
+				 size_t pid_labels = 0);
 
 	// Adds one interval's deltas: per (process comm, container, function
 	// name), the sum over the function's nodes of self_ns and calls. A process
@@ -46,8 +67,9 @@ public:
 	// when top_n series exist is added to its process's "[other]" series
 	// (those do not count towards top_n; past other_processes of them, to
 	// the one ("[other]", "[other]") series). Within one interval new pairs get
-	// the free series in order of decreasing self time.
-	void add_interval(const Profile &delta);
+	// the free series in order of decreasing self time. alive (nullptr: all
+	// are) tells whether a pid-labelled process still runs.
+	void add_interval(const Profile &delta, bool (*alive)(int pid) = nullptr);
 
 	// Replaces the health values. Counters never go down: a smaller counter
 	// value than the last one is ignored.
@@ -60,6 +82,8 @@ public:
 	size_t series_count() const;
 	// Whether some process had to share the ("[other]", "[other]") series.
 	bool other_processes_full() const;
+	// The processes that have a pid label now.
+	size_t pid_labelled() const;
 
 private:
 	struct Series {
@@ -70,6 +94,7 @@ private:
 	struct Key {
 		std::string process;   // comm
 		std::string container; // the first 12 hex digits of its container id; "": none
+		std::string pid;       // its pid, kOtherPid; "": no pid labels
 		std::string function;
 		auto operator<=>(const Key &) const = default;
 	};
@@ -78,6 +103,13 @@ private:
 	size_t other_processes_;
 	size_t named_series_ = 0; // series other than "[other]"
 	size_t other_series_ = 0; // per-process "[other]" series
+	size_t pid_labels_;
+	std::map<int32_t, bool> labelled_; // the pids with a label, and whether each has gone
+
+	std::string pid_label(int32_t pid) const;
+	void label_new_pids(const std::map<int32_t, uint64_t> &self_ns);
+	void drop_gone_pids(const std::map<int32_t, uint64_t> &active);
+	Key catch_all() const;
 	mutable std::mutex mutex_;
 	std::map<Key, Series> series_;
 	MonitorHealth health_;

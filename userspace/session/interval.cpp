@@ -122,6 +122,9 @@ BudgetEstimate estimate_budget(const BudgetInput &in, double budget, double min_
 	// The probes run in the target and count as its CPU time.
 	double own = std::max(1.0, double(in.target_cpu_ns) - probes);
 	e.overhead = (probes + in.fixed_ns) / own;
+	e.target_cpu_ns = in.target_cpu_ns;
+	e.probe_ns = uint64_t(std::max(0.0, probes));
+	e.fixed_ns = uint64_t(std::max(0.0, in.fixed_ns));
 	double attached = std::clamp(in.attached, 1e-6, 1.0);
 	// What the probes would cost attached all the time.
 	double full = probes / own / attached;

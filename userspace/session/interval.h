@@ -49,6 +49,9 @@ struct BudgetInput {
 
 struct BudgetEstimate {
 	double overhead = 0;  // estimated cost, fixed costs included, over the target's own CPU time
+	// Its parts, for /metrics' counters: the target's CPU time as read (probes
+	// included), the probes' estimated cost and the fixed costs.
+	uint64_t target_cpu_ns = 0, probe_ns = 0, fixed_ns = 0;
 	double probe_share = 0; // what the budget leaves the probes, a share of the CPU time (fair_duties)
 	double next_duty = 1; // attached share for the next interval, in [min_duty, 1]: the probes get
 	                      // what the fixed costs leave of the budget; a sampled interval's next

@@ -124,7 +124,9 @@ struct MonitorOutputs {
 	ProfileSinks sinks;
 
 	// health: the monitor's, given to /metrics with each interval.
-	MonitorOutputs(const MonitorOptions &o, const MonitorHealth &health) : metrics(o.top_n)
+	MonitorOutputs(const MonitorOptions &o, const MonitorHealth &health)
+		: metrics(o.top_n, MetricsRegistry::kDefaultOtherProcesses,
+			  o.all || unique_pids(o.target.pids).size() > 1 ? MetricsRegistry::kDefaultPidLabels : 0)
 	{
 		if (!o.listen.empty()) {
 			WebConfig web;
@@ -786,6 +788,9 @@ void MonitorSession::run()
 		health_.probe_hits += hits;
 		health_.duty_cycle = attached_share;
 		health_.estimated_overhead_ratio = budget.overhead;
+		health_.profiled_cpu_ns += budget.target_cpu_ns;
+		health_.probe_cost_ns += budget.probe_ns;
+		health_.fixed_cost_ns += budget.fixed_ns;
 		publish(iv, profile, names_cut);
 		// What is reported of processes that are gone is forgotten: the maps stay bounded.
 		engine().delete_paths(delta.forget);

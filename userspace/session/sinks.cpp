@@ -127,7 +127,7 @@ void IntervalFilesSink::write(ProfileOutput &out)
 
 void MetricsSink::write(ProfileOutput &out)
 {
-	metrics_.add_interval(compensate(out.profile));
+	metrics_.add_interval(compensate(out.profile), process_exists);
 	say_limits();
 	metrics_.set_health(health_);
 }

@@ -244,6 +244,19 @@ TEST_CASE("pprof: a sampled recording says so in a comment", "[pprof]")
 	CHECK(d.values(out.sample(1)) == std::vector<int64_t>{3, 5000, 3000, 2000});
 }
 
+TEST_CASE("pprof: each sampled process of several says its own fraction in a comment", "[pprof]")
+{
+	Profile p = sample_profile();
+	p.processes[0].sampled_fraction = 0.5; // app; worker was attached all the time
+	p.sampled_fraction = 0.5;
+	pp::Profile out = decode(p);
+	Decoded d{out};
+	REQUIRE(out.comment_size() == 2);
+	CHECK_THAT(d.str(out.comment(0)), Catch::StartsWith("sampled: probes attached for 50% of the time"));
+	CHECK_THAT(d.str(out.comment(1)), Catch::StartsWith("sampled: pid 100 (app) probes attached for 50% of the time; "
+							      "values are as measured, not scaled"));
+}
+
 TEST_CASE("pprof: an empty profile is a valid pprof profile", "[pprof]")
 {
 	pp::Profile out = decode(Profile{});

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -119,6 +120,9 @@ TEST_CASE("metrics: HELP and TYPE for every metric, in the text format")
 		{"usdtprof_anomalies_total", "counter"},
 		{"usdtprof_dropped_paths_total", "counter"},
 		{"usdtprof_intervals_total", "counter"},
+		{"usdtprof_profiled_cpu_seconds_total", "counter"},
+		{"usdtprof_probe_cost_seconds_total", "counter"},
+		{"usdtprof_fixed_cost_seconds_total", "counter"},
 		{"usdtprof_duty_cycle", "gauge"},
 		{"usdtprof_estimated_overhead_ratio", "gauge"},
 	};
@@ -261,6 +265,127 @@ TEST_CASE("metrics: distinct process names past the cap share one [other] series
 	check_exposition_format(text);
 }
 
+namespace {
+
+std::string pid_calls_line(const std::string &process, const std::string &pid, const std::string &function,
+			   const std::string &value)
+{
+	return "usdtprof_function_calls_total{process=\"" + process + "\",pid=\"" + pid + "\",function=\"" +
+	       function + "\"} " + value;
+}
+
+std::set<int> gone_pids;
+bool alive_unless_gone(int pid) { return !gone_pids.count(pid); }
+
+} // namespace
+
+TEST_CASE("metrics: pid labels for the heaviest processes while they live, \"other\" for the rest")
+{
+	gone_pids.clear();
+	MetricsRegistry registry(MetricsRegistry::kDefaultTopN, MetricsRegistry::kDefaultOtherProcesses, 2);
+	// Three workers of one name: the two heaviest of the interval take the labels.
+	registry.add_interval(interval({"f"}, {{1, "srv", {}}, {2, "srv", {}}, {3, "srv", {}}},
+				       {{1, 0, 100, 1}, {2, 0, 300, 2}, {3, 0, 200, 3}}),
+			      alive_unless_gone);
+	std::string text = registry.render();
+	check_exposition_format(text);
+	CHECK(has_line(text, pid_calls_line("srv", "2", "f", "2")));
+	CHECK(has_line(text, pid_calls_line("srv", "3", "f", "3")));
+	CHECK(has_line(text, pid_calls_line("srv", "other", "f", "1")));
+	CHECK(registry.pid_labelled() == 2);
+
+	// Pid 2 exits: its last counts stay for this interval's scrapes ...
+	gone_pids = {2};
+	registry.add_interval(interval({"f"}, {{2, "srv", {}}, {1, "srv", {}}}, {{2, 0, 10, 5}, {1, 0, 10, 1}}),
+			      alive_unless_gone);
+	text = registry.render();
+	CHECK(has_line(text, pid_calls_line("srv", "2", "f", "7")));
+	CHECK(has_line(text, pid_calls_line("srv", "other", "f", "2")));
+	// ... then its series go and pid 1, seen next, takes its label (what it
+	// counted before stays under "other").
+	registry.add_interval(interval({"f"}, {{1, "srv", {}}}, {{1, 0, 10, 4}}), alive_unless_gone);
+	text = registry.render();
+	check_exposition_format(text);
+	CHECK(text.find("pid=\"2\"") == std::string::npos);
+	CHECK(has_line(text, pid_calls_line("srv", "1", "f", "4")));
+	CHECK(has_line(text, pid_calls_line("srv", "other", "f", "2")));
+	CHECK(has_line(text, pid_calls_line("srv", "3", "f", "3")));
+	CHECK(registry.pid_labelled() == 2);
+}
+
+TEST_CASE("metrics: a churn of short-lived processes keeps the pid labels and the series bounded")
+{
+	gone_pids.clear();
+	MetricsRegistry registry(8, 4, 3);
+	// 200 intervals of 5 new processes each (two functions each, the first
+	// heaviest), all gone by the interval's end.
+	for (int i = 0; i < 200; i++) {
+		std::vector<ProfileProcess> procs;
+		std::vector<NodeSpec> nodes;
+		for (int k = 0; k < 5; k++) {
+			int pid = 100 + 5 * i + k;
+			procs.push_back({pid, "cgi", {}});
+			nodes.push_back({pid, 0, uint64_t(50 - k), 1});
+			nodes.push_back({pid, 1, uint64_t(5), 1});
+			gone_pids.insert(pid);
+		}
+		registry.add_interval(interval({"f", "g"}, procs, nodes), alive_unless_gone);
+		CHECK(registry.pid_labelled() <= 3);
+		CHECK(registry.series_count() <= 8 + 4 + 1);
+	}
+	std::string text = registry.render();
+	check_exposition_format(text);
+	// The three heaviest of the last interval keep their series; the two
+	// lightest of every interval were counted under "other"; the rest went
+	// with their processes.
+	CHECK(has_line(text, pid_calls_line("cgi", "1095", "f", "1")));
+	CHECK(has_line(text, pid_calls_line("cgi", "1097", "g", "1")));
+	CHECK(text.find("pid=\"1098\"") == std::string::npos);
+	CHECK(text.find("pid=\"1090\"") == std::string::npos);
+	CHECK(has_line(text, pid_calls_line("cgi", "other", "f", "400")));
+	CHECK(has_line(text, pid_calls_line("cgi", "other", "g", "400")));
+	CHECK(registry.series_count() == 3 * 2 + 2);
+}
+
+TEST_CASE("metrics: a gone process's calls read late still add to its series; a process named [other] "
+	  "going frees exactly its own places")
+{
+	gone_pids.clear();
+	// top_n 1: the second function of each process goes to its "[other]".
+	MetricsRegistry registry(1, 1, 4);
+	registry.add_interval(interval({"f", "g"}, {{1, "srv", {}}, {2, "[other]", {}}},
+				       {{1, 0, 100, 1}, {2, 1, 50, 2}}),
+			      alive_unless_gone);
+	std::string text = registry.render();
+	CHECK(has_line(text, pid_calls_line("srv", "1", "f", "1")));
+	CHECK(has_line(text, pid_calls_line("[other]", "2", "[other]", "2")));
+	CHECK(registry.series_count() == 2);
+
+	// Both exit; pid 1's last calls arrive in the interval after: added, not a reset.
+	gone_pids = {1, 2};
+	registry.add_interval(interval({"f", "g"}, {}, {}), alive_unless_gone);
+	registry.add_interval(interval({"f"}, {{1, "srv", {}}}, {{1, 0, 10, 4}}), alive_unless_gone);
+	text = registry.render();
+	check_exposition_format(text);
+	CHECK(has_line(text, pid_calls_line("srv", "1", "f", "5")));
+	CHECK(text.find("pid=\"2\"") == std::string::npos);
+	registry.add_interval(interval({"f"}, {}, {}), alive_unless_gone);
+	CHECK(registry.series_count() == 0);
+	CHECK(registry.pid_labelled() == 0);
+
+	// The places freed are exactly those taken: one named series, one
+	// per-process "[other]", then the catch-all.
+	registry.add_interval(interval({"f", "g"}, {{3, "a", {}}, {4, "b", {}}, {5, "c", {}}},
+				       {{3, 0, 300, 1}, {4, 1, 200, 1}, {5, 1, 100, 1}}),
+			      alive_unless_gone);
+	text = registry.render();
+	check_exposition_format(text);
+	CHECK(has_line(text, pid_calls_line("a", "3", "f", "1")));
+	CHECK(has_line(text, pid_calls_line("b", "4", "[other]", "1")));
+	CHECK(has_line(text, pid_calls_line("[other]", "other", "[other]", "1")));
+	CHECK(registry.series_count() == 3);
+}
+
 TEST_CASE("metrics: zero-activity nodes take no series")
 {
 	MetricsRegistry registry(1);
@@ -279,6 +404,9 @@ TEST_CASE("metrics: health counters and gauges")
 	h.intervals = 5;
 	h.duty_cycle = 0.25;
 	h.estimated_overhead_ratio = 0.0125;
+	h.profiled_cpu_ns = 2500000000;
+	h.probe_cost_ns = 25000000;
+	h.fixed_cost_ns = 1000;
 	registry.set_health(h);
 	std::string text = registry.render();
 	check_exposition_format(text);
@@ -288,9 +416,13 @@ TEST_CASE("metrics: health counters and gauges")
 	CHECK(has_line(text, "usdtprof_intervals_total 5"));
 	CHECK(has_line(text, "usdtprof_duty_cycle 0.25"));
 	CHECK(has_line(text, "usdtprof_estimated_overhead_ratio 0.0125"));
+	CHECK(has_line(text, "usdtprof_profiled_cpu_seconds_total 2.5"));
+	CHECK(has_line(text, "usdtprof_probe_cost_seconds_total 0.025"));
+	CHECK(has_line(text, "usdtprof_fixed_cost_seconds_total 0.000001"));
 
 	// Counters never go down; gauges follow the last value.
 	h.probe_hits = 10;
+	h.profiled_cpu_ns = 1;
 	h.intervals = 6;
 	h.duty_cycle = 1;
 	registry.set_health(h);
@@ -298,6 +430,7 @@ TEST_CASE("metrics: health counters and gauges")
 	CHECK(has_line(text, "usdtprof_probe_hits_total 123456789012"));
 	CHECK(has_line(text, "usdtprof_intervals_total 6"));
 	CHECK(has_line(text, "usdtprof_duty_cycle 1"));
+	CHECK(has_line(text, "usdtprof_profiled_cpu_seconds_total 2.5"));
 }
 
 TEST_CASE("metrics server: GET /metrics, 404 elsewhere")

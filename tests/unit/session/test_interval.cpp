@@ -128,6 +128,10 @@ TEST_CASE("budget: attached all the time while cheap, a proportional share when 
 	BudgetEstimate fixed = estimate_budget({1000, 500, 1'000'000'000, 1.0, 0, 2'000'000}, 0.01, 0.01);
 	REQUIRE(fixed.overhead == Approx(2.5e6 / (1e9 - 500e3)));
 	REQUIRE(fixed.next_duty == 1.0);
+	// Its parts, summed by /metrics' cost counters.
+	REQUIRE(fixed.target_cpu_ns == 1'000'000'000);
+	REQUIRE(fixed.probe_ns == 500'000);
+	REQUIRE(fixed.fixed_ns == 2'000'000);
 	// Fixed costs take their share first: 0.3% of them leaves 0.7% to probes costing 0.8%.
 	BudgetEstimate shared = estimate_budget({16'000, 500, 1'000'000'000, 1.0, 0, 3'000'000}, 0.01, 0.01);
 	REQUIRE(shared.next_duty == Approx((0.01 - 3e6 / (1e9 - 8e6)) / (8e6 / (1e9 - 8e6))));
