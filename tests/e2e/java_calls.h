@@ -15,7 +15,8 @@ inline const std::map<std::string, int> &java_expected_calls()
 		{"Calls.fib(int)", 1973}, {"Calls$Counter.<init>()", 1}, {"Calls$Counter.inc()", 100000},
 		{"Calls$Counter.get()", 1}, {"Calls$Util.twice(int)", 7}, {"Calls$Child.<init>()", 1},
 		{"Calls$Base.<init>()", 1}, {"Calls$Base.hello()", 3}, {"Calls.thrower()", 2}, {"Calls.over(int)", 2},
-		{"Calls.over(long)", 3}, {"Calls.over(String)", 4}, {"Calls.lambda$main$0(int)", 5}};
+		{"Calls.over(long)", 3}, {"Calls.over(String)", 4}, {"Calls.lambda$main$0(int)", 5},
+		{"Calls$Name.<init>()", 1}, {"Calls$Name.get():Object", 6}, {"Calls$Name.get():String", 6}};
 	return expected;
 }
 

@@ -177,6 +177,45 @@ TEST_CASE("php: closures are apart by file and line, recursive only when one cal
 	REQUIRE(path(report, "{main};Foo::go;Foo::" + closure(9) + ";run;Foo::" + closure(10))["calls"] == 5);
 }
 
+// PHP names every anonymous class "class@anonymous", a NUL, then where it is declared: its probes'
+// text ends at the NUL, so two anonymous classes' methods of one name were one row with both calls.
+TEST_CASE("php: methods of two anonymous classes are apart, named by where they run", "[runtimes][names]")
+{
+	std::string dir = temp_dir(), file = dir + "/anon.php";
+	std::ofstream(file) << "<?php\n"
+			       "$x = new class {\n"
+			       "    public function handle() {\n"
+			       "        return 3;\n" // 4: where handle starts executing
+			       "    }\n"
+			       "};\n"
+			       "$y = new class {\n"
+			       "    public function handle() {\n"
+			       "        return 4;\n" // 9
+			       "    }\n"
+			       "};\n"
+			       "class A { public function handle() { return 1; } }\n"
+			       "$s = 0;\n"
+			       "for ($i = 0; $i < 11; $i++) { $s += $x->handle(); }\n"
+			       "for ($i = 0; $i < 13; $i++) { $s += $y->handle(); }\n"
+			       "for ($i = 0; $i < 7; $i++) { $s += (new A)->handle(); }\n"
+			       "echo get_class($x) === get_class($y) ? 'one class' : 'two classes', ' ', $s, \"\\n\";\n";
+	auto [o, data] = record_launch({"php", file});
+	REQUIRE(o.out == "two classes 92\n"); // 11*3 + 13*4 + 7
+	auto report = report_json(data);
+	require_no_anomalies(report);
+	const std::string x = "class@anonymous::handle:" + file + ":4", y = "class@anonymous::handle:" + file + ":9";
+	REQUIRE(function(report, x)["calls"] == 11);
+	REQUIRE(function(report, y)["calls"] == 13);
+	REQUIRE(function(report, "A::handle")["calls"] == 7);
+	for (const std::string &name : {x, y, std::string("A::handle")}) {
+		INFO(name);
+		REQUIRE(function(report, name)["recursive"] == false);
+		REQUIRE(path(report, "{main};" + name)["calls"] == function(report, name)["calls"]);
+	}
+	for (const auto &f : report["functions"])
+		REQUIRE(f["name"] != "class@anonymous::handle");
+}
+
 // PHP's probes pass {closure}, the file and the line of the closure's first opcode; PHP 8.2 keeps
 // no column, and the op_array's addresses change every run (docs/design.md): two closures that
 // start on one line are one function, as the README says; one on a line of its own is apart.
@@ -635,13 +674,33 @@ TEST_CASE("java: javac on HotSpot: ~120,000 call paths, no time dropped; in a sm
 	}
 }
 
-TEST_CASE("java: overloads are apart by their parameters, lambdas named without addresses", "[runtimes]")
+TEST_CASE("java: overloads are apart by their parameters, bridge methods by their return type, lambdas named "
+	  "without addresses",
+	  "[runtimes]")
 {
 	const auto &report = java_calls_report();
 	REQUIRE(function(report, "Calls.over(int)")["calls"] == 2);
 	REQUIRE(function(report, "Calls.over(long)")["calls"] == 3);
 	REQUIRE(function(report, "Calls.over(String)")["calls"] == 4);
 	REQUIRE(function(report, "Calls.over(String)")["recursive"] == false);
+	// Supplier<String>.get() through the interface: javac's bridge `Object get()` calls `String
+	// get()`; named alike, they were one row of 12 calls, [recursive].
+	const std::string bridge = "Calls$Name.get():Object", real = "Calls$Name.get():String";
+	for (const std::string &name : {bridge, real}) {
+		INFO(name);
+		REQUIRE(function(report, name)["calls"] == 6);
+		REQUIRE(function(report, name)["recursive"] == false);
+	}
+	// Each call of the bridge calls the method once (under main, or under thrower() while the
+	// frames its exceptions left are open until main returns: "Dead frames" in docs/design.md).
+	std::map<uint64_t, std::string> names;
+	for (const auto &p : report["paths"])
+		names[p["id"].get<uint64_t>()] = p["name"];
+	int under_bridge = 0;
+	for (const auto &p : report["paths"])
+		if (p["name"] == real && !p["parent"].is_null() && names[p["parent"].get<uint64_t>()] == bridge)
+			under_bridge += p["calls"].get<int>();
+	REQUIRE(under_bridge == 6);
 	// The lambda's hidden class, "Calls$$Lambda$N+0x<address>" in the JVM, calls its body.
 	const std::regex lambda(R"(^Calls\$\$Lambda\$\d+\.applyAsInt\(int\)$)");
 	std::string hidden;
@@ -783,8 +842,12 @@ TEST_CASE("python3.11: calls per function equal cProfile's ncalls for the same s
 	REQUIRE(names.status == 0);
 	std::map<std::string, std::string> qualified; // "line name" -> qualified name
 	std::istringstream code_objects(names.out);
-	for (std::string line, name, qualname; code_objects >> line >> name >> qualname;)
-		qualified[line + " " + name] = qualname;
+	for (std::string line, name, qualname; code_objects >> line >> name >> qualname;) {
+		// A lambda or comprehension inside a function or class: named with its line (README).
+		size_t dot = qualname.rfind('.');
+		bool nested_anonymous = dot != std::string::npos && qualname[dot + 1] == '<' && qualname.ends_with('>');
+		qualified[line + " " + name] = nested_anonymous ? qualname + ":" + line : qualname;
+	}
 	REQUIRE(qualified["27 inc"] == "Counter.inc");
 	const std::regex row(R"(^\s*(\d+)(?:/\d+)?\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+calls\.py:(\d+)\((.+)\)$)");
 	std::map<std::string, uint64_t> ncalls; // by qualified name, rows of one name summed
@@ -845,13 +908,77 @@ TEST_CASE("python3.11: methods of one name are apart by their qualified names, n
 	REQUIRE(function(report, "q.py:K.Inner.meth")["calls"] == 10);
 	REQUIRE(function(report, "q.py:B.__init__")["calls"] == 3);
 	REQUIRE(function(report, "q.py:A.__init__")["calls"] == 3);
-	REQUIRE(function(report, "q.py:main.<locals>.<lambda>")["calls"] == 1);
+	// A lambda inside a function is named with its line too (two in one function share a name).
+	REQUIRE(function(report, "q.py:main.<locals>.<lambda>:18")["calls"] == 1);
 	for (const char *name : {"q.py:K.meth", "q.py:K.Inner.meth", "q.py:A.__init__", "q.py:B.__init__"}) {
 		INFO(name);
 		REQUIRE(function(report, name)["recursive"] == false);
 	}
 	REQUIRE(path(report, "q.py:<module>;q.py:main;q.py:K.Inner.meth;q.py:K.meth")["calls"] == 10);
 	REQUIRE(path(report, "q.py:<module>;q.py:main;q.py:B.__init__;q.py:A.__init__")["calls"] == 3);
+}
+
+// Two lambdas (comprehensions) of one function have one co_qualname, main.<locals>.<lambda>, each
+// its own code object: one row with both's calls before. A module's top-level ones share one string.
+TEST_CASE("python3.11: lambdas and comprehensions of one function are apart by their lines", "[runtimes][names]")
+{
+	std::string dir = temp_dir();
+	std::ofstream(dir + "/lam.py") << "def main():\n"
+					  "    xs = list(range(50))\n"
+					  "    a = sorted(xs, key=lambda x: -x)\n"      // 3
+					  "    b = list(map(lambda x: x * 2, xs))\n"    // 4
+					  "    c = [x + 1 for x in xs]\n"               // 5
+					  "    d = [x - 1 for x in c]\n"                // 6
+					  "    return a[0] + b[-1] + c[-1] + d[0]\n"
+					  "print(main())\n";
+	auto [o, data] = record_launch({kPython311, dir + "/lam.py"});
+	REQUIRE(o.out == "197\n"); // 49 + 98 + 50 + 0
+	auto report = report_json(data);
+	require_no_anomalies(report);
+	REQUIRE(function(report, "lam.py:main.<locals>.<lambda>:3")["calls"] == 50);
+	REQUIRE(function(report, "lam.py:main.<locals>.<lambda>:4")["calls"] == 50);
+	REQUIRE(function(report, "lam.py:main.<locals>.<listcomp>:5")["calls"] == 1);
+	REQUIRE(function(report, "lam.py:main.<locals>.<listcomp>:6")["calls"] == 1);
+	REQUIRE(path(report, "lam.py:<module>;lam.py:main;lam.py:main.<locals>.<lambda>:4")["calls"] == 50);
+	size_t script = 0;
+	for (const auto &f : report["functions"]) {
+		std::string name = f["name"];
+		INFO(name);
+		if (!name.starts_with("lam.py:"))
+			continue;
+		script++;
+		REQUIRE(f["recursive"] == false);
+		REQUIRE((name == "lam.py:<module>" || !name.ends_with(">"))); // each anonymous one has its line
+	}
+	REQUIRE(script == 6); // <module>, main, two lambdas, two list comprehensions
+}
+
+// Every package's module code is in an __init__.py: json's and re's were both __init__.py:<module>,
+// and json's importing re read as recursion. Debian's json.tool, run as a user would.
+TEST_CASE("python3.11: -m json.tool: each package's module code apart by its directory, none recursive",
+	  "[runtimes][names]")
+{
+	std::string dir = temp_dir(), input = dir + "/in.json";
+	std::ofstream(input) << "{\"a\": [1, {\"b\": null}]}";
+	auto [o, data] = record_launch({kPython311, "-m", "json.tool", "--compact", input});
+	INFO(o.err);
+	REQUIRE(o.out == "{\"a\":[1,{\"b\":null}]}\n");
+	auto report = report_json(data);
+	REQUIRE(function(report, "json/__init__.py:<module>")["calls"] == 1);
+	REQUIRE(function(report, "re/__init__.py:<module>")["calls"] == 1);
+	REQUIRE(function(report, "tool.py:<module>")["calls"] == 1);
+	size_t packages = 0;
+	for (const auto &f : report["functions"]) {
+		std::string name = f["name"];
+		INFO(name);
+		REQUIRE(!name.starts_with("__init__.py:"));
+		if (name.ends_with("/__init__.py:<module>")) {
+			packages++;
+			REQUIRE(f["calls"] == 1); // each package's code runs once
+			REQUIRE(f["recursive"] == false);
+		}
+	}
+	REQUIRE(packages >= 2);
 }
 
 // python:gc__start(generation) / gc__done(objects collected): the exit's argument is no identity.
@@ -884,7 +1011,7 @@ TEST_CASE("python3.11: --pair gc__start/gc__done:arg0:int: each exit closes its 
 	INFO(o.err);
 	REQUIRE(o.out == "collected True\n");
 	REQUIRE_THAT(o.err, !Contains("did not nest"));
-	auto gc = path(report, "gcpair.py:<module>;gcpair.py:main;gcpair.py:main.<locals>.<genexpr>;gcpair.py:collect;gc__start(2)");
+	auto gc = path(report, "gcpair.py:<module>;gcpair.py:main;gcpair.py:main.<locals>.<genexpr>:15;gcpair.py:collect;gc__start(2)");
 	INFO(report["paths"].dump());
 	REQUIRE(gc.is_object());
 	REQUIRE(gc["calls"] == 5);

@@ -19,6 +19,9 @@
 //   Calls                 over     (Ljava/lang/String;)I        4
 //   Calls                 lambda$main$0 (I)I                   5   a lambda's body, called by
 //   Calls$$Lambda$N+0x... applyAsInt (I)I                       5   its hidden class (N varies)
+//   Calls$Name            <init>   ()V                          1
+//   Calls$Name            get      ()Ljava/lang/Object;         6   javac's bridge (Supplier), calls
+//   Calls$Name            get      ()Ljava/lang/String;         6   the method it stands for
 // method__return for thrower: 2 with -Xint; with the JIT usually 0, because main's loop gets
 // compiled (OSR) with thrower inlined, and a compiled (or inlined) frame that an exception
 // unwinds fires no method__return. Interpreted frames do fire it while unwinding. All other
@@ -55,6 +58,12 @@ public class Calls {
     }
 
     static class Child extends Base {
+    }
+
+    static class Name implements java.util.function.Supplier<String> {
+        public String get() {
+            return "n";
+        }
     }
 
     static int over(int x) {
@@ -109,6 +118,10 @@ public class Calls {
         java.util.function.IntUnaryOperator plus = x -> x + 1;
         for (int i = 0; i < 5; i++) {
             v += plus.applyAsInt(i);
+        }
+        java.util.function.Supplier<String> name = new Name();
+        for (int i = 0; i < 6; i++) {
+            v += name.get().length();
         }
         System.out.println("fib=" + f + " inc=" + c.get() + " twice=" + s + " hello=" + h + " caught=" + e);
     }

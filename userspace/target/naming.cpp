@@ -32,6 +32,10 @@ std::string location(const std::string &file, int64_t line)
 // file, of eval'd code).
 constexpr const char *kPhpTopLevel = "{main}";
 constexpr const char *kPhpClosure = "{closure}";
+// PHP names an anonymous class "class@anonymous" (or "Parent@anonymous"), a
+// NUL, then where it is declared and a counter: its probes' text ends at the
+// NUL, alike for every anonymous class of that parent.
+constexpr const char *kPhpAnonymousClass = "@anonymous";
 
 bool ends_with(const std::string &s, const std::string &suffix)
 {
@@ -243,15 +247,32 @@ std::string java_class_name(std::string_view internal)
 	return cls;
 }
 
+// An object (or array) return type, ":String", "" for a primitive or void
+// one. javac's bridge methods (a generic interface's `Object get()` beside
+// `String get()`, a covariant override's `Buffer limit(int)`) differ from the
+// method they call only by it: without it, one row with both calls, marked
+// [recursive]. A primitive return type never tells two methods apart.
+std::string java_object_return(std::string_view descriptor)
+{
+	size_t at = descriptor.find(')');
+	if (at == std::string_view::npos || ++at >= descriptor.size() ||
+	    (descriptor[at] != 'L' && descriptor[at] != '['))
+		return "";
+	std::string type = java_type(descriptor, &at);
+	return type.empty() ? "" : ":" + type; // "" if cut short
+}
+
 std::string java_method_name(std::string_view cls, std::string_view method, std::string_view descriptor)
 {
-	return java_class_name(cls) + "." + std::string(method) + java_parameters(descriptor);
+	return java_class_name(cls) + "." + std::string(method) + java_parameters(descriptor) +
+	       java_object_return(descriptor);
 }
 
 // PHP names top-level code "main" too, a literal in its binary, where a
 // user function's name is a zend_string whose length was captured (num[0]).
 // Closures, all "{closure}" to PHP, by where they run, as Xdebug names them:
-// {closure:/srv/app/f.php:12}.
+// {closure:/srv/app/f.php:12}; a method of an anonymous class by where it
+// runs too: class@anonymous::handle:/srv/app/f.php:4.
 FunctionName php_function_name(const usdtprof_name &n, const ProbeRole &)
 {
 	std::string cls = text(n, 3), fn = text(n, 0);
@@ -260,6 +281,8 @@ FunctionName php_function_name(const usdtprof_name &n, const ProbeRole &)
 		fn = kPhpTopLevel;
 	if (fn == kPhpClosure)
 		fn = "{closure:" + location(text(n, 1), n.num[2]) + "}";
+	else if (ends_with(cls, kPhpAnonymousClass) && n.num[2] > 0)
+		fn += ":" + location(text(n, 1), n.num[2]);
 	return {cls.empty() ? fn : cls + "::" + fn, location(text(n, 1), n.num[2])};
 }
 
@@ -276,13 +299,35 @@ FunctionName java_captured_name(const usdtprof_name &n, const ProbeRole &)
 	return {java_method_name(text(n, 0), text(n, 1), text(n, 2)), ""};
 }
 
+std::string python_file_name(const std::string &path)
+{
+	std::string base = base_name(path);
+	if ((base == "__init__.py" || base == "__main__.py") && path.size() > base.size() + 1)
+		return base_name(path.substr(0, path.size() - base.size() - 1)) + "/" + base;
+	return base;
+}
+
+bool python_anonymous_nested(const std::string &qualified)
+{
+	size_t dot = qualified.rfind('.');
+	if (dot == std::string::npos)
+		return false;
+	std::string_view last = std::string_view(qualified).substr(dot + 1);
+	return last == "<lambda>" || last == "<listcomp>" || last == "<dictcomp>" || last == "<setcomp>" ||
+	       last == "<genexpr>";
+}
+
 // The qualified name (co_qualname: K.Inner.meth, f.<locals>.g) when it was
-// read (see kPython311Qualname), the bare one otherwise.
+// read (see kPython311Qualname), the bare one otherwise; a package's
+// __init__.py by its directory too; a lambda or comprehension inside a
+// function or class by its line too.
 FunctionName python_function_name(const usdtprof_name &n, const ProbeRole &)
 {
-	std::string qualified = text(n, 3);
-	return {base_name(text(n, 0)) + ":" + (qualified.empty() ? text(n, 1) : qualified),
-		location(text(n, 0), n.num[2])};
+	std::string qualified = text(n, 3), file = text(n, 0);
+	std::string name = python_file_name(file) + ":" + (qualified.empty() ? text(n, 1) : qualified);
+	if (python_anonymous_nested(qualified) && n.num[2] > 0)
+		name += ":" + std::to_string(n.num[2]);
+	return {name, location(file, n.num[2])};
 }
 
 FunctionName sql_statement_name(const usdtprof_name &n, const ProbeRole &)

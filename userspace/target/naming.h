@@ -43,13 +43,28 @@ FunctionName function_name(const NameLookup &lookup, uint32_t tgid, uint64_t fun
 std::string simplify_function_name(const std::string &name);
 
 // HotSpot's names as reports show them: "pkg.Class.method(int,String[])",
-// overloads apart; a hidden class (a lambda's) without the address that
+// overloads apart, an object return type after a colon
+// ("pkg.Class.get():String", bridge methods apart); a hidden class (a lambda's) without the address that
 // changes every run ("Srv$$Lambda$11+0x0000000800c01000" -> "Srv$$Lambda$11").
 std::string java_method_name(std::string_view cls, std::string_view method, std::string_view descriptor);
 std::string java_class_name(std::string_view internal);
 // A method descriptor's parameters, "(Ljava/lang/String;I)V" -> "(String,int)";
 // one cut short ends in "...)".
 std::string java_parameters(std::string_view descriptor);
+// ":String" for "()Ljava/lang/String;", "" for a primitive or void return.
+std::string java_object_return(std::string_view descriptor);
+
+// A Python file as function names show it: its base name ("json.py"), a
+// package's __init__.py or __main__.py with its directory
+// ("json/__init__.py"): every package has one, and one package's module code
+// importing another's read as one function, recursive.
+std::string python_file_name(const std::string &path);
+// Whether a co_qualname names a lambda, comprehension or generator
+// expression inside a function or class ("main.<locals>.<lambda>"): all of
+// one scope have that name, each its own code object (and identity), so its
+// name takes its line too. At a module's top level ("<lambda>") CPython
+// passes one string for all of them: one identity, no line to add.
+bool python_anonymous_nested(const std::string &qualified);
 
 // Namers of the names runtime probes capture (ProbeRole::format), one per
 // kind of probe; their probes are described where they are used (presets.cpp,

@@ -58,13 +58,32 @@ TEST_CASE("java: methods are named with their parameters, overloads apart", "[pr
 	CHECK(java_parameters("") == "");
 }
 
+TEST_CASE("java: an object return type is named, so a bridge method is apart from the method it calls", "[presets]")
+{
+	// javac's bridge for Supplier<String> and the method it calls; a covariant override's bridge.
+	CHECK(java_method_name("Name", "get", "()Ljava/lang/Object;") == "Name.get():Object");
+	CHECK(java_method_name("Name", "get", "()Ljava/lang/String;") == "Name.get():String");
+	CHECK(java_method_name("java/nio/ByteBuffer", "limit", "(I)Ljava/nio/Buffer;") ==
+	      "java.nio.ByteBuffer.limit(int):Buffer");
+	CHECK(java_method_name("A", "m", "()[I") == "A.m():int[]");
+	CHECK(java_method_name("A", "m", "()[[Ljava/util/Map$Entry;") == "A.m():Map$Entry[][]");
+	// Primitive and void return types are left out (they never tell methods apart).
+	CHECK(java_method_name("A", "m", "()J") == "A.m()");
+	CHECK(java_method_name("A", "m", "(I)V") == "A.m(int)");
+	// Cut short: no return type, never a wrong one.
+	CHECK(java_object_return("()Ljava/lang/Str") == "");
+	CHECK(java_object_return("(I") == "");
+	CHECK(java_object_return("()") == "");
+	CHECK(java_object_return("") == "");
+}
+
 TEST_CASE("java: hidden classes (lambdas) are named without their address", "[presets]")
 {
 	CHECK(java_class_name("Srv$$Lambda$11+0x00007ff28c000c28") == "Srv$$Lambda$11");
 	CHECK(java_class_name("java/lang/invoke/LambdaForm$MH+0x0000000800c01000") == "java.lang.invoke.LambdaForm$MH");
 	CHECK(java_class_name("Srv$$Lambda$11/0x0000000800c01000") == "Srv$$Lambda$11");
 	CHECK(java_method_name("Srv$$Lambda$11+0x00007ff28c000c28", "apply", "(Ljava/lang/Object;)Ljava/lang/Object;") ==
-	      "Srv$$Lambda$11.apply(Object)");
+	      "Srv$$Lambda$11.apply(Object):Object");
 	// Only an address at the end is cut.
 	CHECK(java_class_name("a/b+0xyz") == "a.b+0xyz");
 	CHECK(java_class_name("pkg/Plain") == "pkg.Plain");
@@ -120,6 +139,53 @@ TEST_CASE("python: functions are named by their qualified name when it was read,
 			CHECK(r.derived.proof_arg < r.ident_args.size());
 			CHECK(r.ident_args[r.derived.proof_arg] == 1);
 		}
+}
+
+TEST_CASE("python: a package's __init__.py keeps its directory, a nested lambda or comprehension its line",
+	  "[presets]")
+{
+	const ProbeRole role = usdtprof::find_preset("python")->roles().front();
+	auto name = [&](const char *file, const char *qualified, int line) {
+		return python_function_name(captured({{0, file}, {1, "x"}, {3, qualified}}, {{2, line}}), role).name;
+	};
+	// Module code of json and re, both "__init__.py:<module>" before: one imports the other.
+	CHECK(name("/usr/lib/python3.11/json/__init__.py", "<module>", 1) == "json/__init__.py:<module>");
+	CHECK(name("/usr/lib/python3.11/re/__init__.py", "<module>", 1) == "re/__init__.py:<module>");
+	CHECK(name("/usr/lib/python3.11/json/__main__.py", "main", 3) == "json/__main__.py:main");
+	CHECK(name("__init__.py", "f", 3) == "__init__.py:f");
+	CHECK(name("/srv/app/json.py", "f", 3) == "json.py:f");
+	CHECK(python_file_name("/__init__.py") == "__init__.py");
+	CHECK(python_file_name("<frozen importlib._bootstrap>") == "<frozen importlib._bootstrap>");
+	// Two lambdas (comprehensions) of one function: one qualified name, two code objects.
+	CHECK(name("/srv/lam.py", "main.<locals>.<lambda>", 9) == "lam.py:main.<locals>.<lambda>:9");
+	CHECK(name("/srv/lam.py", "main.<locals>.<lambda>", 10) == "lam.py:main.<locals>.<lambda>:10");
+	CHECK(name("/srv/lam.py", "K.<listcomp>", 4) == "lam.py:K.<listcomp>:4");
+	CHECK(name("/srv/lam.py", "f.<locals>.<genexpr>", 4) == "lam.py:f.<locals>.<genexpr>:4");
+	CHECK(name("/srv/lam.py", "f.<locals>.<dictcomp>", 4) == "lam.py:f.<locals>.<dictcomp>:4");
+	CHECK(name("/srv/lam.py", "f.<locals>.<setcomp>", 4) == "lam.py:f.<locals>.<setcomp>:4");
+	// At module level one string object for all (one identity): no line. Named functions: none.
+	CHECK(name("/srv/lam.py", "<lambda>", 9) == "lam.py:<lambda>");
+	CHECK(name("/srv/lam.py", "<listcomp>", 9) == "lam.py:<listcomp>");
+	CHECK(name("/srv/lam.py", "main.<locals>.inner", 9) == "lam.py:main.<locals>.inner");
+	CHECK(name("/srv/lam.py", "K.<lambdas>", 9) == "lam.py:K.<lambdas>");
+	// The bare name (the qualified one unread) is one identity for all lambdas of a file: no line.
+	CHECK(python_function_name(captured({{0, "/srv/lam.py"}, {1, "<lambda>"}}, {{2, 9}}), role).name ==
+	      "lam.py:<lambda>");
+}
+
+TEST_CASE("php: methods of anonymous classes are named by where they run", "[presets]")
+{
+	const ProbeRole role = usdtprof::find_preset("php")->roles().front();
+	auto name = [&](const char *fn, const char *cls, int line) {
+		return php_function_name(captured({{0, fn}, {1, "/srv/a.php"}, {3, cls}}, {{0, 6}, {2, line}}), role).name;
+	};
+	// PHP's probes read "class@anonymous" (its name's text ends in a NUL) for every one.
+	CHECK(name("handle", "class@anonymous", 4) == "class@anonymous::handle:/srv/a.php:4");
+	CHECK(name("handle", "class@anonymous", 5) == "class@anonymous::handle:/srv/a.php:5");
+	CHECK(name("handle", "Foo\\Bar@anonymous", 5) == "Foo\\Bar@anonymous::handle:/srv/a.php:5");
+	CHECK(name("{closure}", "class@anonymous", 7) == "class@anonymous::{closure:/srv/a.php:7}");
+	CHECK(name("handle", "Foo", 4) == "Foo::handle");
+	CHECK(name("handle", "anonymous", 4) == "anonymous::handle");
 }
 
 TEST_CASE("php: closures are named by where they run, other functions as PHP names them", "[presets]")
