@@ -199,9 +199,8 @@ TEST_CASE("php: methods of two anonymous classes are apart, named by where they 
 			       "for ($i = 0; $i < 13; $i++) { $s += $y->handle(); }\n"
 			       "for ($i = 0; $i < 7; $i++) { $s += (new A)->handle(); }\n"
 			       "echo get_class($x) === get_class($y) ? 'one class' : 'two classes', ' ', $s, \"\\n\";\n";
-	auto [o, data] = record_launch({"php", file});
+	auto [o, data, slack, report] = record_report({"php", file});
 	REQUIRE(o.out == "two classes 92\n"); // 11*3 + 13*4 + 7
-	auto report = report_json(data);
 	require_no_anomalies(report);
 	const std::string x = "class@anonymous::handle:" + file + ":4", y = "class@anonymous::handle:" + file + ":9";
 	REQUIRE(function(report, x)["calls"] == 11);
@@ -931,9 +930,8 @@ TEST_CASE("python3.11: lambdas and comprehensions of one function are apart by t
 					  "    d = [x - 1 for x in c]\n"                // 6
 					  "    return a[0] + b[-1] + c[-1] + d[0]\n"
 					  "print(main())\n";
-	auto [o, data] = record_launch({kPython311, dir + "/lam.py"});
+	auto [o, data, slack, report] = record_report({kPython311, dir + "/lam.py"});
 	REQUIRE(o.out == "197\n"); // 49 + 98 + 50 + 0
-	auto report = report_json(data);
 	require_no_anomalies(report);
 	REQUIRE(function(report, "lam.py:main.<locals>.<lambda>:3")["calls"] == 50);
 	REQUIRE(function(report, "lam.py:main.<locals>.<lambda>:4")["calls"] == 50);
@@ -960,10 +958,9 @@ TEST_CASE("python3.11: -m json.tool: each package's module code apart by its dir
 {
 	std::string dir = temp_dir(), input = dir + "/in.json";
 	std::ofstream(input) << "{\"a\": [1, {\"b\": null}]}";
-	auto [o, data] = record_launch({kPython311, "-m", "json.tool", "--compact", input});
+	auto [o, data, slack, report] = record_report({kPython311, "-m", "json.tool", "--compact", input});
 	INFO(o.err);
 	REQUIRE(o.out == "{\"a\":[1,{\"b\":null}]}\n");
-	auto report = report_json(data);
 	REQUIRE(function(report, "json/__init__.py:<module>")["calls"] == 1);
 	REQUIRE(function(report, "re/__init__.py:<module>")["calls"] == 1);
 	REQUIRE(function(report, "tool.py:<module>")["calls"] == 1);
