@@ -271,8 +271,8 @@ $(FUZZERS): $(OUTPUT)/fuzz/%: tests/fuzz/%.cpp $(wildcard userspace/*/*.h includ
 	$(call msg,FUZZ-CXX,$@)
 	$(Q)mkdir -p $(@D) && $(CLANGXX) $(FUZZ_CXXFLAGS) $(filter %.cpp,$^) $(FUZZ_LIBS) -o $@
 
-# make test replays each corpus and a fixed seed's mutations (tests/e2e/test_fuzz.cpp).
-test: $(FUZZERS)
+# make test (and e2e) replays each corpus and a fixed seed's mutations (tests/e2e/test_fuzz.cpp).
+test e2e: $(FUZZERS)
 
 fuzz: $(FUZZERS)
 	$(Q)for name in profile usdt_arg probe_spec; do \
