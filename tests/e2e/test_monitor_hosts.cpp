@@ -6,6 +6,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -266,7 +267,8 @@ std::vector<double> shares_of(const std::vector<usdtprof::Profile> &profiles, in
 
 } // namespace
 
-TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled, the quiet one keeps every call",
+TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled, the quiet one keeps every call; "
+	  "/metrics has each one's sampled fraction (promtool lints it clean)",
 	  "[monitor][hosts]")
 {
 	std::string dir = temp_dir() + "/fair";
@@ -277,13 +279,50 @@ TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled,
 	const int p_hot = hot.pid(), p_quiet = quiet.pid();
 	// nested's probes cost ~0.4% of its CPU (8 hits per 10 ms spun); hot's, most of its CPU.
 	Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(p_hot) + "," + std::to_string(p_quiet), "-i",
-			"0.3", "--budget", "0.05", "-o", dir});
+			"0.3", "--budget", "0.05", "-o", dir, "--listen", "127.0.0.1:0"});
+	std::string listening = mon.wait_for_line("metrics at", true);
+	std::smatch port;
+	REQUIRE(std::regex_search(listening, port, std::regex(":([0-9]+)/metrics")));
 	mon.wait_for_line("monitoring", true);
 	REQUIRE(kill(p_hot, SIGUSR1) == 0);
 	// The hot one alone is sampled (its window cut as soon as its cost is seen) ...
 	std::string line = mon.wait_for_line("sampling pid " + std::to_string(p_hot) + " ", true);
 	INFO(line);
 	REQUIRE_THAT(line, Catch::Matchers::Contains("over its fair share of the budget"));
+	// ... and /metrics says so of it alone, once an interval it was sampled in
+	// is published: quiet (labelled once it has calls, till then the one
+	// pid="other") stays at 1, and usdtprof_duty_cycle is the smallest share.
+	httplib::Client http("127.0.0.1", std::stoi(port[1]));
+	const std::string hot_share = "usdtprof_process_sampled_fraction{process=\"hot\",pid=\"" +
+				      std::to_string(p_hot) + "\"}";
+	const std::string quiet_share = "usdtprof_process_sampled_fraction{process=\"nested\",pid=\"" +
+					std::to_string(p_quiet) + "\"}";
+	const std::string other_share = "usdtprof_process_sampled_fraction{process=\"[other]\",pid=\"other\"}";
+	std::string body;
+	double hot_seen = -1;
+	for (int i = 0; i < 400 && !(hot_seen >= 0 && hot_seen < 1); i++) {
+		auto res = http.Get("/metrics");
+		REQUIRE(res);
+		REQUIRE(res->status == 200);
+		body = res->body;
+		hot_seen = metric(body, hot_share);
+		if (!(hot_seen >= 0 && hot_seen < 1))
+			std::this_thread::sleep_for(std::chrono::milliseconds(50));
+	}
+	INFO(body);
+	REQUIRE(hot_seen > 0);
+	REQUIRE(hot_seen < 1);
+	double quiet_seen = metric(body, quiet_share), other_seen = metric(body, other_share);
+	REQUIRE((quiet_seen == 1.0) != (other_seen == 1.0)); // one or the other, never both
+	REQUIRE((quiet_seen == -1 || other_seen == -1));
+	REQUIRE(metric(body, "usdtprof_duty_cycle") == hot_seen);
+	std::string metrics = temp_dir() + "/fair-metrics.txt";
+	std::ofstream(metrics) << body;
+	Output lint = run({"sh", "-c", "promtool check metrics < \"$0\"", metrics});
+	INFO(lint.out << lint.err);
+	REQUIRE(lint.status == 0);
+	REQUIRE(lint.out.empty()); // promtool prints each problem it finds
+	REQUIRE(lint.err.empty());
 	// ... while the quiet one, attached all the time, counts all its calls.
 	REQUIRE(kill(p_quiet, SIGUSR1) == 0);
 	REQUIRE(quiet.wait() == 7);
@@ -302,6 +341,8 @@ TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled,
 	REQUIRE(!hot_shares.empty());
 	// Sampled (how much depends on when the check saw its load: the interval files say).
 	REQUIRE(*std::min_element(hot_shares.begin(), hot_shares.end()) < 1.0);
+	// The gauge scraped was an interval's share as its file gives it.
+	REQUIRE(std::find(hot_shares.begin(), hot_shares.end(), hot_seen) != hot_shares.end());
 	uint64_t made = 0;
 	std::istringstream(hot.all_stdout().substr(hot.all_stdout().find("calls ") + 6)) >> made;
 	uint64_t counted = calls_of_pid(profiles, p_hot, "work");
@@ -366,12 +407,14 @@ TEST_CASE("monitor --all: a profiled process that execs is planned again: its ne
 }
 
 TEST_CASE("monitor --all: a process's forked children are found from their fork events, each counted exactly "
-	  "under its own pid in the intervals and on /metrics (promtool lints it clean)",
+	  "under its own pid in the intervals and on /metrics (promtool lints it clean); their pid labels go once "
+	  "they exit, as zombies not yet reaped",
 	  "[monitor][hosts]")
 {
 	std::string out = temp_dir() + "/fork";
-	// fork_exec forks two children, which wait for their own signals to call and exit.
-	Background p({target("fork_exec"), "--wait", "children", "2"});
+	// fork_exec forks two children, which wait for their own signals to call
+	// and exit; it reaps them only at its own second signal.
+	Background p({target("fork_exec"), "--wait", "zombies", "2"});
 	p.wait_for_line("ready");
 	const int parent = p.pid();
 	Background mon({"env", "USDTPROF_TEST_ALL_UNDER=" + std::to_string(getpid()), e2e::usdtprof(), "monitor", "--all",
@@ -395,8 +438,7 @@ TEST_CASE("monitor --all: a process's forked children are found from their fork 
 	for (int kid : kids)
 		REQUIRE(kill(kid, SIGUSR1) == 0);
 	// The children make their calls and exit (an idle thread's calls reach
-	// the map at its exit), then the parent does.
-	REQUIRE(p.wait() == 0);
+	// the map at its exit), as zombies: their parent waits for its signal.
 	// /metrics: each child's calls under its own pid, in the interval that
 	// reads them; the series of a process that has gone are dropped at the
 	// next interval (-i 1: a second to see them).
@@ -429,6 +471,30 @@ TEST_CASE("monitor --all: a process's forked children are found from their fork 
 	REQUIRE(lint.status == 0);
 	REQUIRE(lint.out.empty()); // promtool prints each problem it finds
 	REQUIRE(lint.err.empty());
+	// Exited, not reaped: the children's labels go all the same (kill(pid, 0)
+	// still reaches a zombie; /proc/PID/stat says Z).
+	auto kid_label = [&](const std::string &text) {
+		for (int kid : kids)
+			if (text.find("pid=\"" + std::to_string(kid) + "\"") != std::string::npos)
+				return true;
+		return false;
+	};
+	for (int i = 0; i < 200 && kid_label(body); i++) {
+		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+		auto res = http.Get("/metrics");
+		REQUIRE(res);
+		body = res->body;
+	}
+	REQUIRE(!kid_label(body));
+	for (int kid : kids) {
+		std::ifstream in("/proc/" + std::to_string(kid) + "/stat");
+		std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+		INFO(stat);
+		REQUIRE(stat.find(") Z ") != std::string::npos);
+	}
+	// The parent reaps them and exits.
+	REQUIRE(kill(parent, SIGUSR1) == 0);
+	REQUIRE(p.wait() == 0);
 	// All gone: no pid label of theirs stays.
 	auto any_pid = [&](const std::string &text) {
 		for (int pid : {parent, kids[0], kids[1]})
