@@ -192,7 +192,7 @@ e2e: $(OUTPUT)/e2e_tests $(USDTPROF) $(TARGETS) $(GEN_PROFILE)
 
 test: $(OUTPUT)/unit_tests $(OUTPUT)/e2e_tests $(USDTPROF) $(TARGETS) $(GEN_PROFILE) $(DEB)
 	$(Q)USDTPROF=$(abspath $(USDTPROF)) TARGETS=$(abspath $(OUTPUT)/targets) USDTPROF_DEB=$(abspath $(DEB)) \
-		tools/run-tests.sh $(OUTPUT)/unit_tests $(OUTPUT)/e2e_tests
+		USDTPROF_FUZZERS=$(abspath $(OUTPUT)/fuzz) tools/run-tests.sh $(OUTPUT)/unit_tests $(OUTPUT)/e2e_tests
 
 $(OUTPUT)/bench/loop_plain: tools/bench/loop.c | deps
 	$(Q)mkdir -p $(@D) && $(CC) -O2 -g $< -o $@
@@ -252,7 +252,7 @@ bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/lo
 bench-scale: $(USDTPROF) $(GEN_PROFILE)
 	tools/bench/profile_scale.sh $(USDTPROF) $(GEN_PROFILE) $(BASELINE)
 
-# Not part of `make test`: libFuzzer on the profile, USDT argument and probe spec parsers,
+# Open-ended, not part of `make test`: libFuzzer on the profile, USDT argument and probe spec parsers,
 # FUZZ_SECONDS each, seeded from tests/fuzz/corpus; new inputs and crashes go
 # to $(OUTPUT)/fuzz.
 CLANGXX ?= clang++
@@ -270,6 +270,9 @@ $(OUTPUT)/fuzz/fuzz_probe_spec: userspace/target/probe_roles.cpp userspace/targe
 $(FUZZERS): $(OUTPUT)/fuzz/%: tests/fuzz/%.cpp $(wildcard userspace/*/*.h include/usdtprof/*.h) | deps
 	$(call msg,FUZZ-CXX,$@)
 	$(Q)mkdir -p $(@D) && $(CLANGXX) $(FUZZ_CXXFLAGS) $(filter %.cpp,$^) $(FUZZ_LIBS) -o $@
+
+# make test (and e2e) replays each corpus and a fixed seed's mutations (tests/e2e/test_fuzz.cpp).
+test e2e: $(FUZZERS)
 
 fuzz: $(FUZZERS)
 	$(Q)for name in profile usdt_arg probe_spec; do \
