@@ -266,7 +266,8 @@ std::vector<double> shares_of(const std::vector<usdtprof::Profile> &profiles, in
 
 } // namespace
 
-TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled, the quiet one keeps every call",
+TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled, the quiet one keeps every call; "
+	  "/metrics has each one's sampled fraction (promtool lints it clean)",
 	  "[monitor][hosts]")
 {
 	std::string dir = temp_dir() + "/fair";
@@ -277,13 +278,50 @@ TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled,
 	const int p_hot = hot.pid(), p_quiet = quiet.pid();
 	// nested's probes cost ~0.4% of its CPU (8 hits per 10 ms spun); hot's, most of its CPU.
 	Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(p_hot) + "," + std::to_string(p_quiet), "-i",
-			"0.3", "--budget", "0.05", "-o", dir});
+			"0.3", "--budget", "0.05", "-o", dir, "--listen", "127.0.0.1:0"});
+	std::string listening = mon.wait_for_line("metrics at", true);
+	std::smatch port;
+	REQUIRE(std::regex_search(listening, port, std::regex(":([0-9]+)/metrics")));
 	mon.wait_for_line("monitoring", true);
 	REQUIRE(kill(p_hot, SIGUSR1) == 0);
 	// The hot one alone is sampled (its window cut as soon as its cost is seen) ...
 	std::string line = mon.wait_for_line("sampling pid " + std::to_string(p_hot) + " ", true);
 	INFO(line);
 	REQUIRE_THAT(line, Catch::Matchers::Contains("over its fair share of the budget"));
+	// ... and /metrics says so of it alone, once an interval it was sampled in
+	// is published: quiet (labelled once it has calls, till then the one
+	// pid="other") stays at 1, and usdtprof_duty_cycle is the smallest share.
+	httplib::Client http("127.0.0.1", std::stoi(port[1]));
+	const std::string hot_share = "usdtprof_process_sampled_fraction{process=\"hot\",pid=\"" +
+				      std::to_string(p_hot) + "\"}";
+	const std::string quiet_share = "usdtprof_process_sampled_fraction{process=\"nested\",pid=\"" +
+					std::to_string(p_quiet) + "\"}";
+	const std::string other_share = "usdtprof_process_sampled_fraction{process=\"[other]\",pid=\"other\"}";
+	std::string body;
+	double hot_seen = -1;
+	for (int i = 0; i < 400 && !(hot_seen >= 0 && hot_seen < 1); i++) {
+		auto res = http.Get("/metrics");
+		REQUIRE(res);
+		REQUIRE(res->status == 200);
+		body = res->body;
+		hot_seen = metric(body, hot_share);
+		if (!(hot_seen >= 0 && hot_seen < 1))
+			std::this_thread::sleep_for(std::chrono::milliseconds(50));
+	}
+	INFO(body);
+	REQUIRE(hot_seen > 0);
+	REQUIRE(hot_seen < 1);
+	double quiet_seen = metric(body, quiet_share), other_seen = metric(body, other_share);
+	REQUIRE((quiet_seen == 1.0) != (other_seen == 1.0)); // one or the other, never both
+	REQUIRE((quiet_seen == -1 || other_seen == -1));
+	REQUIRE(metric(body, "usdtprof_duty_cycle") == hot_seen);
+	std::string metrics = temp_dir() + "/fair-metrics.txt";
+	std::ofstream(metrics) << body;
+	Output lint = run({"sh", "-c", "promtool check metrics < \"$0\"", metrics});
+	INFO(lint.out << lint.err);
+	REQUIRE(lint.status == 0);
+	REQUIRE(lint.out.empty()); // promtool prints each problem it finds
+	REQUIRE(lint.err.empty());
 	// ... while the quiet one, attached all the time, counts all its calls.
 	REQUIRE(kill(p_quiet, SIGUSR1) == 0);
 	REQUIRE(quiet.wait() == 7);
@@ -302,6 +340,8 @@ TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled,
 	REQUIRE(!hot_shares.empty());
 	// Sampled (how much depends on when the check saw its load: the interval files say).
 	REQUIRE(*std::min_element(hot_shares.begin(), hot_shares.end()) < 1.0);
+	// The gauge scraped was an interval's share as its file gives it.
+	REQUIRE(std::find(hot_shares.begin(), hot_shares.end(), hot_seen) != hot_shares.end());
 	uint64_t made = 0;
 	std::istringstream(hot.all_stdout().substr(hot.all_stdout().find("calls ") + 6)) >> made;
 	uint64_t counted = calls_of_pid(profiles, p_hot, "work");

@@ -266,6 +266,7 @@ void MetricsRegistry::set_health(const MonitorHealth &health)
 	health_.fixed_cost_ns = std::max(health_.fixed_cost_ns, health.fixed_cost_ns);
 	health_.duty_cycle = health.duty_cycle;
 	health_.estimated_overhead_ratio = health.estimated_overhead_ratio;
+	health_.process_shares = health.process_shares;
 }
 
 bool MetricsRegistry::other_processes_full() const
@@ -284,6 +285,43 @@ size_t MetricsRegistry::series_count() const
 {
 	std::lock_guard<std::mutex> lock(mutex_);
 	return series_.size();
+}
+
+// Each process with a pid label its own sample; those without one (no calls
+// yet, or past the labels) a single pid="other" sample, the smallest of their
+// shares: a gauge of several processes cannot be summed.
+void MetricsRegistry::render_process_shares(std::string &out) const
+{
+	family(out, "usdtprof_process_sampled_fraction", "gauge",
+	       "Share of the last interval during which the process's probes were attached (0..1); "
+	       "pid=\"other\": the smallest share of the processes without a pid label of their own.");
+	double others = 2;
+	for (const ProcessShare &p : health_.process_shares) {
+		if (!labelled_.count(p.pid)) {
+			others = std::min(others, p.sampled_fraction);
+			continue;
+		}
+		out += "usdtprof_process_sampled_fraction{process=\"";
+		out += prometheus_label_escape(p.process);
+		if (!p.container_id.empty()) {
+			out += "\",container_id=\"";
+			out += prometheus_label_escape(p.container_id.substr(0, 12));
+		}
+		out += "\",pid=\"";
+		out += std::to_string(p.pid);
+		out += "\"} ";
+		out += format_double(p.sampled_fraction);
+		out += '\n';
+	}
+	if (others <= 1) {
+		out += "usdtprof_process_sampled_fraction{process=\"";
+		out += kOtherProcess;
+		out += "\",pid=\"";
+		out += kOtherPid;
+		out += "\"} ";
+		out += format_double(others);
+		out += '\n';
+	}
 }
 
 std::string MetricsRegistry::render() const
@@ -352,6 +390,8 @@ std::string MetricsRegistry::render() const
 	       "Estimated cost (probes and fixed costs) over the profiled processes' own CPU time in the last "
 	       "interval, as the budget counts it; large when they barely ran (the cost counters give it over a window).");
 	sample(out, "usdtprof_estimated_overhead_ratio", format_double(health_.estimated_overhead_ratio));
+	if (pid_labels_)
+		render_process_shares(out);
 	return out;
 }
 

@@ -8,10 +8,20 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "profile/profile.h"
 
 namespace usdtprof {
+
+// A process of a monitor of several processes, and the share of the last
+// interval during which its probes were attached (each has its own window).
+struct ProcessShare {
+	int32_t pid = 0;
+	std::string process;      // comm
+	std::string container_id; // "": none
+	double sampled_fraction = 1;
+};
 
 // Cumulative since the monitor started (the counters) or current (the gauges).
 struct MonitorHealth {
@@ -30,6 +40,9 @@ struct MonitorHealth {
 	// The last interval's (probe + fixed cost) / (profiled CPU - probe cost):
 	// as the budget counts it; large when the processes barely ran.
 	double estimated_overhead_ratio = 0;
+	// A monitor of several processes (-p A,B, --all): each process profiled
+	// in the last interval and its share of it (rendered with pid labels).
+	std::vector<ProcessShare> process_shares;
 };
 
 // Thread-safe: the monitor thread adds intervals and sets the health, the
@@ -110,6 +123,7 @@ private:
 	void label_new_pids(const std::map<int32_t, uint64_t> &self_ns);
 	void drop_gone_pids(const std::map<int32_t, uint64_t> &active);
 	Key catch_all() const;
+	void render_process_shares(std::string &out) const;
 	mutable std::mutex mutex_;
 	std::map<Key, Series> series_;
 	MonitorHealth health_;

@@ -261,6 +261,7 @@ private:
 	std::vector<PathRecord> read_records(std::set<uint32_t> &dead);
 	Profile interval_profile(const Interval &iv, const IntervalDelta &delta, double attached_share,
 				 size_t *names_cut);
+	std::vector<ProcessShare> process_shares(const Interval &iv, const std::set<uint32_t> &dead) const;
 	void publish(const Interval &iv, Profile &profile, size_t names_cut);
 
 	const MonitorOptions &o_;
@@ -279,6 +280,7 @@ private:
 	bool attached_now_ = true;
 	std::optional<HostProcesses> host_; // --all's processes
 	std::optional<ProcessWindows> fair_; // -p A,B and --all: a window per process
+	std::set<uint32_t> gone_before_;     // fair_: the processes seen gone at the last interval's end
 
 	std::mt19937_64 rng_{std::random_device{}()};
 	PathDeltas deltas_;
@@ -708,6 +710,21 @@ Profile MonitorSession::interval_profile(const Interval &iv, const IntervalDelta
 	return profile;
 }
 
+// fair_: each process profiled in the interval (those gone before it left
+// out) and the share of it its probes were attached, as its interval file
+// says; for /metrics.
+std::vector<ProcessShare> MonitorSession::process_shares(const Interval &iv, const std::set<uint32_t> &dead) const
+{
+	std::vector<ProcessShare> out;
+	if (!fair_)
+		return out;
+	for (const auto &[pid, p] : processes())
+		if (!dead.count(uint32_t(pid)) || !gone_before_.count(uint32_t(pid)))
+			out.push_back({pid, p.comm, p.container_id,
+				       std::max(fair_->attached_share(pid, iv.begin, iv.finished), 1e-6)});
+	return out;
+}
+
 // The container_id label of a push: -p's process's container; for --binary,
 // the one container all the processes seen share, if they do.
 std::string pushed_container(const std::map<int, ProfileProcess> &processes)
@@ -787,6 +804,8 @@ void MonitorSession::run()
 		Profile profile = interval_profile(iv, delta, attached_share, &names_cut);
 		health_.probe_hits += hits;
 		health_.duty_cycle = attached_share;
+		health_.process_shares = process_shares(iv, dead);
+		gone_before_ = dead;
 		health_.estimated_overhead_ratio = budget.overhead;
 		health_.profiled_cpu_ns += budget.target_cpu_ns;
 		health_.probe_cost_ns += budget.probe_ns;

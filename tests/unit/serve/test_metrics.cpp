@@ -386,6 +386,45 @@ TEST_CASE("metrics: a gone process's calls read late still add to its series; a 
 	CHECK(registry.series_count() == 3);
 }
 
+TEST_CASE("metrics: each pid-labelled process's sampled fraction; the unlabelled ones share pid=\"other\", "
+	  "the smallest of theirs")
+{
+	gone_pids.clear();
+	MetricsRegistry registry(MetricsRegistry::kDefaultTopN, MetricsRegistry::kDefaultOtherProcesses, 2);
+	// Pids 1 and 2 take the labels (3 is the lightest), 4 and 5 have no calls yet.
+	ProfileProcess boxed{.pid = 2, .comm = "srv", .container_id = std::string(64, 'a')};
+	registry.add_interval(interval({"f"}, {{1, "srv", {}}, boxed, {3, "srv", {}}},
+				       {{1, 0, 300, 1}, {2, 0, 200, 1}, {3, 0, 100, 1}}),
+			      alive_unless_gone);
+	MonitorHealth h;
+	h.process_shares = {{1, "srv", "", 0.125}, {2, "srv", std::string(64, 'a'), 1},
+			    {3, "srv", "", 0.5}, {4, "idle", "", 0.25}, {5, "idle", "", 1}};
+	registry.set_health(h);
+	std::string text = registry.render();
+	check_exposition_format(text);
+	CHECK(has_line(text, "# TYPE usdtprof_process_sampled_fraction gauge"));
+	CHECK(has_line(text, "usdtprof_process_sampled_fraction{process=\"srv\",pid=\"1\"} 0.125"));
+	CHECK(has_line(text, "usdtprof_process_sampled_fraction{process=\"srv\",container_id=\"aaaaaaaaaaaa\","
+			     "pid=\"2\"} 1"));
+	CHECK(has_line(text, "usdtprof_process_sampled_fraction{process=\"[other]\",pid=\"other\"} 0.25"));
+	size_t samples = 0;
+	for (const std::string &line : lines_of(text))
+		samples += line.rfind("usdtprof_process_sampled_fraction{", 0) == 0;
+	CHECK(samples == 3);
+
+	// Every process labelled: no "other" sample; a gauge follows the last interval.
+	h.process_shares = {{1, "srv", "", 1}};
+	registry.set_health(h);
+	text = registry.render();
+	CHECK(has_line(text, "usdtprof_process_sampled_fraction{process=\"srv\",pid=\"1\"} 1"));
+	CHECK(text.find("pid=\"other\"} ") == std::string::npos);
+
+	// One process (no pid labels): usdtprof_duty_cycle is its share, no such family.
+	MetricsRegistry single;
+	single.set_health(h);
+	CHECK(single.render().find("usdtprof_process_sampled_fraction") == std::string::npos);
+}
+
 TEST_CASE("metrics: zero-activity nodes take no series")
 {
 	MetricsRegistry registry(1);
