@@ -6,6 +6,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -406,12 +407,14 @@ TEST_CASE("monitor --all: a profiled process that execs is planned again: its ne
 }
 
 TEST_CASE("monitor --all: a process's forked children are found from their fork events, each counted exactly "
-	  "under its own pid in the intervals and on /metrics (promtool lints it clean)",
+	  "under its own pid in the intervals and on /metrics (promtool lints it clean); their pid labels go once "
+	  "they exit, as zombies not yet reaped",
 	  "[monitor][hosts]")
 {
 	std::string out = temp_dir() + "/fork";
-	// fork_exec forks two children, which wait for their own signals to call and exit.
-	Background p({target("fork_exec"), "--wait", "children", "2"});
+	// fork_exec forks two children, which wait for their own signals to call
+	// and exit; it reaps them only at its own second signal.
+	Background p({target("fork_exec"), "--wait", "zombies", "2"});
 	p.wait_for_line("ready");
 	const int parent = p.pid();
 	Background mon({"env", "USDTPROF_TEST_ALL_UNDER=" + std::to_string(getpid()), e2e::usdtprof(), "monitor", "--all",
@@ -435,8 +438,7 @@ TEST_CASE("monitor --all: a process's forked children are found from their fork 
 	for (int kid : kids)
 		REQUIRE(kill(kid, SIGUSR1) == 0);
 	// The children make their calls and exit (an idle thread's calls reach
-	// the map at its exit), then the parent does.
-	REQUIRE(p.wait() == 0);
+	// the map at its exit), as zombies: their parent waits for its signal.
 	// /metrics: each child's calls under its own pid, in the interval that
 	// reads them; the series of a process that has gone are dropped at the
 	// next interval (-i 1: a second to see them).
@@ -469,6 +471,30 @@ TEST_CASE("monitor --all: a process's forked children are found from their fork 
 	REQUIRE(lint.status == 0);
 	REQUIRE(lint.out.empty()); // promtool prints each problem it finds
 	REQUIRE(lint.err.empty());
+	// Exited, not reaped: the children's labels go all the same (kill(pid, 0)
+	// still reaches a zombie; /proc/PID/stat says Z).
+	auto kid_label = [&](const std::string &text) {
+		for (int kid : kids)
+			if (text.find("pid=\"" + std::to_string(kid) + "\"") != std::string::npos)
+				return true;
+		return false;
+	};
+	for (int i = 0; i < 200 && kid_label(body); i++) {
+		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+		auto res = http.Get("/metrics");
+		REQUIRE(res);
+		body = res->body;
+	}
+	REQUIRE(!kid_label(body));
+	for (int kid : kids) {
+		std::ifstream in("/proc/" + std::to_string(kid) + "/stat");
+		std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+		INFO(stat);
+		REQUIRE(stat.find(") Z ") != std::string::npos);
+	}
+	// The parent reaps them and exits.
+	REQUIRE(kill(parent, SIGUSR1) == 0);
+	REQUIRE(p.wait() == 0);
 	// All gone: no pid label of theirs stays.
 	auto any_pid = [&](const std::string &text) {
 		for (int pid : {parent, kids[0], kids[1]})

@@ -3,7 +3,9 @@
 // comment at the top of each). Needs the Debian packages of tools/install-deps.sh.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <csignal>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -11,11 +13,15 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 #include "harness.h"
+#include "intervals.h"
 #include "java_calls.h"
 #include "profile/profile.h"
+#include "serve/http.h"
 
 using namespace e2e;
 using Catch::Matchers::Contains;
@@ -1555,6 +1561,165 @@ TEST_CASE("postgres: --span transaction__start/commit/abort counts each transact
 	}
 	REQUIRE(sleeping_ns >= 200'000'000);
 	REQUIRE(merged["anomalies"]["exit_mismatch"] == 0);
+}
+
+namespace {
+
+// A psql session of pg's server that reads its statements from a FIFO: it
+// connects at once, then runs what send() writes, and exits at finish().
+struct FedPsql {
+	std::string fifo;
+	std::optional<Background> psql;
+	int fd = -1;
+
+	FedPsql(const PgServer &pg, const std::string &path) : fifo(path)
+	{
+		REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+		std::string env;
+		for (const char *v : {"PGHOST", "PGPORT", "PGUSER", "PGDATABASE"})
+			env += std::string(" ") + v + "='" + pg.vars.at(v) + "'";
+		psql.emplace(std::vector<std::string>{
+			"sh", "-c", "exec env -u PGOPTIONS -u PGSERVICE" + env + " psql -X -q -v ON_ERROR_STOP=1 < \"$0\"",
+			fifo});
+		// The shell opens the FIFO to read, then execs psql: a writer may open it once it has.
+		for (int i = 0; i < 600 && fd < 0; i++)
+			if ((fd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
+				std::this_thread::sleep_for(std::chrono::milliseconds(50));
+		REQUIRE(fd >= 0);
+		REQUIRE(fcntl(fd, F_SETFL, 0) == 0);
+	}
+	~FedPsql()
+	{
+		if (fd >= 0)
+			close(fd);
+	}
+	void send(const std::string &statements)
+	{
+		REQUIRE(write(fd, statements.data(), statements.size()) == ssize_t(statements.size()));
+	}
+	// End of its input: psql exits, and its backend.
+	void finish()
+	{
+		close(fd);
+		fd = -1;
+		REQUIRE(psql->wait() == 0);
+	}
+};
+
+// Calls of a function by one process over all intervals.
+uint64_t calls_of_pid(const std::vector<usdtprof::Profile> &profiles, int pid, const std::string &name)
+{
+	uint64_t calls = 0;
+	for (const usdtprof::Profile &p : profiles)
+		for (const usdtprof::PathNode &n : p.nodes)
+			if (n.pid == pid && p.functions[n.function] == name)
+				calls += n.calls;
+	return calls;
+}
+
+} // namespace
+
+TEST_CASE("postgres: monitor --all finds the backends its postmaster forks, each one's statements counted exactly "
+	  "under its pid in the intervals and on /metrics (promtool lints it clean)",
+	  "[runtimes][monitor][hosts]")
+{
+	PgServer pg("-c log_connections=on");
+	const std::string postmaster = pg.vars.at("PG_POSTMASTER_PID");
+	std::string dir = temp_dir(), out = dir + "/pg-all";
+	// The postmaster and its processes (started before the monitor) only: the machine is shared.
+	Background mon({"env", "USDTPROF_TEST_ALL_UNDER=" + postmaster, e2e::usdtprof(), "monitor", "--all", "--runtime",
+			"postgres", "-i", "1", "--budget", "1", "-d", "120", "-o", out, "--listen", "127.0.0.1:0"});
+	std::string listening = mon.wait_for_line("metrics at", true);
+	std::smatch port;
+	REQUIRE(std::regex_search(listening, port, std::regex(":([0-9]+)/metrics")));
+	mon.wait_for_line("--all: profiling pid " + postmaster + " (postgres)", true);
+	mon.wait_for_line("monitoring", true);
+	// Two sessions started after it: their backends, forked by the postmaster, are found
+	// from their fork events; each runs its statements once attached.
+	size_t log_from = pg.log_size();
+	FedPsql a(pg, dir + "/a"), b(pg, dir + "/b");
+	std::vector<int> backends;
+	for (int i = 0; i < 600 && backends.size() < 2; i++) {
+		backends = pg.backends_since(log_from);
+		if (backends.size() < 2)
+			std::this_thread::sleep_for(std::chrono::milliseconds(50));
+	}
+	REQUIRE(backends.size() == 2);
+	for (int backend : backends)
+		mon.wait_for_line("--all: profiling pid " + std::to_string(backend) + " (postgres)", true);
+	std::string to_a, to_b;
+	for (int i = 0; i < 30; i++)
+		to_a += "SELECT " + std::to_string(i) + ";\n";
+	for (int i = 0; i < 20; i++)
+		to_b += "SELECT " + std::to_string(i) + ";\n";
+	for (int i = 0; i < 5; i++)
+		to_b += "SELECT " + std::to_string(i) + ", 'b';\n";
+	a.send(to_a);
+	b.send(to_b);
+	a.finish();
+	b.finish();
+	// Which backend is whose: the one that ran "SELECT $1, $2" is b's.
+	// /metrics: each backend's statements under its pid, in the interval that
+	// reads them (the last at its exit); its series go at the next interval
+	// (-i 1: a second to see them).
+	httplib::Client http("127.0.0.1", std::stoi(port[1]));
+	auto series = [](int pid, const std::string &statement) {
+		return "usdtprof_function_calls_total{process=\"postgres\",pid=\"" + std::to_string(pid) +
+		       "\",function=\"" + statement + "\"}";
+	};
+	int pid_a = 0, pid_b = 0;
+	std::string body, seen;
+	for (int i = 0; i < 400 && seen.empty(); i++) {
+		auto res = http.Get("/metrics");
+		REQUIRE(res);
+		REQUIRE(res->status == 200);
+		body = res->body;
+		for (int x : backends)
+			for (int y : backends)
+				if (x != y && metric(body, series(x, "SELECT $1")) == 30 &&
+				    metric(body, series(y, "SELECT $1")) == 20 &&
+				    metric(body, series(y, "SELECT $1, $2")) == 5) {
+					pid_a = x;
+					pid_b = y;
+					seen = body;
+				}
+		if (seen.empty())
+			std::this_thread::sleep_for(std::chrono::milliseconds(50));
+	}
+	INFO(body);
+	REQUIRE(!seen.empty());
+	REQUIRE(metric(seen, series(pid_a, "SELECT $1, $2")) == -1);
+	std::string metrics = dir + "/metrics.txt";
+	std::ofstream(metrics) << seen;
+	Output lint = run({"sh", "-c", "promtool check metrics < \"$0\"", metrics});
+	INFO(seen);
+	INFO(lint.out << lint.err);
+	REQUIRE(lint.status == 0);
+	REQUIRE(lint.out.empty()); // promtool prints each problem it finds
+	REQUIRE(lint.err.empty());
+	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
+	REQUIRE(mon.wait() == 0);
+	std::string err = mon.rest_of_stderr();
+	INFO(err);
+	// The interval files: the same counts, each under its backend, described as postgres.
+	auto profiles = interval_profiles(out);
+	REQUIRE(calls_of_pid(profiles, pid_a, "SELECT $1") == 30);
+	REQUIRE(calls_of_pid(profiles, pid_a, "SELECT $1, $2") == 0);
+	REQUIRE(calls_of_pid(profiles, pid_b, "SELECT $1") == 20);
+	REQUIRE(calls_of_pid(profiles, pid_b, "SELECT $1, $2") == 5);
+	for (int pid : {pid_a, pid_b}) {
+		bool described = false;
+		for (const usdtprof::Profile &p : profiles)
+			for (const usdtprof::ProfileProcess &proc : p.processes)
+				if (proc.pid == pid) {
+					described = true;
+					REQUIRE(proc.comm == "postgres");
+					REQUIRE(proc.sampled_fraction == 1.0); // never sampled: the counts are exact
+				}
+		REQUIRE(described);
+	}
+	// No other process ran those statements.
+	REQUIRE(e2e::calls_of(profiles, "SELECT $1") == 50);
 }
 
 TEST_CASE("bpftrace -c cannot attach to ruby:method__return in libruby; usdtprof record -- ruby can", "[runtimes]")

@@ -6,6 +6,8 @@
  *   children N:  main -> parent_fn forks N children; each prints "child PID",
  *                waits for its SIGUSR1, calls child_fn 3 times and exits;
  *                parent_fn waits for them all, calls parent_leaf, exits.
+ *   zombies N:   as children, but parent_fn leaves them unreaped (zombies
+ *                once they exit) until its own SIGUSR1, then reaps them.
  * Every probed function spins 1 ms. */
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -34,7 +36,7 @@ static void child(sigset_t *unblocked)
 	_exit(0);
 }
 
-static void fork_children(int n)
+static void fork_children(int n, int hold_zombies)
 {
 	sigset_t mask, old;
 	signal(SIGUSR1, on_go);
@@ -45,6 +47,11 @@ static void fork_children(int n)
 	for (int i = 0; i < n; i++)
 		if (fork() == 0)
 			child(&old);
+	if (hold_zombies) {
+		go_signal = 0;
+		while (!go_signal)
+			sigsuspend(&old);
+	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	while (wait(NULL) > 0)
 		;
@@ -67,9 +74,9 @@ int main(int argc, char **argv)
 		waitpid(pid, NULL, 0);
 		call("parent_leaf");
 		USDTPROF_EXIT("parent_fn");
-	} else if (strcmp(mode, "children") == 0) {
+	} else if (strcmp(mode, "children") == 0 || strcmp(mode, "zombies") == 0) {
 		USDTPROF_ENTER("parent_fn");
-		fork_children(argc > arg + 1 ? atoi(argv[arg + 1]) : 2);
+		fork_children(argc > arg + 1 ? atoi(argv[arg + 1]) : 2, strcmp(mode, "zombies") == 0);
 		call("parent_leaf");
 		USDTPROF_EXIT("parent_fn");
 	} else if (strcmp(mode, "exec") == 0 && argc > arg + 1) {

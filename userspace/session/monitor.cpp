@@ -668,9 +668,14 @@ std::vector<PathRecord> MonitorSession::read_records(std::set<uint32_t> &dead)
 				dead.insert(uint32_t(p));
 	std::vector<PathRecord> records = engine().read_paths();
 	bool died = false;
+	std::set<uint32_t> alive; // each process looked at once (a read of /proc/PID/stat)
 	for (const PathRecord &r : records)
-		if (!dead.count(r.stats.tgid) && !process_exists(int(r.stats.tgid)))
-			died = dead.insert(r.stats.tgid).second;
+		if (!dead.count(r.stats.tgid) && !alive.count(r.stats.tgid)) {
+			if (process_exists(int(r.stats.tgid)))
+				alive.insert(r.stats.tgid);
+			else
+				died = dead.insert(r.stats.tgid).second;
+		}
 	if (died)
 		records = engine().read_paths();
 	return records;

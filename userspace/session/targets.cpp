@@ -1,6 +1,7 @@
 #include "session/targets.h"
 
 #include <algorithm>
+#include <csignal>
 #include <set>
 #include <tuple>
 #include <cerrno>
@@ -129,7 +130,9 @@ std::vector<int> unique_pids(const std::vector<int> &pids)
 void check_target_exists(const TargetSpec &t)
 {
 	for (int pid : t.pids)
-		if (!process_exists(pid))
+		// A zombie is refused once its maps are read: "exited before its
+		// probes could be attached".
+		if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM))
 			throw UserError("no process with pid " + std::to_string(pid));
 	if (!t.binary.empty() && access(t.binary.c_str(), R_OK) != 0)
 		throw UserError("cannot read " + t.binary + ": " + strerror(errno));

@@ -1,6 +1,9 @@
 #include "target/process.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cstdio>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
@@ -193,9 +196,47 @@ int HeldChild::wait()
 	return 128 + WTERMSIG(status);
 }
 
+bool stat_says_exited(std::string_view stat)
+{
+	// "PID (COMM) S ...": the command may hold ')' and spaces; the state
+	// follows the last ')'. num_threads is field 20, the 18th after it.
+	size_t paren = stat.rfind(')');
+	if (paren == std::string_view::npos)
+		return false;
+	std::string_view rest = stat.substr(paren + 1);
+	std::string_view fields[18];
+	size_t n = 0;
+	for (size_t at = 0; n < 18;) {
+		at = rest.find_first_not_of(" \n", at);
+		if (at == std::string_view::npos)
+			break;
+		size_t end = std::min(rest.find_first_of(" \n", at), rest.size());
+		fields[n++] = rest.substr(at, end - at);
+		at = end;
+	}
+	if (n < 18 || fields[0].size() != 1 || (fields[0][0] != 'Z' && fields[0][0] != 'X'))
+		return false;
+	// A leader that called pthread_exit beside live threads is a zombie
+	// too ("Zl"): the process runs on while any other thread does.
+	unsigned long threads = 0;
+	auto [end, ec] = std::from_chars(fields[17].data(), fields[17].data() + fields[17].size(), threads);
+	return ec == std::errc() && end == fields[17].data() + fields[17].size() && threads <= 1;
+}
+
 bool process_exists(int pid)
 {
-	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+	if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM))
+		return false;
+	// kill() reaches a zombie: exited, not yet reaped by its parent.
+	char path[32];
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno != ENOENT; // reaped since; unreadable (hidepid): as kill() says
+	char buf[1024];
+	ssize_t n = read(fd, buf, sizeof buf);
+	close(fd);
+	return n <= 0 || !stat_says_exited(std::string_view(buf, size_t(n)));
 }
 
 std::string thread_name(uint32_t pid, uint32_t tid, const std::map<uint32_t, std::string> &exited)

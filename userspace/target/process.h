@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "profile/profile.h"
@@ -51,7 +52,13 @@ int exec_error(const ForkedCommand &child);
 // the dynamic loader has mapped its libraries, by planting a breakpoint there.
 Result<void> run_to_entry(int pid);
 
+// Whether pid is a process that has not exited: a zombie (exited, not yet
+// reaped by its parent) has.
 bool process_exists(int pid);
+// Whether a /proc/PID/stat text says its process has exited: a zombie (Z) or
+// dead (X) with no other live thread (a leader that exited beside live
+// threads is Z too, its process runs on). Unparsable: false.
+bool stat_says_exited(std::string_view stat);
 ProfileProcess describe_process(int pid);
 // A thread's name: as it is now while the thread lives, else as it was when
 // it exited (exited: by tid, Engine::read_thread_comms).
