@@ -36,12 +36,16 @@ void write_folded(const CallTree &tree, Sink &out)
 			stack += ';';
 		stack += frames[n.name];
 		if (n.self_ns) {
+			// The line is the stack with " WEIGHT\n" after it for a moment:
+			// one write a line, not four.
+			size_t length = stack.size();
 			char weight[24];
-			auto end = std::to_chars(weight, weight + sizeof weight, n.self_ns).ptr;
+			weight[0] = ' ';
+			char *end = std::to_chars(weight + 1, weight + sizeof weight - 1, n.self_ns).ptr;
+			*end++ = '\n';
+			stack.append(weight, size_t(end - weight));
 			out.write(stack);
-			out.write(" ");
-			out.write(std::string_view(weight, size_t(end - weight)));
-			out.write("\n");
+			stack.resize(length);
 		}
 		std::span<const uint32_t> children = tree.children(i);
 		for (auto child = children.rbegin(); child != children.rend(); ++child)

@@ -117,13 +117,13 @@ struct RawTimes {
 	std::unordered_map<std::string, FunctionSummary> functions;
 };
 
-RawTimes raw_times(const CallTree &raw_tree)
+RawTimes raw_times(const CallTree &raw_tree, const std::vector<bool> *nested = nullptr)
 {
 	RawTimes raw;
 	raw.present = true;
 	// Only the functions' times are read (add_raw): their durations, merged
 	// again per function from a million paths, were most of this.
-	for (FunctionSummary &f : summarize_functions(raw_tree, false))
+	for (FunctionSummary &f : summarize_functions(raw_tree, false, nested))
 		raw.functions.emplace(f.name, std::move(f));
 	reserve_huge(raw.self_ns, raw_tree.nodes.size());
 	reserve_huge(raw.total_ns, raw_tree.nodes.size());
@@ -280,11 +280,12 @@ void write_paths(Sink &out, const CallTree &tree, const RawTimes *raw)
 }
 
 // The "functions" array of a (compensated) tree, with the measured times beside when raw has them.
-json functions_json(const CallTree &tree, const ReportOptions &options, RawTimes &raw)
+json functions_json(const CallTree &tree, const ReportOptions &options, RawTimes &raw,
+		   const std::vector<bool> *nested = nullptr)
 {
 	json functions = json::array();
 	bool with_raw = raw.present && raw.self_ns.size() == tree.nodes.size();
-	for (const FunctionSummary &f : ranked_functions(tree, options).first) {
+	for (const FunctionSummary &f : ranked_functions(tree, options, nested).first) {
 		json j = {{"name", f.name}, {"calls", f.calls}, {"open", f.open}, {"self_ns", f.self_ns},
 			{"self_oncpu_ns", f.self_oncpu_ns}, {"self_offcpu_ns", f.self_offcpu_ns},
 			{"total_ns", f.total_ns}, {"recursive", f.recursive}};
@@ -334,9 +335,9 @@ json threads_json(const Profile &measured, const ReportOptions &options)
 }
 
 void write_json(Sink &out, const Profile &profile, const CallTree &tree, const ReportOptions &options,
-		RawTimes &raw, const CompensationSummary &summary, const json &threads)
+		RawTimes &raw, const CompensationSummary &summary, const json &threads, const std::vector<bool> *nested)
 {
-	json functions = functions_json(tree, options, raw), processes = json::array();
+	json functions = functions_json(tree, options, raw, nested), processes = json::array();
 	bool with_raw = raw.present && raw.self_ns.size() == tree.nodes.size();
 	// The known counters first, in kernel order, then any others the profile has.
 	json anomalies = json::object();
@@ -404,9 +405,12 @@ void json_report(Profile measured, const ReportOptions &options, Sink &out)
 	// 72 MB and a fifth of the CPU).
 	std::vector<uint32_t> tree_index;
 	CallTree tree = with_self_time(build_call_tree(profile, tree_index), options.time);
+	// Which activations are nested depends on the tree's shape only: found
+	// once for the measured functions and the compensated ones.
+	std::vector<bool> nested = nested_activations(tree);
 	RawTimes raw;
 	if (profile.calibration.has_value())
-		raw = raw_times(tree);
+		raw = raw_times(tree, &nested);
 	CompensationSummary summary;
 	if (!options.raw) {
 		compensate_in_place(profile, &summary);
@@ -416,7 +420,7 @@ void json_report(Profile measured, const ReportOptions &options, Sink &out)
 		}
 	}
 	tree_index = {};
-	write_json(out, profile, tree, options, raw, summary, threads);
+	write_json(out, profile, tree, options, raw, summary, threads, &nested);
 }
 
 } // namespace usdtprof

@@ -237,8 +237,8 @@ public:
 				assign_ids();
 			encode_sample(n, sample);
 			out.WriteVarint32(kSampleTag);
-			out.WriteVarint32(static_cast<uint32_t>(sample.size()));
-			out.WriteRaw(sample.data(), static_cast<int>(sample.size()));
+			out.WriteVarint32(static_cast<uint32_t>(sample_size_));
+			out.WriteRaw(sample.data(), static_cast<int>(sample_size_));
 			if (i % 4096 == 0 && out.HadError())
 				return; // the output failed: what follows would be thrown away
 		}
@@ -300,16 +300,20 @@ private:
 		encode_from(0);
 	}
 
+	// The sample's bytes into sample, sized once for the deepest stack:
+	// written through a pointer, not appended byte run by byte run.
 	void encode_sample(const PathNode &n, std::vector<uint8_t> &sample)
 	{
-		sample.clear();
-		uint8_t buf[10];
-		auto put = [&](uint64_t v) { sample.insert(sample.end(), buf, put_varint(buf, v)); };
 		size_t begin = stack_.back().begin, length = bytes_.size() - begin;
+		// Location ids, then two tags and lengths (10 bytes each at most),
+		// four values of 10, two labels of 2 + 33: 144 bytes besides the ids.
+		if (sample.size() < length + 160)
+			sample.resize(length + 160);
+		uint8_t *p = sample.data();
 		if (length) {
-			put((1 << 3) | 2); // location_id, packed
-			put(length);
-			sample.insert(sample.end(), bytes_.begin() + long(begin), bytes_.end());
+			*p++ = (1 << 3) | 2; // location_id, packed
+			p = put_varint(p, length);
+			p = std::copy(bytes_.begin() + long(begin), bytes_.end(), p);
 		}
 		uint64_t values[4] = {uint64_t(to_int64(n.calls)), uint64_t(to_int64(n.self_ns)), 0, 0};
 		size_t count = 2;
@@ -321,21 +325,22 @@ private:
 		uint8_t packed[40], *end = packed;
 		for (size_t k = 0; k < count; k++)
 			end = put_varint(end, values[k]);
-		put((2 << 3) | 2); // value, packed
-		put(size_t(end - packed));
-		sample.insert(sample.end(), packed, end);
+		*p++ = (2 << 3) | 2; // value, packed
+		p = put_varint(p, size_t(end - packed));
+		p = std::copy(packed, end, p);
 		// label: {key, num} pid, then {key, str} process when known; int64
 		// fields as protobuf writes them (a negative one in ten bytes), 0 left out.
-		label(sample, pid_key_, 0, n.pid);
+		p = label(p, pid_key_, 0, n.pid);
 		if (auto it = comms_.find(n.pid); it != comms_.end()) {
 			// Indexed at the process's first sample, as each sample did before.
 			if (it->second.index < 0)
 				it->second.index = strings_.index(it->second.comm);
-			label(sample, process_key_, it->second.index, 0);
+			p = label(p, process_key_, it->second.index, 0);
 		}
+		sample_size_ = size_t(p - sample.data());
 	}
 
-	static void label(std::vector<uint8_t> &sample, int64_t key, int64_t str, int64_t num)
+	static uint8_t *label(uint8_t *p, int64_t key, int64_t str, int64_t num)
 	{
 		uint8_t body[33], *end = body;
 		for (auto [tag, v] : {std::pair{uint8_t(1 << 3), key}, {uint8_t(2 << 3), str}, {uint8_t(3 << 3), num}})
@@ -343,9 +348,9 @@ private:
 				*end++ = tag;
 				end = put_varint(end, uint64_t(v));
 			}
-		sample.push_back((3 << 3) | 2); // label, length-delimited
-		sample.push_back(uint8_t(end - body)); // under 128 bytes
-		sample.insert(sample.end(), body, end);
+		*p++ = (3 << 3) | 2; // label, length-delimited
+		*p++ = uint8_t(end - body); // under 128 bytes
+		return std::copy(body, end, p);
 	}
 
 	struct Comm {
@@ -363,6 +368,7 @@ private:
 	std::vector<Frame> stack_;   // the current path, root first
 	std::vector<uint8_t> bytes_; // the stack's location ids, encoded, the root's last
 	size_t pending_ = 0;	     // frames whose function has no id yet
+	size_t sample_size_ = 0;     // the bytes of encode_sample's last sample
 };
 
 // "sampled: [who]probes attached for N% of the time ...", for a fraction below 1.

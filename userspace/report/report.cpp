@@ -157,9 +157,10 @@ bool below_min_percent(const CallTree &tree, uint32_t node, const ReportOptions 
 }
 
 // Sorted by options.sort, cut to options.limit; also returns how many were cut.
-std::pair<std::vector<FunctionSummary>, size_t> ranked_functions(const CallTree &tree, const ReportOptions &options)
+std::pair<std::vector<FunctionSummary>, size_t> ranked_functions(const CallTree &tree, const ReportOptions &options,
+								   const std::vector<bool> *nested)
 {
-	std::vector<FunctionSummary> fs = summarize_functions(tree);
+	std::vector<FunctionSummary> fs = summarize_functions(tree, true, nested);
 	// Synthetic frames ([running at attach], [truncated]) are never called.
 	std::erase_if(fs, [](const FunctionSummary &f) { return f.calls == 0; });
 	sort_functions(fs, options.sort);
@@ -280,61 +281,67 @@ std::vector<ThreadProfile> split_by_thread(const Profile &profile)
 namespace {
 
 // (tree parent, name id) -> tree node, by open addressing in one flat array
-// of 12-byte entries (key and value together: one cache miss a lookup): a
-// node-based map's allocation per path was most of build_call_tree's time at a
-// million paths.
+// of 8-byte slots: the node and 32 bits of its key's hash, the key itself
+// read from the node (made before it is added) only when the hashes match.
+// A node-based map's allocation per path was most of build_call_tree's time
+// at a million paths; slots holding the key too (12 bytes) were 24 MB there.
 class ChildIndex {
 public:
-	explicit ChildIndex(size_t entries)
+	ChildIndex(size_t entries, const std::vector<TreeNode> &nodes) : nodes_(nodes)
 	{
 		size_t slots = 16;
 		while (slots < 2 * entries)
 			slots *= 2;
-		slots_ = huge_vector<Slot>(slots, Slot{0, kEmpty, 0});
+		slots_ = huge_vector<Slot>(slots, Slot{kEmpty, 0});
 		mask_ = slots - 1;
 	}
-	// The node of (parent, name), or made_node if it had none (then added).
+	// The node of (parent, name), or made_node if it had none (then added:
+	// the caller makes nodes[made_node] with that parent and name).
 	std::pair<uint32_t, bool> find_or_add(uint32_t parent, uint32_t name, uint32_t made_node)
 	{
-		uint64_t key = uint64_t(parent) << 32 | name;
-		for (size_t i = (key * 0x9E3779B97F4A7C15ull) >> 20 & mask_;; i = (i + 1) & mask_) {
+		uint64_t hash = (uint64_t(parent) << 32 | name) * 0x9E3779B97F4A7C15ull;
+		uint32_t tag = uint32_t(hash >> 32);
+		for (size_t i = hash >> 20 & mask_;; i = (i + 1) & mask_) {
 			Slot &s = slots_[i];
-			if (s.name == name && s.parent == parent)
-				return {s.node, false};
-			if (s.name == kEmpty) {
-				s = {parent, name, made_node};
+			if (s.node == kEmpty) {
+				s = {made_node, tag};
 				return {made_node, true};
 			}
+			if (s.tag == tag && nodes_[s.node].name == name && nodes_[s.node].parent == parent)
+				return {s.node, false};
 		}
 	}
 
 private:
-	static constexpr uint32_t kEmpty = UINT32_MAX; // no name id is UINT32_MAX
+	static constexpr uint32_t kEmpty = UINT32_MAX; // no node index is UINT32_MAX
 	struct Slot {
-		uint32_t parent, name, node;
+		uint32_t node, tag;
 	};
+	const std::vector<TreeNode> &nodes_;
 	std::vector<Slot> slots_;
 	size_t mask_ = 0;
 };
 
 // Fills child_begin and child_ids from the nodes' parents: children in
-// index order, which is their order of first appearance.
+// index order, which is their order of first appearance. Each node's run is
+// counted at child_begin[node], summed into its end, then filled from the
+// end by the children in reverse order: each end comes down to its run's
+// start (no cursor array beside it).
 void index_children(CallTree &tree)
 {
 	size_t n = tree.nodes.size();
 	tree.child_begin = huge_vector<uint32_t>(n + 1, 0);
+	std::vector<uint32_t> &begin = tree.child_begin;
 	for (const TreeNode &node : tree.nodes)
 		if (node.parent != kNoParent)
-			tree.child_begin[node.parent + 1]++;
-	for (size_t i = 0; i < n; i++)
-		tree.child_begin[i + 1] += tree.child_begin[i];
-	tree.child_ids = huge_vector<uint32_t>(tree.child_begin[n], 0);
-	std::vector<uint32_t> next;
-	reserve_huge(next, n);
-	next.assign(tree.child_begin.begin(), tree.child_begin.end() - 1);
-	for (uint32_t i = 0; i < n; i++)
+			begin[node.parent]++;
+	for (size_t i = 1; i < n; i++)
+		begin[i] += begin[i - 1];
+	begin[n] = n ? begin[n - 1] : 0;
+	tree.child_ids = huge_vector<uint32_t>(begin[n], 0);
+	for (uint32_t i = uint32_t(n); i-- > 0;)
 		if (tree.nodes[i].parent != kNoParent)
-			tree.child_ids[next[tree.nodes[i].parent]++] = i;
+			tree.child_ids[--begin[tree.nodes[i].parent]] = i;
 }
 
 } // namespace
@@ -360,32 +367,28 @@ CallTree build_call_tree(const Profile &profile, std::vector<uint32_t> &tree_ind
 			tree.names.push_back(name);
 		name_of[f] = it->second;
 	}
-	// First the tree's shape (each path's node; each node's name and parent),
-	// then the nodes, allocated once at their number (not grown and shrunk:
-	// copying 64 MB of nodes was a third of this at a million paths), and their sums.
+	// Each path's tree node, made as a path first needs it into an array
+	// reserved at the paths' number (not grown: copying 64 MB of nodes was a
+	// third of this at a million paths; the part a merged tree leaves unused
+	// is never touched), with its name and parent; then the sums.
 	tree_index = huge_vector<uint32_t>(profile.nodes.size());
-	std::vector<std::pair<uint32_t, uint32_t>> shape; // name, parent
-	reserve_huge(shape, profile.nodes.size());
+	reserve_huge(tree.nodes, profile.nodes.size());
 	{
-		ChildIndex by_name(profile.nodes.size());
+		ChildIndex by_name(profile.nodes.size(), tree.nodes);
 		for (size_t i = 0; i < profile.nodes.size(); i++) {
 			const PathNode &pn = profile.nodes[i];
 			// Parents come first in a valid profile; anything else is treated as a root.
 			uint32_t parent = pn.parent < i ? tree_index[pn.parent] : kNoParent;
 			uint32_t name = name_of[std::min<size_t>(pn.function, profile.functions.size())];
-			auto [node, added] = by_name.find_or_add(parent, name, uint32_t(shape.size()));
+			auto [node, added] = by_name.find_or_add(parent, name, uint32_t(tree.nodes.size()));
 			if (added) {
-				shape.push_back({name, parent});
+				tree.nodes.push_back({.name = name, .parent = parent});
 				if (parent == kNoParent)
 					tree.roots.push_back(node);
 			}
 			tree_index[i] = node;
 		}
 	}
-	reserve_huge(tree.nodes, shape.size());
-	for (auto [name, parent] : shape)
-		tree.nodes.push_back({.name = name, .parent = parent});
-	shape = {};
 	if (profile.distributions) {
 		tree.dists = huge_vector<Distribution>(tree.nodes.size());
 		for (size_t i = 0; i < profile.nodes.size(); i++)
@@ -475,9 +478,13 @@ std::vector<bool> nested_activations(const CallTree &tree)
 	return nested;
 }
 
-std::vector<FunctionSummary> summarize_functions(const CallTree &tree, bool durations)
+std::vector<FunctionSummary> summarize_functions(const CallTree &tree, bool durations,
+						 const std::vector<bool> *shared_nested)
 {
-	std::vector<bool> nested = nested_activations(tree);
+	std::vector<bool> own_nested;
+	if (!shared_nested)
+		own_nested = nested_activations(tree);
+	const std::vector<bool> &nested = shared_nested ? *shared_nested : own_nested;
 	std::vector<FunctionSummary> out;
 	std::vector<uint32_t> index(tree.names.size(), kNoParent); // name id -> out
 	for (size_t i = 0; i < tree.nodes.size(); i++) {
@@ -533,6 +540,11 @@ const char *time_mode_name(TimeMode mode)
 
 CallTree with_self_time(CallTree tree, TimeMode mode)
 {
+	// Wall-clock from wall-clock changes nothing: add_times made each self_ns
+	// the sum of its on- and off-CPU parts and each total_ns its subtree's sum
+	// (two passes over every node saved, each 64 MB at a million paths).
+	if (mode == TimeMode::Wall && tree.time == TimeMode::Wall)
+		return tree;
 	for (TreeNode &n : tree.nodes) {
 		n.self_ns = mode == TimeMode::Cpu	  ? n.self_oncpu_ns
 			    : mode == TimeMode::Offcpu ? n.self_offcpu_ns

@@ -114,8 +114,11 @@ struct FunctionSummary {
 inline bool uncertain(uint64_t self_ns, uint64_t uncertain_ns) { return uncertain_ns && self_ns <= uncertain_ns; }
 
 // In order of first appearance in the tree; without durations, each
-// FunctionSummary::dist left empty (where only times are wanted).
-std::vector<FunctionSummary> summarize_functions(const CallTree &tree, bool durations = true);
+// FunctionSummary::dist left empty (where only times are wanted). nested:
+// nested_activations(tree) when the caller has it (the same shape summed
+// twice), else computed here.
+std::vector<FunctionSummary> summarize_functions(const CallTree &tree, bool durations = true,
+						 const std::vector<bool> *nested = nullptr);
 // Per node: whether an ancestor has its name (an inner activation of a
 // recursion, whose time is inside the outer one's).
 std::vector<bool> nested_activations(const CallTree &tree);

@@ -48,6 +48,8 @@ inline std::string durations_note(const Profile &profile, const ReportOptions &o
 std::vector<uint32_t> by_total(const CallTree &tree, std::vector<uint32_t> group);
 bool below_min_percent(const CallTree &tree, uint32_t node, const ReportOptions &options);
 // Sorted by options.sort, cut to options.limit; also returns how many were cut.
-std::pair<std::vector<FunctionSummary>, size_t> ranked_functions(const CallTree &tree, const ReportOptions &options);
+// nested: as summarize_functions takes it.
+std::pair<std::vector<FunctionSummary>, size_t> ranked_functions(const CallTree &tree, const ReportOptions &options,
+								   const std::vector<bool> *nested = nullptr);
 
 } // namespace usdtprof
