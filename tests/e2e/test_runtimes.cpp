@@ -969,7 +969,7 @@ TEST_CASE("python3.11: -m json.tool: each package's module code apart by its dir
 	REQUIRE(o.out == "{\"a\":[1,{\"b\":null}]}\n");
 	REQUIRE(function(report, "json/__init__.py:<module>")["calls"] == 1);
 	REQUIRE(function(report, "re/__init__.py:<module>")["calls"] == 1);
-	REQUIRE(function(report, "tool.py:<module>")["calls"] == 1);
+	REQUIRE(function(report, "json/tool.py:<module>")["calls"] == 1);
 	size_t packages = 0;
 	for (const auto &f : report["functions"]) {
 		std::string name = f["name"];
@@ -982,6 +982,48 @@ TEST_CASE("python3.11: -m json.tool: each package's module code apart by its dir
 		}
 	}
 	REQUIRE(packages >= 2);
+}
+
+// http/client.py and xmlrpc/client.py were both client.py: xmlrpc.client's module code importing
+// http.client's read as one function, recursive, and each module's functions merged by name. Each
+// file keeps the directories of its packages, as its module name does (http.client).
+TEST_CASE("python3.11: files of one base name in two packages are apart by their packages, none recursive",
+	  "[runtimes][names]")
+{
+	auto [o, data, slack, report] =
+		record_report({kPython311, "-c",
+			       "import io, xmlrpc.client, http.client\n"
+			       "for _ in range(5):\n"
+			       "    http.client.parse_headers(io.BytesIO(b'A: b\\r\\n\\r\\n'))\n"
+			       "for _ in range(7):\n"
+			       "    xmlrpc.client.escape('a<b')\n"
+			       "print(xmlrpc.client.escape('a<b'), http.client.parse_headers(io.BytesIO(b'A: b\\r\\n\\r\\n'))['A'])\n"});
+	INFO(o.err);
+	REQUIRE(o.out == "a&lt;b b\n");
+	REQUIRE(report["anomalies"]["exit_mismatch"] == 0);
+	REQUIRE(report["anomalies"]["exit_no_frame"] == 0);
+	REQUIRE(function(report, "http/client.py:parse_headers")["calls"] == 6);
+	REQUIRE(function(report, "xmlrpc/client.py:escape")["calls"] == 8);
+	for (const char *module : {"http/client.py:<module>", "xmlrpc/client.py:<module>"}) {
+		INFO(module);
+		REQUIRE(function(report, module)["calls"] == 1);
+		REQUIRE(function(report, module)["recursive"] == false);
+	}
+	// xmlrpc.client imports http.client: its module code runs inside xmlrpc's.
+	bool nested = false;
+	for (const auto &p : report["paths"]) {
+		std::string stack;
+		for (const auto &frame : p["stack"])
+			stack += ";" + frame.get<std::string>();
+		nested |= stack.find(";xmlrpc/client.py:<module>;") != std::string::npos &&
+			  stack.ends_with(";http/client.py:<module>");
+	}
+	REQUIRE(nested);
+	for (const auto &f : report["functions"]) {
+		std::string name = f["name"];
+		INFO(name);
+		REQUIRE(!name.starts_with("client.py:"));
+	}
 }
 
 // python:gc__start(generation) / gc__done(objects collected): the exit's argument is no identity.

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <sys/stat.h>
+
 #include "target/probe_roles.h"
 #include "target/sql.h"
 
@@ -299,12 +301,40 @@ FunctionName java_captured_name(const usdtprof_name &n, const ProbeRole &)
 	return {java_method_name(text(n, 0), text(n, 1), text(n, 2)), ""};
 }
 
+// Python's own module path: a file keeps the directories of the packages it
+// is in (each with an __init__.py), as its module name does (http.client,
+// xmlrpc.client), and nothing above them: unique among the modules one
+// interpreter imports, the same in every run over the same files, and an
+// app.py outside any package stays app.py. A package's __init__.py or
+// __main__.py keeps its directory even where the file cannot be seen (a
+// process in another mount namespace, a file gone).
 std::string python_file_name(const std::string &path)
 {
-	std::string base = base_name(path);
-	if ((base == "__init__.py" || base == "__main__.py") && path.size() > base.size() + 1)
-		return base_name(path.substr(0, path.size() - base.size() - 1)) + "/" + base;
-	return base;
+	auto parent = [](std::string dir) {
+		dir.resize(dir.size() - std::min(dir.size(), base_name(dir).size() + 1));
+		return dir;
+	};
+	std::string name = base_name(path);
+	if (name.size() == path.size())
+		return name;
+	std::string dir = parent(path);
+	if (name == "__init__.py" || name == "__main__.py") {
+		if (dir.empty())
+			return name;
+		name = base_name(dir) + "/" + name;
+		dir = parent(dir);
+	}
+	// A relative path (a script as its command line named it) is relative
+	// to the process's directory, not ours: not looked up.
+	struct stat st;
+	for (int depth = 0; path[0] == '/' && !dir.empty() && depth < 64; depth++) {
+		std::string package = dir + "/__init__.py";
+		if (stat(package.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+			break;
+		name = base_name(dir) + "/" + name;
+		dir = parent(dir);
+	}
+	return name;
 }
 
 bool python_anonymous_nested(const std::string &qualified)

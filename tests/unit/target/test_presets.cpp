@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "target/presets.h"
@@ -171,6 +174,44 @@ TEST_CASE("python: a package's __init__.py keeps its directory, a nested lambda 
 	// The bare name (the qualified one unread) is one identity for all lambdas of a file: no line.
 	CHECK(python_function_name(captured({{0, "/srv/lam.py"}, {1, "<lambda>"}}, {{2, 9}}), role).name ==
 	      "lam.py:<lambda>");
+}
+
+// http/client.py and xmlrpc/client.py were both client.py: a file keeps the directories of the
+// packages it is in, as its module name does, found on the file system (here a tree of our own).
+TEST_CASE("python: a file keeps its packages' directories, a file in no package its base name", "[presets]")
+{
+	char tmpl[] = "/tmp/usdtprof-pyfiles-XXXXXX";
+	REQUIRE(mkdtemp(tmpl) != nullptr);
+	const std::filesystem::path root = tmpl;
+	for (const char *dir : {"lib/http", "lib/xmlrpc", "lib/xml/etree", "lib/nopkg", "lib/json"})
+		std::filesystem::create_directories(root / dir);
+	for (const char *file : {"lib/http/__init__.py", "lib/xmlrpc/__init__.py", "lib/xml/__init__.py",
+				 "lib/xml/etree/__init__.py", "lib/json/__init__.py"})
+		std::ofstream(root / file) << "\n";
+	std::filesystem::create_directories(root / "lib/fake/__init__.py"); // a directory: no package
+	const std::string lib = root.string() + "/lib/";
+	CHECK(python_file_name(lib + "http/client.py") == "http/client.py");
+	CHECK(python_file_name(lib + "xmlrpc/client.py") == "xmlrpc/client.py");
+	CHECK(python_file_name(lib + "xml/etree/ElementTree.py") == "xml/etree/ElementTree.py");
+	CHECK(python_file_name(lib + "xml/etree/__init__.py") == "xml/etree/__init__.py");
+	CHECK(python_file_name(lib + "json/__main__.py") == "json/__main__.py");
+	CHECK(python_file_name(lib + "json/__init__.py") == "json/__init__.py");
+	CHECK(python_file_name(lib + "nopkg/app.py") == "app.py");
+	CHECK(python_file_name(lib + "fake/mod.py") == "mod.py");
+	CHECK(python_file_name(lib + "argparse.py") == "argparse.py");
+	// Not on the file system: a package's __init__.py by its directory, other files by their base name.
+	CHECK(python_file_name(lib + "gone/__init__.py") == "gone/__init__.py");
+	CHECK(python_file_name(lib + "gone/client.py") == "client.py");
+	// Relative to the process's directory, not ours: not looked up.
+	CHECK(python_file_name("http/client.py") == "client.py");
+	CHECK(python_file_name("pkg/__init__.py") == "pkg/__init__.py");
+	const ProbeRole role = usdtprof::find_preset("python")->roles().front();
+	const std::string xmlrpc = lib + "xmlrpc/client.py";
+	usdtprof_name n = captured({{0, xmlrpc.c_str()}, {1, "loads"}, {3, "loads"}}, {{2, 1020}});
+	auto named = python_function_name(n, role);
+	CHECK(named.name == "xmlrpc/client.py:loads");
+	CHECK(named.location == lib + "xmlrpc/client.py:1020");
+	std::filesystem::remove_all(root);
 }
 
 TEST_CASE("php: methods of anonymous classes are named by where they run", "[presets]")
