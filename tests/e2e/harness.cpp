@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <filesystem>
+#include <fstream>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -177,6 +178,18 @@ std::string source_file(const std::string &relative)
 {
 	namespace fs = std::filesystem;
 	return fs::absolute(fs::path(__FILE__).parent_path().parent_path().parent_path() / relative).string();
+}
+
+void require_promtool_clean(const std::string &text)
+{
+	std::string file = temp_dir() + "/metrics.txt";
+	std::ofstream(file) << text;
+	Output lint = run({"sh", "-c", "promtool check metrics < \"$0\"", file});
+	INFO(text);
+	INFO(lint.out << lint.err);
+	REQUIRE(lint.status == 0);
+	REQUIRE(lint.out.empty());
+	REQUIRE(lint.err.empty());
 }
 
 std::string temp_dir()

@@ -42,6 +42,9 @@ private:
 std::string usdtprof();                 // path of the usdtprof binary
 std::string target(const std::string &name); // path of a test target
 std::string temp_dir();                 // a fresh directory, per call
+// A /metrics text as Prometheus' own linter reads it: it prints each problem
+// it finds, so a clean text makes it say nothing (REQUIREs it).
+void require_promtool_clean(const std::string &text);
 // A file of the source tree (tests/clients/...), whatever the working directory.
 std::string source_file(const std::string &relative);
 

@@ -513,14 +513,7 @@ TEST_CASE("clients: go tool pprof reads a monitor interval as its report; promto
 	auto res = http.Get("/metrics");
 	REQUIRE(res);
 	REQUIRE(res->status == 200);
-	std::string metrics = temp_dir() + "/metrics.txt";
-	write_text(metrics, res->body);
-	Output lint = run({"sh", "-c", "promtool check metrics < \"$0\"", metrics});
-	INFO(res->body);
-	INFO(lint.out << lint.err);
-	REQUIRE(lint.status == 0);
-	REQUIRE(lint.out.empty()); // promtool prints each problem it finds
-	REQUIRE(lint.err.empty());
+	require_promtool_clean(res->body);
 	REQUIRE_THAT(res->body, Catch::Matchers::Contains("function=\"app::detail::Worker<T, N>::operator()\""));
 
 	REQUIRE(kill(mon.pid(), SIGTERM) == 0);

@@ -316,13 +316,7 @@ TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled,
 	REQUIRE((quiet_seen == 1.0) != (other_seen == 1.0)); // one or the other, never both
 	REQUIRE((quiet_seen == -1 || other_seen == -1));
 	REQUIRE(metric(body, "usdtprof_duty_cycle") == hot_seen);
-	std::string metrics = temp_dir() + "/fair-metrics.txt";
-	std::ofstream(metrics) << body;
-	Output lint = run({"sh", "-c", "promtool check metrics < \"$0\"", metrics});
-	INFO(lint.out << lint.err);
-	REQUIRE(lint.status == 0);
-	REQUIRE(lint.out.empty()); // promtool prints each problem it finds
-	REQUIRE(lint.err.empty());
+	require_promtool_clean(body);
 	// ... while the quiet one, attached all the time, counts all its calls.
 	REQUIRE(kill(p_quiet, SIGUSR1) == 0);
 	REQUIRE(quiet.wait() == 7);
@@ -463,14 +457,7 @@ TEST_CASE("monitor --all: a process's forked children are found from their fork 
 	}
 	INFO(body);
 	REQUIRE(seen.size() == kids.size());
-	std::string metrics = temp_dir() + "/metrics.txt";
-	std::ofstream(metrics) << with_kids;
-	Output lint = run({"sh", "-c", "promtool check metrics < \"$0\"", metrics});
-	INFO(with_kids);
-	INFO(lint.out << lint.err);
-	REQUIRE(lint.status == 0);
-	REQUIRE(lint.out.empty()); // promtool prints each problem it finds
-	REQUIRE(lint.err.empty());
+	require_promtool_clean(with_kids);
 	// Exited, not reaped: the children's labels go all the same (kill(pid, 0)
 	// still reaches a zombie; /proc/PID/stat says Z).
 	auto kid_label = [&](const std::string &text) {

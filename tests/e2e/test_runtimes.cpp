@@ -1689,14 +1689,7 @@ TEST_CASE("postgres: monitor --all finds the backends its postmaster forks, each
 	INFO(body);
 	REQUIRE(!seen.empty());
 	REQUIRE(metric(seen, series(pid_a, "SELECT $1, $2")) == -1);
-	std::string metrics = dir + "/metrics.txt";
-	std::ofstream(metrics) << seen;
-	Output lint = run({"sh", "-c", "promtool check metrics < \"$0\"", metrics});
-	INFO(seen);
-	INFO(lint.out << lint.err);
-	REQUIRE(lint.status == 0);
-	REQUIRE(lint.out.empty()); // promtool prints each problem it finds
-	REQUIRE(lint.err.empty());
+	require_promtool_clean(seen);
 	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
 	REQUIRE(mon.wait() == 0);
 	std::string err = mon.rest_of_stderr();
