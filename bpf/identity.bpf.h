@@ -236,8 +236,9 @@ static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtp
 }
 
 /* The first time a process shows a function, its name parts are read and
- * kept: the strings may be gone by the time userspace reads the profile. */
-static __noinline void capture_name(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec, __u32 spec_index,
+ * kept: the strings may be gone by the time userspace reads the profile.
+ * True when the name is kept (now or before). */
+static __noinline bool capture_name(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec, __u32 spec_index,
 				    __u64 func, const struct derived_hit *derived)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
@@ -248,21 +249,24 @@ static __noinline void capture_name(struct pt_regs *ctx, const struct usdtprof_p
 	bool full;
 
 	if (bpf_map_lookup_elem(&names, &key))
-		return;
+		return true;
 	u = usage_of(tgid, &full);
 	if (full || (u && name_share && u->names >= name_share))
-		return;
+		return false;
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
-		return;
+		return false;
 	s->name.spec = spec_index;
 	s->name.pad = 0;
 	capture_part(ctx, spec, &spec->parts[0], derived, &s->name, 0);
 	capture_part(ctx, spec, &spec->parts[1], derived, &s->name, 1);
 	capture_part(ctx, spec, &spec->parts[2], derived, &s->name, 2);
 	capture_part(ctx, spec, &spec->parts[3], derived, &s->name, 3);
-	if (bpf_map_update_elem(&names, &key, &s->name, BPF_NOEXIST) == 0 && u)
+	if (bpf_map_update_elem(&names, &key, &s->name, BPF_NOEXIST))
+		return false;
+	if (u)
 		__sync_fetch_and_add(&u->names, 1);
+	return true;
 }
 
 /* The id of the function a hit's identity arguments name (and its derived
@@ -351,7 +355,7 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 					 __u32 spec_index, struct usdtprof_thread_stack *st)
 {
 	struct derived_hit derived = {};
-	__u64 h;
+	__u64 h, *seen;
 	bool known;
 
 	if (spec->ident == USDTPROF_IDENT_CONST)
@@ -375,7 +379,13 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 	/* Ids below 16 are the synthetic frames'. */
 	if (h < 16)
 		h += 16;
-	capture_name(ctx, spec, spec_index, h, &derived);
+	/* A thread remembers the ids whose names it found kept, so that a hit
+	 * of a function it has seen costs no lookup of `names`. Names are only
+	 * deleted with their process (whose threads are gone then) or with
+	 * usdtprof's own calibration thread's (whose stack goes with them). */
+	seen = &st->named[h & (USDTPROF_NAMED_CACHE - 1)];
+	if (*seen != h && capture_name(ctx, spec, spec_index, h, &derived))
+		*seen = h;
 	return h;
 }
 

@@ -11,6 +11,8 @@
 #define USDTPROF_MAX_DEPTH 128
 /* Per-thread cache of path totals, direct-mapped by path id; a power of two. */
 #define USDTPROF_PATH_CACHE 64
+/* Runtime function ids whose names a thread found captured (direct-mapped). */
+#define USDTPROF_NAMED_CACHE 64
 /* Upper bound of the probe_specs array (one entry per attached probe kind). */
 #define USDTPROF_MAX_SPECS 256
 
@@ -322,6 +324,9 @@ struct usdtprof_thread_stack {
 	struct usdtprof_frame frames[USDTPROF_MAX_DEPTH];
 	struct usdtprof_path_slot cache[USDTPROF_PATH_CACHE];
 	struct usdtprof_path_dist dist[USDTPROF_PATH_CACHE]; /* beside cache[i] */
+	/* Function ids this thread found in `names` (slot: the id's low bits), so
+	 * that a known function's hit skips the map's lookup; 0 is no id. */
+	__u64 named[USDTPROF_NAMED_CACHE];
 };
 
 /* record --per-thread: the parent id of a thread's roots, an id no path has
