@@ -149,26 +149,41 @@ static __always_inline __u64 owner_verdict(struct pt_regs *ctx, const struct usd
 	return 0;
 }
 
-/* The derived identity of a hit (spec->derived), 0 when the spec has none
- * or the object reached does not prove to be the one the arguments came
- * from (another build keeps it elsewhere, a string not in its compact form). */
-static __noinline __u64 derived_value(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec)
+/* The derived identity of a hit (spec->derived): its value, 0 when the spec
+ * has none or the object reached does not prove to be the one the arguments
+ * came from (another build keeps it elsewhere, a string not in its compact
+ * form); and the object's first line where the spec reads one. */
+struct derived_hit {
+	__u64 value;
+	__u64 line;
+};
+
+static __noinline void derived_value(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
+				     struct derived_hit *hit)
 {
 	const struct usdtprof_derived *d = &spec->derived;
 	__u64 object, proof, value;
+	__s32 line = 0;
 
+	hit->value = 0;
+	hit->line = 0;
 	if (!d->used)
-		return 0;
-	if (d->kind == USDTPROF_DERIVED_OWNER)
-		return owner_verdict(ctx, spec);
+		return;
+	if (d->kind == USDTPROF_DERIVED_OWNER) {
+		hit->value = owner_verdict(ctx, spec);
+		return;
+	}
 	if (bpf_probe_read_user(&object, sizeof(object), (void *)(reg_value(ctx, d->reg) + d->object)) ||
 	    bpf_probe_read_user(&proof, sizeof(proof), (void *)(object + d->proof)))
-		return 0;
+		return;
 	if (proof + d->text != read_arg_slow(ctx, &spec->args[d->proof_arg & (USDTPROF_MAX_IDENT_ARGS - 1)]))
-		return 0;
+		return;
 	if (bpf_probe_read_user(&value, sizeof(value), (void *)(object + d->value)))
-		return 0;
-	return value;
+		return;
+	if (d->first_line && bpf_probe_read_user(&line, sizeof(line), (void *)(object + d->first_line)))
+		line = 0;
+	hit->value = value;
+	hit->line = line > 0 ? line : 0;
 }
 
 /* The derived string object's text, when it keeps its text inline. */
@@ -183,7 +198,7 @@ static __always_inline void capture_derived(const struct usdtprof_derived *d, __
 }
 
 static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
-					 const struct usdtprof_name_part *part, __u64 derived,
+					 const struct usdtprof_name_part *part, const struct derived_hit *derived,
 					 struct usdtprof_name *n, int i)
 {
 	__u64 len;
@@ -194,7 +209,8 @@ static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtp
 	if (part->type == USDTPROF_PART_NONE)
 		return;
 	if (part->type == USDTPROF_PART_DERIVED) {
-		capture_derived(&spec->derived, derived, n->text[i]);
+		capture_derived(&spec->derived, derived->value, n->text[i]);
+		n->num[i] = derived->line;
 		return;
 	}
 	if (part->type == USDTPROF_PART_INT) {
@@ -208,7 +224,7 @@ static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtp
 		if (part->type == USDTPROF_PART_STR_PREFIXED)
 			n->num[i] = string_prefix((__u64)src);
 		if (part->type == USDTPROF_PART_STR_VERDICT)
-			n->num[i] = derived;
+			n->num[i] = derived->value;
 		return;
 	}
 	len = read_arg_slow(ctx, &part->len);
@@ -223,7 +239,7 @@ static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtp
  * kept: the strings may be gone by the time userspace reads the profile.
  * True when the name is kept (now or before). */
 static __noinline bool capture_name(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec, __u32 spec_index,
-				    __u64 func, __u64 derived)
+				    __u64 func, const struct derived_hit *derived)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct usdtprof_name_key key = { .func = func, .tgid = tgid };
@@ -338,7 +354,8 @@ static __always_inline __u64 sql_statement(struct pt_regs *ctx, const struct usd
 static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
 					 __u32 spec_index, struct usdtprof_thread_stack *st)
 {
-	__u64 h, derived = 0, *seen;
+	struct derived_hit derived = {};
+	__u64 h, *seen;
 	bool known;
 
 	if (spec->ident == USDTPROF_IDENT_CONST)
@@ -351,9 +368,13 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 		h = cached_ident_args(ctx, spec);
 	} else {
 		h = hash_ident_args(ctx, spec);
-		derived = derived_value(ctx, spec);
-		if (derived)
-			h = path_hash(h, derived);
+		derived_value(ctx, spec, &derived);
+		if (derived.value)
+			h = path_hash(h, derived.value);
+		/* Two code objects of one qualified name (a module's top-level
+		 * lambdas, all "<lambda>") start on different lines. */
+		if (derived.line)
+			h = path_hash(h, derived.line);
 	}
 	/* Ids below 16 are the synthetic frames'. */
 	if (h < 16)
@@ -363,7 +384,7 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 	 * deleted with their process (whose threads are gone then) or with
 	 * usdtprof's own calibration thread's (whose stack goes with them). */
 	seen = &st->named[h & (USDTPROF_NAMED_CACHE - 1)];
-	if (*seen != h && capture_name(ctx, spec, spec_index, h, derived))
+	if (*seen != h && capture_name(ctx, spec, spec_index, h, &derived))
 		*seen = h;
 	return h;
 }

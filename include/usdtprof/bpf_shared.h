@@ -117,7 +117,8 @@ enum usdtprof_part_type {
 	USDTPROF_PART_STR_PREFIXED, /* as PART_STR; num = the 8 bytes before the string
 				       (a runtime's length field, e.g. PHP's zend_string) */
 	USDTPROF_PART_DERIVED,  /* the text of the derived string object (see
-				   usdtprof_derived); empty when there is none */
+				   usdtprof_derived), empty when there is none;
+				   num = the object's first line, 0 unread */
 	USDTPROF_PART_STR_VERDICT, /* as PART_STR; num = the derived value (a
 				      USDTPROF_DERIVED_OWNER verdict) */
 };
@@ -183,7 +184,10 @@ struct usdtprof_derived {
 	 * execution context in that slot. */
 	__u32 from;
 	__s32 slot;
-	__u32 pad;
+	/* USDTPROF_DERIVED_STRING: offset in the object of its first line (a
+	 * 32-bit int; CPython: co_firstlineno), hashed into the function id and
+	 * captured as the PART_DERIVED's number; 0: not read. */
+	__s32 first_line;
 };
 
 struct usdtprof_name_part {

@@ -323,8 +323,8 @@ TEST_CASE("clients: go tool pprof keeps Python's <module>, <lambda>, <dictcomp> 
 	REQUIRE(run({usdtprof(), "export", r.py_data, "--format", "pprof", "-o", pb}).status == 0);
 	json report = report_json(r.py_data);
 	REQUIRE(function(report, "script.py:<module>")["calls"] == 1);
-	REQUIRE(function(report, "script.py:<lambda>")["calls"] == 200);
-	REQUIRE(function(report, "script.py:<dictcomp>")["calls"] == 1);
+	REQUIRE(function(report, "script.py:<lambda>:2")["calls"] == 200);
+	REQUIRE(function(report, "script.py:<dictcomp>:1")["calls"] == 1);
 	size_t frozen_modules = 0;
 	for (const json &f : report["functions"])
 		frozen_modules += f["name"].get<std::string>().starts_with("<frozen ") &&

@@ -957,6 +957,45 @@ TEST_CASE("python3.11: lambdas and comprehensions of one function are apart by t
 	REQUIRE(script == 6); // <module>, main, two lambdas, two list comprehensions
 }
 
+// At a module's top level CPython passes one interned "<lambda>" ("<listcomp>") as the qualified name
+// of every lambda (comprehension): one row per file before, a lambda that calls another marked
+// [recursive]. Their code objects' first lines (co_firstlineno) are in their ids and names.
+TEST_CASE("python3.11: a module's top-level lambdas and comprehensions are apart by their first lines",
+	  "[runtimes][names]")
+{
+	std::string dir = temp_dir();
+	std::ofstream(dir + "/top.py") << "a = sorted(range(30), key=lambda x: -x)\n"      // 1
+					  "b = list(map(lambda x: x * 2, range(20)))\n"    // 2
+					  "c = [x + 1 for x in range(10)]\n"               // 3
+					  "d = [x - 1 for x in c]\n"                       // 4
+					  "inc = lambda y: y + 1\n"                        // 5
+					  "outer = lambda x: inc(x)\n"                     // 6: one lambda calls another
+					  "e = [outer(x) for x in range(4)]\n"             // 7
+					  "print(a[0] + b[-1] + c[-1] + d[0] + e[-1])\n";
+	auto [o, data, slack, report] = record_report({kPython311, dir + "/top.py"});
+	REQUIRE(o.out == "81\n"); // 29 + 38 + 10 + 0 + 4
+	require_no_anomalies(report);
+	REQUIRE(function(report, "top.py:<lambda>:1")["calls"] == 30);
+	REQUIRE(function(report, "top.py:<lambda>:2")["calls"] == 20);
+	REQUIRE(function(report, "top.py:<listcomp>:3")["calls"] == 1);
+	REQUIRE(function(report, "top.py:<listcomp>:4")["calls"] == 1);
+	REQUIRE(function(report, "top.py:<lambda>:5")["calls"] == 4);
+	REQUIRE(function(report, "top.py:<lambda>:6")["calls"] == 4);
+	REQUIRE(function(report, "top.py:<listcomp>:7")["calls"] == 1);
+	REQUIRE(path(report, "top.py:<module>;top.py:<listcomp>:7;top.py:<lambda>:6;top.py:<lambda>:5")["calls"] == 4);
+	size_t script = 0;
+	for (const auto &f : report["functions"]) {
+		std::string name = f["name"];
+		INFO(name);
+		if (!name.starts_with("top.py:"))
+			continue;
+		script++;
+		REQUIRE((name == "top.py:<module>" || !name.ends_with(">"))); // each anonymous one has its line
+		REQUIRE(f["recursive"] == false);
+	}
+	REQUIRE(script == 8); // <module>, four lambdas, three list comprehensions
+}
+
 // Every package's module code is in an __init__.py: json's and re's were both __init__.py:<module>,
 // and json's importing re read as recursion. Debian's json.tool, run as a user would.
 TEST_CASE("python3.11: -m json.tool: each package's module code apart by its directory, none recursive",

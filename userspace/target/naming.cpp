@@ -337,26 +337,28 @@ std::string python_file_name(const std::string &path)
 	return name;
 }
 
-bool python_anonymous_nested(const std::string &qualified)
+bool python_anonymous(const std::string &qualified)
 {
 	size_t dot = qualified.rfind('.');
-	if (dot == std::string::npos)
-		return false;
-	std::string_view last = std::string_view(qualified).substr(dot + 1);
+	std::string_view last = std::string_view(qualified).substr(dot == std::string::npos ? 0 : dot + 1);
 	return last == "<lambda>" || last == "<listcomp>" || last == "<dictcomp>" || last == "<setcomp>" ||
 	       last == "<genexpr>";
 }
 
 // The qualified name (co_qualname: K.Inner.meth, f.<locals>.g) when it was
-// read (see kPython311Qualname), the bare one otherwise; a package's
-// __init__.py by its directory too; a lambda or comprehension inside a
-// function or class by its line too.
+// read (see kPython311Qualname), the bare one otherwise; a file by its
+// packages' directories too; a lambda or comprehension by its first line
+// too, which its id holds (co_firstlineno, num[3]); where that was not read,
+// one inside a function or class by the line of its first hit (its own code
+// object and qualname string: its own id), one at a module's top level by
+// none (CPython's one "<lambda>" string for all of them: one id).
 FunctionName python_function_name(const usdtprof_name &n, const ProbeRole &)
 {
 	std::string qualified = text(n, 3), file = text(n, 0);
 	std::string name = python_file_name(file) + ":" + (qualified.empty() ? text(n, 1) : qualified);
-	if (python_anonymous_nested(qualified) && n.num[2] > 0)
-		name += ":" + std::to_string(n.num[2]);
+	int64_t line = n.num[3] > 0 ? n.num[3] : qualified.find('.') != std::string::npos ? n.num[2] : 0;
+	if (python_anonymous(qualified) && line > 0)
+		name += ":" + std::to_string(line);
 	return {name, location(file, n.num[2])};
 }
 

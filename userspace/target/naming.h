@@ -64,11 +64,10 @@ std::string java_object_return(std::string_view descriptor);
 // as one function, recursive.
 std::string python_file_name(const std::string &path);
 // Whether a co_qualname names a lambda, comprehension or generator
-// expression inside a function or class ("main.<locals>.<lambda>"): all of
-// one scope have that name, each its own code object (and identity), so its
-// name takes its line too. At a module's top level ("<lambda>") CPython
-// passes one string for all of them: one identity, no line to add.
-bool python_anonymous_nested(const std::string &qualified);
+// expression ("<lambda>", "main.<locals>.<lambda>"): all of one scope have
+// that name, each its own code object (and identity, by its first line), so
+// its name takes its first line too.
+bool python_anonymous(const std::string &qualified);
 
 // Namers of the names runtime probes capture (ProbeRole::format), one per
 // kind of probe; their probes are described where they are used (presets.cpp,

@@ -171,6 +171,17 @@ TEST_CASE("python: a package's __init__.py keeps its directory, a nested lambda 
 	CHECK(name("/srv/lam.py", "<listcomp>", 9) == "lam.py:<listcomp>");
 	CHECK(name("/srv/lam.py", "main.<locals>.inner", 9) == "lam.py:main.<locals>.inner");
 	CHECK(name("/srv/lam.py", "K.<lambdas>", 9) == "lam.py:K.<lambdas>");
+	// Their ids hold their first line (co_firstlineno) where it was read: named by it, at module level too.
+	auto first = [&](const char *qualified, int line, int first_line) {
+		return python_function_name(captured({{0, "/srv/lam.py"}, {1, "x"}, {3, qualified}}, {{2, line}, {3, first_line}}),
+					    role).name;
+	};
+	CHECK(first("<lambda>", 12, 12) == "lam.py:<lambda>:12");
+	CHECK(first("<genexpr>", 14, 12) == "lam.py:<genexpr>:12"); // a generator's resume: its first line
+	CHECK(first("f.<locals>.<genexpr>", 14, 12) == "lam.py:f.<locals>.<genexpr>:12");
+	CHECK(first("f", 14, 12) == "lam.py:f");
+	CHECK(python_function_name(captured({{0, "/srv/lam.py"}, {1, "x"}, {3, "<lambda>"}}, {{2, 12}, {3, 12}}), role)
+		      .location == "/srv/lam.py:12");
 	// The bare name (the qualified one unread) is one identity for all lambdas of a file: no line.
 	CHECK(python_function_name(captured({{0, "/srv/lam.py"}, {1, "<lambda>"}}, {{2, 9}}), role).name ==
 	      "lam.py:<lambda>");
