@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstring>
 
-#include <sys/stat.h>
 
 #include "target/probe_roles.h"
 #include "target/sql.h"
@@ -301,38 +300,40 @@ FunctionName java_captured_name(const usdtprof_name &n, const ProbeRole &)
 	return {java_method_name(text(n, 0), text(n, 1), text(n, 2)), ""};
 }
 
-// Python's own module path: a file keeps the directories of the packages it
-// is in (each with an __init__.py), as its module name does (http.client,
-// xmlrpc.client), and nothing above them: unique among the modules one
-// interpreter imports, the same in every run over the same files, and an
-// app.py outside any package stays app.py. A package's __init__.py or
-// __main__.py keeps its directory even where the file cannot be seen (a
-// process in another mount namespace, a file gone).
+// A directory Python imports modules from: pythonX.Y (the standard library),
+// site-packages, dist-packages.
+static bool python_import_root(std::string_view dir)
+{
+	if (dir == "site-packages" || dir == "dist-packages")
+		return true;
+	if (dir.substr(0, 6) != "python" || dir.size() == 6)
+		return false;
+	return dir.substr(6).find_first_not_of("0123456789.") == std::string_view::npos;
+}
+
+// Python's module path, from the path's text alone: usdtprof runs as root and
+// never looks a profiled process's path up (its text is the process's to
+// choose; docs/security.md). A file below the last directory Python imports
+// from keeps the directories between (http/client.py beside
+// xmlrpc/client.py, json/tool.py, yaml/reader.py), as its module name does;
+// any other file its base name (app.py), and a package's __init__.py or
+// __main__.py its directory.
 std::string python_file_name(const std::string &path)
 {
-	auto parent = [](std::string dir) {
-		dir.resize(dir.size() - std::min(dir.size(), base_name(dir).size() + 1));
-		return dir;
-	};
 	std::string name = base_name(path);
 	if (name.size() == path.size())
 		return name;
-	std::string dir = parent(path);
-	if (name == "__init__.py" || name == "__main__.py") {
-		if (dir.empty())
-			return name;
-		name = base_name(dir) + "/" + name;
-		dir = parent(dir);
+	size_t end = path.size() - name.size() - 1; // the '/' before the base name
+	for (size_t slash = end; slash != 0 && slash != std::string::npos;) {
+		size_t start = path.rfind('/', slash - 1);
+		size_t from = start == std::string::npos ? 0 : start + 1;
+		if (python_import_root(std::string_view(path).substr(from, slash - from)))
+			return path.substr(slash + 1);
+		slash = start;
 	}
-	// A relative path (a script as its command line named it) is relative
-	// to the process's directory, not ours: not looked up.
-	struct stat st;
-	for (int depth = 0; path[0] == '/' && !dir.empty() && depth < 64; depth++) {
-		std::string package = dir + "/__init__.py";
-		if (stat(package.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-			break;
-		name = base_name(dir) + "/" + name;
-		dir = parent(dir);
+	if (name == "__init__.py" || name == "__main__.py") {
+		std::string dir = base_name(path.substr(0, end));
+		return dir.empty() ? name : dir + "/" + name;
 	}
 	return name;
 }

@@ -54,14 +54,12 @@ std::string java_parameters(std::string_view descriptor);
 // ":String" for "()Ljava/lang/String;", "" for a primitive or void return.
 std::string java_object_return(std::string_view descriptor);
 
-// A Python file as function names show it: with the directories of the
-// packages it is in, as Python's module name has them ("http/client.py"
-// beside "xmlrpc/client.py", "json/__init__.py"), found on the file system
-// (a directory with an __init__.py) for an absolute path; a file in no
-// package by its base name ("app.py"). A package's __init__.py or
-// __main__.py keeps its directory even where the file is not found: every
-// package has one, and one package's module code importing another's read
-// as one function, recursive.
+// A Python file as function names show it, from the path's text alone (never
+// looked up): below the last directory Python imports from (pythonX.Y,
+// site-packages, dist-packages) with the directories between, as its module
+// name has them ("http/client.py" beside "xmlrpc/client.py"); elsewhere by its
+// base name ("app.py"), a package's __init__.py or __main__.py with its
+// directory ("pkg/__init__.py").
 std::string python_file_name(const std::string &path);
 // Whether a co_qualname names a lambda, comprehension or generator
 // expression ("<lambda>", "main.<locals>.<lambda>"): all of one scope have
