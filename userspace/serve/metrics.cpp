@@ -364,32 +364,39 @@ std::string MetricsRegistry::render() const
 	per_function("usdtprof_function_calls_total",
 		     [](const Series &s) { return std::to_string(s.calls); });
 
-	family(out, "usdtprof_probe_hits_total", "counter", "Probe firings handled by the eBPF programs.");
-	sample(out, "usdtprof_probe_hits_total", std::to_string(health_.probe_hits));
-	family(out, "usdtprof_anomalies_total", "counter",
-	       "Anomalies counted by the profiler (unmatched exits, overflows, ...).");
-	sample(out, "usdtprof_anomalies_total", std::to_string(health_.anomalies));
-	family(out, "usdtprof_dropped_paths_total", "counter",
-	       "Call paths dropped because the kernel's call-path table was full.");
-	sample(out, "usdtprof_dropped_paths_total", std::to_string(health_.dropped_paths));
-	family(out, "usdtprof_intervals_total", "counter", "Monitoring intervals completed.");
-	sample(out, "usdtprof_intervals_total", std::to_string(health_.intervals));
-	family(out, "usdtprof_profiled_cpu_seconds_total", "counter",
-	       "CPU time of the profiled processes while monitored, the probes' cost included.");
-	sample(out, "usdtprof_profiled_cpu_seconds_total", format_seconds(health_.profiled_cpu_ns));
-	family(out, "usdtprof_probe_cost_seconds_total", "counter",
-	       "Estimated cost of the probe hits (traps and eBPF programs), part of the profiled CPU time.");
-	sample(out, "usdtprof_probe_cost_seconds_total", format_seconds(health_.probe_cost_ns));
-	family(out, "usdtprof_fixed_cost_seconds_total", "counter",
-	       "usdtprof's own CPU time and its context-switch hook's run time: costs sampling cannot cut.");
-	sample(out, "usdtprof_fixed_cost_seconds_total", format_seconds(health_.fixed_cost_ns));
-	family(out, "usdtprof_duty_cycle", "gauge",
-	       "Share of the time during which probes were attached (0..1), as last reported by the monitor.");
-	sample(out, "usdtprof_duty_cycle", format_double(health_.duty_cycle));
-	family(out, "usdtprof_estimated_overhead_ratio", "gauge",
-	       "Estimated cost (probes and fixed costs) over the profiled processes' own CPU time in the last "
-	       "interval, as the budget counts it; large when they barely ran (the cost counters give it over a window).");
-	sample(out, "usdtprof_estimated_overhead_ratio", format_double(health_.estimated_overhead_ratio));
+	// The monitor's own health: one family of one sample each.
+	const struct {
+		const char *name, *type, *help;
+		std::string value;
+	} health[] = {
+		{"usdtprof_probe_hits_total", "counter", "Probe firings handled by the eBPF programs.",
+		 std::to_string(health_.probe_hits)},
+		{"usdtprof_anomalies_total", "counter",
+		 "Anomalies counted by the profiler (unmatched exits, overflows, ...).", std::to_string(health_.anomalies)},
+		{"usdtprof_dropped_paths_total", "counter",
+		 "Call paths dropped because the kernel's call-path table was full.", std::to_string(health_.dropped_paths)},
+		{"usdtprof_intervals_total", "counter", "Monitoring intervals completed.", std::to_string(health_.intervals)},
+		{"usdtprof_profiled_cpu_seconds_total", "counter",
+		 "CPU time of the profiled processes while monitored, the probes' cost included.",
+		 format_seconds(health_.profiled_cpu_ns)},
+		{"usdtprof_probe_cost_seconds_total", "counter",
+		 "Estimated cost of the probe hits (traps and eBPF programs), part of the profiled CPU time.",
+		 format_seconds(health_.probe_cost_ns)},
+		{"usdtprof_fixed_cost_seconds_total", "counter",
+		 "usdtprof's own CPU time and its context-switch hook's run time: costs sampling cannot cut.",
+		 format_seconds(health_.fixed_cost_ns)},
+		{"usdtprof_duty_cycle", "gauge",
+		 "Share of the time during which probes were attached (0..1), as last reported by the monitor.",
+		 format_double(health_.duty_cycle)},
+		{"usdtprof_estimated_overhead_ratio", "gauge",
+		 "Estimated cost (probes and fixed costs) over the profiled processes' own CPU time in the last "
+		 "interval, as the budget counts it; large when they barely ran (the cost counters give it over a window).",
+		 format_double(health_.estimated_overhead_ratio)},
+	};
+	for (const auto &h : health) {
+		family(out, h.name, h.type, h.help);
+		sample(out, h.name, h.value);
+	}
 	if (pid_labels_)
 		render_process_shares(out);
 	return out;
