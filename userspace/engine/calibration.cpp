@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <unistd.h>
 
 #include "target/proc_maps.h"
@@ -55,8 +56,14 @@ const std::array<Site, kMaxKinds> kExitSites = {usdtprof_cal_exit_0, usdtprof_ca
 // Where a site's 5-byte nop starts (after its 1-byte nop).
 constexpr uint64_t kSiteNop5Offset = 1;
 
-// Batches per kind, parents per batch, leaves per parent.
-constexpr int kBatches = 24;
+// Batches per kind, in rounds spread over ~0.1 s (a sleep between rounds):
+// a hit's cost moves between speed states of the machine (on this host
+// ~290 and ~480 ns per hit, each held for milliseconds), and one burst of
+// batches sees one state only. Parents per batch, leaves per parent.
+constexpr int kRounds = 12;
+constexpr int kRoundBatches = 8;
+constexpr int kBatches = kRounds * kRoundBatches;
+constexpr auto kRoundGap = std::chrono::milliseconds(8);
 constexpr int kParents = 16;
 constexpr int kLeaves = 8;
 constexpr uint64_t kRootId = 0x100000; // + batch * 16 + kind; ids below 16 are synthetic
@@ -275,6 +282,15 @@ void run_batch(const KindPlan &p, size_t k, uint64_t root_id)
 	usdtprof_cal_exit_root(root_id, 0, 0);
 }
 
+// The measured self time of a record: on-CPU when the switch hook splits it,
+// so that a preempted batch does not count its wait.
+double self_of(const PathStats &s, bool offcpu_hook)
+{
+	return double(offcpu_hook ? s.self_ns - s.self_offcpu_ns : s.self_ns);
+}
+
+} // namespace
+
 double percentile(std::vector<double> v, double q)
 {
 	if (v.empty())
@@ -286,14 +302,15 @@ double percentile(std::vector<double> v, double q)
 	return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
 }
 
-// The measured self time of a record: on-CPU when the switch hook splits it,
-// so that a preempted batch does not count its wait.
-double self_of(const PathStats &s, bool offcpu_hook)
+CostEstimate estimate_cost(const std::vector<double> &per_batch)
 {
-	return double(offcpu_hook ? s.self_ns - s.self_offcpu_ns : s.self_ns);
+	CostEstimate e;
+	if (per_batch.empty())
+		return e;
+	e.cost_ns = percentile(per_batch, 0.5);
+	e.spread_ns = (percentile(per_batch, 0.9) - percentile(per_batch, 0.1)) / 2;
+	return e;
 }
-
-} // namespace
 
 Result<CalibrationResult> calibrate(Engine &engine, bool offcpu_hook, bool trace)
 {
@@ -306,11 +323,15 @@ Result<CalibrationResult> calibrate(Engine &engine, bool offcpu_hook, bool trace
 		return out;
 	if (auto r = attach_plans(engine, plans); !r)
 		return r.error();
-	for (size_t k = 0; k < plans.size(); k++)
-		run_batch(plans[k], k, kRootId - 1); // warm-up: caches, names captured
-	for (int b = 0; b < kBatches; b++)
+	for (int r = 0; r < kRounds; r++) {
+		if (r)
+			std::this_thread::sleep_for(kRoundGap);
 		for (size_t k = 0; k < plans.size(); k++)
-			run_batch(plans[k], k, kRootId + uint64_t(b) * 16 + k);
+			run_batch(plans[k], k, kRootId - 1); // warm-up: caches (cold after the sleep), names captured
+		for (int b = r * kRoundBatches; b < (r + 1) * kRoundBatches; b++)
+			for (size_t k = 0; k < plans.size(); k++)
+				run_batch(plans[k], k, kRootId + uint64_t(b) * 16 + k);
+	}
 	// The next exit adds the thread's path cache to the map.
 	engine.bump_flush_epoch();
 	usdtprof_cal_enter_root(kFlushId, 0, 0);
@@ -350,16 +371,27 @@ Result<CalibrationResult> calibrate(Engine &engine, bool offcpu_hook, bool trace
 		ProbeCost cost;
 		cost.kind = kind_name(plans[k].sig);
 		cost.batches = uint32_t(own.size());
-		cost.own_ns = std::max(0.0, percentile(own, 0.5));
-		cost.caller_ns = std::max(0.0, percentile(caller, 0.5));
-		cost.own_spread_ns = (percentile(own, 0.9) - percentile(own, 0.1)) / 2;
-		cost.caller_spread_ns = (percentile(caller, 0.9) - percentile(caller, 0.1)) / 2;
+		CostEstimate o = estimate_cost(own), c = estimate_cost(caller);
+		cost.own_ns = std::max(0.0, o.cost_ns);
+		cost.caller_ns = std::max(0.0, c.cost_ns);
+		cost.own_spread_ns = o.spread_ns;
+		cost.caller_spread_ns = c.spread_ns;
 		cost.uncompensated_ns = plans[k].sig.ident == USDTPROF_IDENT_NATIVE ? 0 : -1;
-		if (getenv("USDTPROF_DEBUG"))
-			fprintf(stderr, "calibration %s: own p10 %.1f p25 %.1f p50 %.1f min %.1f; caller p10 %.1f p25 %.1f p50 %.1f min %.1f\n",
-				cost.kind.c_str(), percentile(own, 0.1), percentile(own, 0.25), percentile(own, 0.5),
-				percentile(own, 0), percentile(caller, 0.1), percentile(caller, 0.25),
-				percentile(caller, 0.5), percentile(caller, 0));
+		if (getenv("USDTPROF_DEBUG")) {
+			auto mean = [](const std::vector<double> &v) {
+				double sum = 0;
+				for (double x : v)
+					sum += x;
+				return v.empty() ? 0 : sum / double(v.size());
+			};
+			fprintf(stderr, "calibration %s: own p10 %.1f p25 %.1f p50 %.1f mean %.1f min %.1f; caller p10 %.1f p25 %.1f p50 %.1f mean %.1f min %.1f\n",
+				cost.kind.c_str(), percentile(own, 0.1), percentile(own, 0.25), o.cost_ns, mean(own),
+				percentile(own, 0), percentile(caller, 0.1), percentile(caller, 0.25), c.cost_ns,
+				mean(caller), percentile(caller, 0));
+			for (size_t i = 0; i < own.size(); i++) // in the order they ran
+				fprintf(stderr, "calibration batch %s %zu: own %.1f caller %.1f\n", cost.kind.c_str(), i, own[i],
+					caller[i]);
+		}
 		out.calibration.kinds.push_back(cost);
 	}
 	engine.forget_own_records(own_paths);
