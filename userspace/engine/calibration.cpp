@@ -259,27 +259,49 @@ Result<void> attach_plans(Engine &engine, const std::vector<KindPlan> &plans)
 // A parent's leaves, in a frame below the parent's as in real code: an entry
 // at the parent's site from the parent's own frame would prove the parent
 // gone (the dead-frame repair of native probes).
-__attribute__((noinline)) void run_leaves(Site enter, Site exit, uint64_t a, uint64_t b, uint64_t c)
+// Work of n loop iterations (0 but in the diagnostic below).
+__attribute__((noinline)) void work(long n)
+{
+	for (long i = 0; i < n; i++)
+		asm volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void run_leaves(Site enter, Site exit, uint64_t a, uint64_t b, uint64_t c, long n)
 {
 	for (int j = 0; j < kLeaves; j++) {
 		enter(a, b, c);
+		work(n);
 		exit(a, b, c);
 	}
 	asm volatile("" ::: "memory"); // not a tail call: the frame stays below the parent's
 }
 
-// One batch of one kind, under a root of its own: parents calling leaves.
-void run_batch(const KindPlan &p, size_t k, uint64_t root_id)
+// One batch of one kind, under a root of its own: parents calling leaves;
+// with work, each leaf does n iterations and each parent n of its own
+// around its leaves (the caller cost solves out as without).
+void run_batch(const KindPlan &p, size_t k, uint64_t root_id, long n = 0)
 {
 	Site enter = kEnterSites[k], exit = kExitSites[k];
 	uint64_t a = p.values[0], b = p.values[1], c = p.values[2];
 	usdtprof_cal_enter_root(root_id, 0, 0);
 	for (int i = 0; i < kParents; i++) {
 		enter(a, b, c);
-		run_leaves(enter, exit, a, b, c);
+		work(n / 2);
+		run_leaves(enter, exit, a, b, c, n);
+		work(n - n / 2);
 		exit(a, b, c);
 	}
 	usdtprof_cal_exit_root(root_id, 0, 0);
+}
+
+// A diagnostic (docs/benchmarks.md, "Why parents miss"): with USDTPROF_DEBUG
+// set, USDTPROF_CAL_WORK=N gives every odd batch N iterations of work in
+// each leaf and parent, to compare the caller cost of code shaped like a
+// target's with that of empty calls run beside them.
+long debug_work()
+{
+	const char *w = getenv("USDTPROF_CAL_WORK");
+	return getenv("USDTPROF_DEBUG") && w ? std::max(0L, atol(w)) : 0;
 }
 
 // The measured self time of a record: on-CPU when the switch hook splits it,
@@ -323,6 +345,7 @@ Result<CalibrationResult> calibrate(Engine &engine, bool offcpu_hook, bool trace
 		return out;
 	if (auto r = attach_plans(engine, plans); !r)
 		return r.error();
+	long work_iterations = debug_work();
 	for (int r = 0; r < kRounds; r++) {
 		if (r)
 			std::this_thread::sleep_for(kRoundGap);
@@ -330,7 +353,7 @@ Result<CalibrationResult> calibrate(Engine &engine, bool offcpu_hook, bool trace
 			run_batch(plans[k], k, kRootId - 1); // warm-up: caches (cold after the sleep), names captured
 		for (int b = r * kRoundBatches; b < (r + 1) * kRoundBatches; b++)
 			for (size_t k = 0; k < plans.size(); k++)
-				run_batch(plans[k], k, kRootId + uint64_t(b) * 16 + k);
+				run_batch(plans[k], k, kRootId + uint64_t(b) * 16 + k, b % 2 ? work_iterations : 0);
 	}
 	// The next exit adds the thread's path cache to the map.
 	engine.bump_flush_epoch();
