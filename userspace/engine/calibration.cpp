@@ -256,9 +256,6 @@ Result<void> attach_plans(Engine &engine, const std::vector<KindPlan> &plans)
 	return {};
 }
 
-// A parent's leaves, in a frame below the parent's as in real code: an entry
-// at the parent's site from the parent's own frame would prove the parent
-// gone (the dead-frame repair of native probes).
 // Work of n loop iterations (0 but in the diagnostic below).
 __attribute__((noinline)) void work(long n)
 {
@@ -266,6 +263,9 @@ __attribute__((noinline)) void work(long n)
 		asm volatile("" ::: "memory");
 }
 
+// A parent's leaves, in a frame below the parent's as in real code: an entry
+// at the parent's site from the parent's own frame would prove the parent
+// gone (the dead-frame repair of native probes).
 __attribute__((noinline)) void run_leaves(Site enter, Site exit, uint64_t a, uint64_t b, uint64_t c, long n)
 {
 	for (int j = 0; j < kLeaves; j++) {
