@@ -1,7 +1,7 @@
 // CPU time the hypervisor took from this machine's CPUs ("steal", the 8th
-// field of /proc/stat's "cpu" line): on a virtual machine it is counted in
-// usdtprof's on-CPU time of a thread it was taken from (wall-clock minus
-// time switched out), while the thread's own CPU clock leaves it out.
+// field of /proc/stat's "cpu" line), recorded beside a profile. On a KVM
+// guest the part taken from profiled threads is their off-CPU time
+// (bpf/offcpu.bpf.h); on other hypervisors it stays in their on-CPU time.
 #pragma once
 
 #include <cstdint>
