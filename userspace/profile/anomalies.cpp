@@ -39,7 +39,8 @@ const char *anomaly_description(const std::string &name)
 			return a.description;
 	if (name == kHostStealNs)
 		return "ns of CPU time the hypervisor took from this machine's CPUs while recording (all CPUs, "
-		       "10 ms steps): on-CPU times include the part taken from profiled threads";
+		       "10 ms steps); on a KVM guest the part taken from profiled threads is their off-CPU time, "
+		       "elsewhere it stays in their on-CPU time";
 	return nullptr;
 }
 
