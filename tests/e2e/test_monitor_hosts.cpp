@@ -148,9 +148,16 @@ TEST_CASE("monitor --all: native and PHP processes started before and after it, 
 	REQUIRE(labelled(profiles, p_rec, "recursion"));
 	REQUIRE(profiled(profiles, p_php1));
 	REQUIRE(profiled(profiles, p_php2));
-	// Never sampled: counts are exact because every window was whole.
-	for (const auto &p : profiles)
-		REQUIRE(p.sampled_fraction == 1.0);
+	// Never sampled: counts are exact because every window was whole (from
+	// its attach on, for those found later).
+	for (int pid : {p_nested, p_php1, p_rec, p_php2})
+		require_never_sampled(profiles, pid);
+	for (int pid : {p_nested, p_php1}) // found at the start
+		for (const auto &p : profiles)
+			for (const auto &proc : p.processes)
+				if (proc.pid == pid)
+					REQUIRE(proc.sampled_fraction == 1.0);
+	REQUIRE(err.find("sampling pid") == std::string::npos);
 	REQUIRE(!profiled(profiles, p_sleep));
 	REQUIRE(!profiled(profiles, p_mon));
 	REQUIRE(err.find("pid " + std::to_string(p_sleep) + " ") == std::string::npos);
