@@ -1,9 +1,11 @@
 /* How the cost of a probed call moves over time within one process (the
  * limit of overhead compensation, docs/benchmarks.md): CHUNKS chunks of N
  * back-to-back calls of an empty probed function, each timed by the thread's
- * CPU clock; prints ns per call for each chunk. Run under `usdtprof record`.
+ * CPU clock; prints ns per call for each chunk (with a third argument `t`,
+ * the chunk's end on CLOCK_MONOTONIC first, for tools/bench/bpf_run_time.py).
+ * Run under `usdtprof record`.
  *
- *   hit_drift CHUNKS N */
+ *   hit_drift CHUNKS N [t] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -26,15 +28,23 @@ int main(int argc, char **argv)
 {
 	int chunks = argc > 1 ? atoi(argv[1]) : 20;
 	int n = argc > 2 ? atoi(argv[2]) : 5000;
+	int stamped = argc > 3 && argv[3][0] == 't';
 	if (chunks < 1 || n < 1) {
-		fprintf(stderr, "usage: hit_drift CHUNKS N\n");
+		fprintf(stderr, "usage: hit_drift CHUNKS N [t]\n");
 		return 2;
 	}
 	for (int c = 0; c < chunks; c++) {
 		long long start = thread_cpu_ns();
 		for (int i = 0; i < n; i++)
 			empty();
-		printf("%.1f\n", (double)(thread_cpu_ns() - start) / n);
+		double per_call = (double)(thread_cpu_ns() - start) / n;
+		if (stamped) {
+			struct timespec t;
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			printf("%lld ", t.tv_sec * 1000000000LL + t.tv_nsec);
+		}
+		printf("%.1f\n", per_call);
+		fflush(stdout);
 	}
 	return 0;
 }

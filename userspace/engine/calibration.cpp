@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <unistd.h>
 
 #include "target/proc_maps.h"
@@ -55,8 +56,14 @@ const std::array<Site, kMaxKinds> kExitSites = {usdtprof_cal_exit_0, usdtprof_ca
 // Where a site's 5-byte nop starts (after its 1-byte nop).
 constexpr uint64_t kSiteNop5Offset = 1;
 
-// Batches per kind, parents per batch, leaves per parent.
-constexpr int kBatches = 24;
+// Batches per kind, in rounds spread over ~0.1 s (a sleep between rounds):
+// a hit's cost moves between speed states of the machine (on this host
+// ~290 and ~480 ns per hit, each held for milliseconds), and one burst of
+// batches sees one state only. Parents per batch, leaves per parent.
+constexpr int kRounds = 12;
+constexpr int kRoundBatches = 8;
+constexpr int kBatches = kRounds * kRoundBatches;
+constexpr auto kRoundGap = std::chrono::milliseconds(8);
 constexpr int kParents = 16;
 constexpr int kLeaves = 8;
 constexpr uint64_t kRootId = 0x100000; // + batch * 16 + kind; ids below 16 are synthetic
@@ -249,31 +256,62 @@ Result<void> attach_plans(Engine &engine, const std::vector<KindPlan> &plans)
 	return {};
 }
 
+// Work of n loop iterations (0 but in the diagnostic below).
+__attribute__((noinline)) void work(long n)
+{
+	for (long i = 0; i < n; i++)
+		asm volatile("" ::: "memory");
+}
+
 // A parent's leaves, in a frame below the parent's as in real code: an entry
 // at the parent's site from the parent's own frame would prove the parent
 // gone (the dead-frame repair of native probes).
-__attribute__((noinline)) void run_leaves(Site enter, Site exit, uint64_t a, uint64_t b, uint64_t c)
+__attribute__((noinline)) void run_leaves(Site enter, Site exit, uint64_t a, uint64_t b, uint64_t c, long n)
 {
 	for (int j = 0; j < kLeaves; j++) {
 		enter(a, b, c);
+		work(n);
 		exit(a, b, c);
 	}
 	asm volatile("" ::: "memory"); // not a tail call: the frame stays below the parent's
 }
 
-// One batch of one kind, under a root of its own: parents calling leaves.
-void run_batch(const KindPlan &p, size_t k, uint64_t root_id)
+// One batch of one kind, under a root of its own: parents calling leaves;
+// with work, each leaf does n iterations and each parent n of its own
+// around its leaves (the caller cost solves out as without).
+void run_batch(const KindPlan &p, size_t k, uint64_t root_id, long n = 0)
 {
 	Site enter = kEnterSites[k], exit = kExitSites[k];
 	uint64_t a = p.values[0], b = p.values[1], c = p.values[2];
 	usdtprof_cal_enter_root(root_id, 0, 0);
 	for (int i = 0; i < kParents; i++) {
 		enter(a, b, c);
-		run_leaves(enter, exit, a, b, c);
+		work(n / 2);
+		run_leaves(enter, exit, a, b, c, n);
+		work(n - n / 2);
 		exit(a, b, c);
 	}
 	usdtprof_cal_exit_root(root_id, 0, 0);
 }
+
+// A diagnostic (docs/benchmarks.md, "Why parents miss"): with USDTPROF_DEBUG
+// set, USDTPROF_CAL_WORK=N gives every odd batch N iterations of work in
+// each leaf and parent, to compare the caller cost of code shaped like a
+// target's with that of empty calls run beside them.
+long debug_work()
+{
+	const char *w = getenv("USDTPROF_CAL_WORK");
+	return getenv("USDTPROF_DEBUG") && w ? std::max(0L, atol(w)) : 0;
+}
+
+// The measured self time of a record: on-CPU when the switch hook splits it,
+// so that a preempted batch does not count its wait.
+double self_of(const PathStats &s, bool offcpu_hook)
+{
+	return double(offcpu_hook ? s.self_ns - s.self_offcpu_ns : s.self_ns);
+}
+
+} // namespace
 
 double percentile(std::vector<double> v, double q)
 {
@@ -286,14 +324,15 @@ double percentile(std::vector<double> v, double q)
 	return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
 }
 
-// The measured self time of a record: on-CPU when the switch hook splits it,
-// so that a preempted batch does not count its wait.
-double self_of(const PathStats &s, bool offcpu_hook)
+CostEstimate estimate_cost(const std::vector<double> &per_batch)
 {
-	return double(offcpu_hook ? s.self_ns - s.self_offcpu_ns : s.self_ns);
+	CostEstimate e;
+	if (per_batch.empty())
+		return e;
+	e.cost_ns = percentile(per_batch, 0.5);
+	e.spread_ns = (percentile(per_batch, 0.9) - percentile(per_batch, 0.1)) / 2;
+	return e;
 }
-
-} // namespace
 
 Result<CalibrationResult> calibrate(Engine &engine, bool offcpu_hook, bool trace)
 {
@@ -306,11 +345,16 @@ Result<CalibrationResult> calibrate(Engine &engine, bool offcpu_hook, bool trace
 		return out;
 	if (auto r = attach_plans(engine, plans); !r)
 		return r.error();
-	for (size_t k = 0; k < plans.size(); k++)
-		run_batch(plans[k], k, kRootId - 1); // warm-up: caches, names captured
-	for (int b = 0; b < kBatches; b++)
+	long work_iterations = debug_work();
+	for (int r = 0; r < kRounds; r++) {
+		if (r)
+			std::this_thread::sleep_for(kRoundGap);
 		for (size_t k = 0; k < plans.size(); k++)
-			run_batch(plans[k], k, kRootId + uint64_t(b) * 16 + k);
+			run_batch(plans[k], k, kRootId - 1); // warm-up: caches (cold after the sleep), names captured
+		for (int b = r * kRoundBatches; b < (r + 1) * kRoundBatches; b++)
+			for (size_t k = 0; k < plans.size(); k++)
+				run_batch(plans[k], k, kRootId + uint64_t(b) * 16 + k, b % 2 ? work_iterations : 0);
+	}
 	// The next exit adds the thread's path cache to the map.
 	engine.bump_flush_epoch();
 	usdtprof_cal_enter_root(kFlushId, 0, 0);
@@ -350,16 +394,27 @@ Result<CalibrationResult> calibrate(Engine &engine, bool offcpu_hook, bool trace
 		ProbeCost cost;
 		cost.kind = kind_name(plans[k].sig);
 		cost.batches = uint32_t(own.size());
-		cost.own_ns = std::max(0.0, percentile(own, 0.5));
-		cost.caller_ns = std::max(0.0, percentile(caller, 0.5));
-		cost.own_spread_ns = (percentile(own, 0.9) - percentile(own, 0.1)) / 2;
-		cost.caller_spread_ns = (percentile(caller, 0.9) - percentile(caller, 0.1)) / 2;
+		CostEstimate o = estimate_cost(own), c = estimate_cost(caller);
+		cost.own_ns = std::max(0.0, o.cost_ns);
+		cost.caller_ns = std::max(0.0, c.cost_ns);
+		cost.own_spread_ns = o.spread_ns;
+		cost.caller_spread_ns = c.spread_ns;
 		cost.uncompensated_ns = plans[k].sig.ident == USDTPROF_IDENT_NATIVE ? 0 : -1;
-		if (getenv("USDTPROF_DEBUG"))
-			fprintf(stderr, "calibration %s: own p10 %.1f p25 %.1f p50 %.1f min %.1f; caller p10 %.1f p25 %.1f p50 %.1f min %.1f\n",
-				cost.kind.c_str(), percentile(own, 0.1), percentile(own, 0.25), percentile(own, 0.5),
-				percentile(own, 0), percentile(caller, 0.1), percentile(caller, 0.25),
-				percentile(caller, 0.5), percentile(caller, 0));
+		if (getenv("USDTPROF_DEBUG")) {
+			auto mean = [](const std::vector<double> &v) {
+				double sum = 0;
+				for (double x : v)
+					sum += x;
+				return v.empty() ? 0 : sum / double(v.size());
+			};
+			fprintf(stderr, "calibration %s: own p10 %.1f p25 %.1f p50 %.1f mean %.1f min %.1f; caller p10 %.1f p25 %.1f p50 %.1f mean %.1f min %.1f\n",
+				cost.kind.c_str(), percentile(own, 0.1), percentile(own, 0.25), o.cost_ns, mean(own),
+				percentile(own, 0), percentile(caller, 0.1), percentile(caller, 0.25), c.cost_ns,
+				mean(caller), percentile(caller, 0));
+			for (size_t i = 0; i < own.size(); i++) // in the order they ran
+				fprintf(stderr, "calibration batch %s %zu: own %.1f caller %.1f\n", cost.kind.c_str(), i, own[i],
+					caller[i]);
+		}
 		out.calibration.kinds.push_back(cost);
 	}
 	engine.forget_own_records(own_paths);
