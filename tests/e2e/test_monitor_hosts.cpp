@@ -297,8 +297,8 @@ TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled,
 	INFO(line);
 	REQUIRE_THAT(line, Catch::Matchers::Contains("over its fair share of the budget"));
 	// ... and /metrics says so of it alone, once an interval it was sampled in
-	// is published: quiet (labelled once it has calls, till then the one
-	// pid="other") stays at 1, and usdtprof_duty_cycle is the smallest share.
+	// is published: quiet (labelled from its first interval, calls or not)
+	// stays at 1, and usdtprof_duty_cycle is the smallest share.
 	httplib::Client http("127.0.0.1", std::stoi(port[1]));
 	const std::string hot_share = "usdtprof_process_sampled_fraction{process=\"hot\",pid=\"" +
 				      std::to_string(p_hot) + "\"}";
@@ -320,8 +320,8 @@ TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled,
 	REQUIRE(hot_seen > 0);
 	REQUIRE(hot_seen < 1);
 	double quiet_seen = metric(body, quiet_share), other_seen = metric(body, other_share);
-	REQUIRE((quiet_seen == 1.0) != (other_seen == 1.0)); // one or the other, never both
-	REQUIRE((quiet_seen == -1 || other_seen == -1));
+	REQUIRE(quiet_seen == 1.0);
+	REQUIRE(other_seen == -1); // every process has its own label
 	REQUIRE(metric(body, "usdtprof_duty_cycle") == hot_seen);
 	require_promtool_clean(body);
 	// ... while the quiet one, attached all the time, counts all its calls.
@@ -517,4 +517,139 @@ TEST_CASE("monitor --all: a process's forked children are found from their fork 
 	REQUIRE(calls_of_pid(profiles, parent, "parent_leaf") == 1);
 	REQUIRE(calls_of_pid(profiles, parent, "parent_fn") == 1);
 	REQUIRE(calls_of_pid(profiles, parent, "main") == 1);
+}
+
+TEST_CASE("monitor --all: a process found mid-interval has the share of it its probes were attached; a monitored "
+	  "process without calls is on /metrics under its own pid with calls 0 (promtool lints it clean)",
+	  "[monitor][hosts]")
+{
+	std::string out = temp_dir() + "/midway";
+	// Found by the scan at the start, idle until its signal.
+	Background idle({target("nested"), "--wait", "20"});
+	idle.wait_for_line("ready");
+	const int p_idle = idle.pid();
+	Background mon({"env", "USDTPROF_TEST_ALL_UNDER=" + std::to_string(getpid()), e2e::usdtprof(), "monitor", "--all",
+			"--runtime", "native", "-i", "2", "--budget", "1", "-d", "60", "-o", out, "--listen",
+			"127.0.0.1:0"});
+	std::string listening = mon.wait_for_line("metrics at", true);
+	std::smatch port;
+	REQUIRE(std::regex_search(listening, port, std::regex(":([0-9]+)/metrics")));
+	mon.wait_for_line("--all: profiling pid " + std::to_string(p_idle) + " (nested)", true);
+	httplib::Client http("127.0.0.1", std::stoi(port[1]));
+	auto scrape = [&] {
+		auto res = http.Get("/metrics");
+		REQUIRE(res);
+		REQUIRE(res->status == 200);
+		return res->body;
+	};
+	auto labels = [](const std::string &family, int pid) {
+		return family + "{process=\"nested\",pid=\"" + std::to_string(pid) + "\"}";
+	};
+	// The idle one, no call yet: its own pid label, calls 0, attached all the time.
+	std::string body;
+	for (int i = 0; i < 400 && metric(body, labels("usdtprof_process_calls_total", p_idle)) != 0; i++) {
+		if (i)
+			std::this_thread::sleep_for(std::chrono::milliseconds(50));
+		body = scrape();
+	}
+	{
+		INFO(body);
+		REQUIRE(metric(body, labels("usdtprof_process_calls_total", p_idle)) == 0);
+		REQUIRE(metric(body, labels("usdtprof_process_sampled_fraction", p_idle)) == 1);
+		REQUIRE(body.find("pid=\"other\"}") == std::string::npos); // no sample of the unlabelled
+		require_promtool_clean(body);
+	}
+	// Started after the monitor, calling from its start (300 outer calls,
+	// 10 ms of spins each), just after an interval began (-i 2: 1.6 s at
+	// least): found from its exec event within the interval, its calls
+	// before that not counted. (Found as an interval ends, it would have no
+	// call counted in it, and its first interval with calls would be whole.)
+	const double intervals = metric(body, "usdtprof_intervals_total");
+	for (int i = 0; i < 400 && metric(body, "usdtprof_intervals_total") == intervals; i++) {
+		std::this_thread::sleep_for(std::chrono::milliseconds(20));
+		body = scrape();
+	}
+	REQUIRE(metric(body, "usdtprof_intervals_total") > intervals);
+	Background late({target("nested"), "300"});
+	const int p_late = late.pid();
+	mon.wait_for_line("--all: profiling pid " + std::to_string(p_late) + " (nested)", true);
+	std::set<double> late_seen; // its sampled fractions on /metrics, until it has exited
+	for (int i = 0; i < 2000; i++) {
+		double share = metric(body = scrape(), labels("usdtprof_process_sampled_fraction", p_late));
+		if (share >= 0)
+			late_seen.insert(share);
+		std::string stat;
+		std::getline(std::ifstream("/proc/" + std::to_string(p_late) + "/stat"), stat);
+		if (stat.empty() || stat.find(") Z ") != std::string::npos)
+			break;
+		std::this_thread::sleep_for(std::chrono::milliseconds(50));
+	}
+	REQUIRE(late.wait() == 7);
+	// The idle one makes its calls and exits: counted under its own pid.
+	REQUIRE(kill(p_idle, SIGUSR1) == 0);
+	REQUIRE(idle.wait() == 7);
+	for (int i = 0; i < 400 && metric(body, labels("usdtprof_process_calls_total", p_idle)) != 81; i++) {
+		std::this_thread::sleep_for(std::chrono::milliseconds(50));
+		body = scrape();
+	}
+	{
+		INFO(body);
+		REQUIRE(metric(body, labels("usdtprof_process_calls_total", p_idle)) == 81); // main, 20 outer, 60 inner
+		require_promtool_clean(body);
+	}
+	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
+	REQUIRE(mon.wait() == 0);
+	std::string err = mon.rest_of_stderr();
+	INFO(err);
+	// Found in an interval, attached since: its window whole, never sampled (--budget 1).
+	REQUIRE(err.find("sampling pid") == std::string::npos);
+	auto profiles = interval_profiles(out);
+	REQUIRE(calls_of_pid(profiles, p_idle, "outer") == 20);
+	for (double share : shares_of(profiles, p_idle))
+		REQUIRE(share == 1.0);
+	// The late one: in the interval it was found in, attached from then on:
+	// less than all of it, but at least the time of the calls counted in it
+	// (10 ms each by its own clock; the first one's entry may precede the
+	// moment taken, by the attach's few ms); in every later one, all of it
+	// (--budget 1: never sampled). That interval is its first in the files
+	// unless it was found as the interval ended, too late for any call
+	// counted in it: then /metrics gave its share (a scrape every 50 ms
+	// while it runs, for seconds).
+	double first_share = 2;
+	uint64_t counted = 0;
+	for (const usdtprof::Profile &p : profiles) {
+		uint64_t outer = 0;
+		bool in = false;
+		for (const usdtprof::PathNode &n : p.nodes)
+			if (n.pid == p_late) {
+				in = true;
+				if (p.functions[n.function] == "outer")
+					outer += n.calls - n.open;
+			}
+		if (!in)
+			continue;
+		counted += outer;
+		double share = shares_of({p}, p_late).at(0);
+		INFO("interval of " << p.duration_ns << " ns: share " << share << ", " << outer << " outer calls");
+		REQUIRE(share > 0);
+		if (first_share > 1) {
+			first_share = share;
+			REQUIRE(share * double(p.duration_ns) >= double(outer > 0 ? outer - 1 : 0) * 10e6);
+		} else {
+			REQUIRE(share == 1.0);
+		}
+	}
+	REQUIRE(first_share <= 1);
+	REQUIRE(counted > 0);
+	REQUIRE(counted <= 300);
+	// /metrics: one interval's share below 1 at most, the found one's.
+	std::vector<double> below;
+	for (double share : late_seen)
+		if (share < 1)
+			below.push_back(share);
+	INFO("late: first share in the files " << first_share << ", " << below.size() << " below 1 on /metrics");
+	REQUIRE(below.size() <= 1);
+	REQUIRE((first_share < 1 || !below.empty()));
+	if (first_share < 1 && !below.empty())
+		REQUIRE(below[0] == first_share);
 }
