@@ -14,14 +14,25 @@ for bin in "$@"; do
 	summary=$(grep -E 'All tests passed|test cases:' "$log" | tail -n 1)
 	# Catch2's console reporter prints the test case name between two dashed
 	# rules, then "file:line: FAILED:" and the failed expression.
+	# With it, the expansion (the values compared) and the first message, cut:
+	# what a log's tail needs to tell a flake's cause.
 	while IFS= read -r line; do failures+=("$line"); done < <(awk '
 		function rule(s) { return length(s) == 79 && s ~ /^-+$/ }
+		function trim(s) { sub(/^ +/, "", s); return s }
+		function flush() {
+			if (where != "") print "FAILED: " name " (" where " " expr detail ")"
+			where = ""; detail = ""
+		}
 		rule($0) {
-			name = ""
-			while ((getline l) > 0 && !rule(l)) { sub(/^ +/, "", l); name = name (name == "" ? "" : " ") l }
+			flush(); name = ""
+			while ((getline l) > 0 && !rule(l)) name = name (name == "" ? "" : " ") trim(l)
 			next
 		}
-		/: FAILED:$/ { where = $1; getline expr; sub(/^ +/, "", expr); print "FAILED: " name " (" where " " expr ")" }
+		/: FAILED:$/ { flush(); where = $1; getline expr; expr = trim(expr); next }
+		where != "" && /^with expansion:$/ { getline l; detail = detail " with " trim(l); next }
+		where != "" && /^with messages?:$/ { getline l; detail = detail " [" substr(trim(l), 1, 300) "]"; next }
+		/^=+$/ { flush() }
+		END { flush() }
 	' "$log")
 	rm -f "$log"
 	if [[ $summary =~ All\ tests\ passed.*in\ ([0-9]+)\ test\ case ]]; then

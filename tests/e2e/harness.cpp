@@ -242,11 +242,16 @@ nlohmann::json report_json(const std::string &profile, bool raw)
 	return parse_report(o.out);
 }
 
+bool host_counter(const std::string &anomaly)
+{
+	return anomaly == "host_steal_ns";
+}
+
 void require_no_anomalies(const nlohmann::json &report)
 {
 	for (const auto &[name, count] : report.at("anomalies").items()) {
 		INFO(name);
-		REQUIRE(count == 0);
+		REQUIRE((count == 0 || host_counter(name)));
 	}
 }
 

@@ -65,6 +65,9 @@ nlohmann::json parse_report(const std::string &text);
 nlohmann::json report_json(const std::string &profile, bool raw = false);
 // Fails the test on any anomaly counter of report that is not 0.
 void require_no_anomalies(const nlohmann::json &report);
+// A counter of the machine, not of the profile: host_steal_ns (the
+// hypervisor's steal while recording), which no test controls.
+bool host_counter(const std::string &anomaly);
 
 // What recording a launched command left: usdtprof's output (with the
 // command's stdout), the profile, the run's slack and the profile's report.

@@ -39,6 +39,21 @@ json row(const json &rows, const std::string &name)
 	return nullptr;
 }
 
+// "name z typical_delta_ms[*]" per row in order, * on significant ones.
+std::string ranked(const json &rows)
+{
+	std::string out;
+	for (const json &r : rows) {
+		char z[32] = "-";
+		if (!r["z"].is_null())
+			snprintf(z, sizeof z, "%.1f", r["z"].get<double>());
+		out += r["name"].get<std::string>() + " " + z + " " +
+		       std::to_string(r["typical_delta_self_ns"].get<int64_t>() / 1000000) + "ms" +
+		       (r["significant"].get<bool>() ? "*" : "") + ", ";
+	}
+	return out;
+}
+
 } // namespace
 
 TEST_CASE("diff: the function made 2x slower tops the diff, significant; unchanged ones are not", "[diff]")
@@ -48,10 +63,11 @@ TEST_CASE("diff: the function made 2x slower tops the diff, significant; unchang
 	std::string slow = record(dir, {target("diffable"), "slow"});
 	// On-CPU time: fixed work, which load stretches in wall time only.
 	json d = diff({base, slow, "--time", "cpu"});
+	INFO(ranked(d["functions"])); // first: the one message a CI log's tail keeps
 	INFO(d.dump(1));
 	REQUIRE(d["base"]["processes"] == 6); // the 6 workers (the launcher calls no probe)
 	json top = d["functions"][0];
-	REQUIRE(top["name"] == "charlie");
+	REQUIRE(top["name"].get<std::string>() == "charlie");
 	REQUIRE(top["status"] == "changed");
 	REQUIRE(top["significant"] == true);
 	REQUIRE(top["z"].get<double>() >= 3);

@@ -98,7 +98,8 @@ void require_anomalies(const json &report, const std::map<std::string, uint64_t>
 {
 	for (const auto &[name, count] : report.at("anomalies").items()) {
 		INFO(name);
-		REQUIRE(n(count) == (expected.count(name) ? expected.at(name) : 0));
+		if (!host_counter(name))
+			REQUIRE(n(count) == (expected.count(name) ? expected.at(name) : 0));
 	}
 }
 

@@ -276,6 +276,12 @@ TEST_CASE("on- and off-CPU self time: spin 1 ms then sleep 2 ms comes out 1 : 2"
 	REQUIRE(off <= measured_off * 1.05 + slack);
 	if (slack < 0.01 * 150 * kMs)
 		REQUIRE(off / on == Approx(2.0).epsilon(0.05));
+	// The machine's steal while recording is in the profile: whole kernel
+	// ticks, at most every CPU's time over the recording (and a tick each).
+	REQUIRE(report["anomalies"].contains("host_steal_ns"));
+	uint64_t steal = report["anomalies"]["host_steal_ns"], tick = 1000000000 / sysconf(_SC_CLK_TCK);
+	REQUIRE(steal % tick == 0);
+	REQUIRE(steal <= (report["duration_ns"].get<uint64_t>() + 2 * tick) * uint64_t(sysconf(_SC_NPROCESSORS_ONLN)));
 
 	// The text report and folded export weigh by the chosen part.
 	Output cpu = run({usdtprof(), "report", "--time", "cpu", data});

@@ -150,10 +150,7 @@ TEST_CASE("tasks: report, tree, JSON, folded, pprof and metrics agree on a task'
 	REQUIRE(o.status == 0);
 	double slack = slack_ns(o.out);
 	json report = report_in(data, "wall");
-	for (const auto &[name, count] : report["anomalies"].items()) {
-		INFO(name);
-		REQUIRE(count == 0);
-	}
+	require_no_anomalies(report);
 	REQUIRE(report["time"] == "wall");
 	require_tree_sums(report);
 

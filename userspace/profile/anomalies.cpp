@@ -37,6 +37,9 @@ const char *anomaly_description(const std::string &name)
 	for (const Anomaly &a : kAnomalies)
 		if (name == a.name)
 			return a.description;
+	if (name == kHostStealNs)
+		return "ns of CPU time the hypervisor took from this machine's CPUs while recording (all CPUs, "
+		       "10 ms steps): on-CPU times include the part taken from profiled threads";
 	return nullptr;
 }
 

@@ -22,6 +22,9 @@ std::span<const Anomaly> anomaly_table();
 // The profile's name of counter id; throws std::out_of_range for an id the
 // table does not have (no counter goes unnamed, or named as another).
 const char *anomaly_name(int id);
+// What userspace adds beside the kernel's counters: the hypervisor's steal
+// of all CPUs during the recording, in ns (base/host_steal.h).
+inline constexpr const char *kHostStealNs = "host_steal_ns";
 // The description of a counter's name; nullptr for a name no row has (a
 // profile from another version).
 const char *anomaly_description(const std::string &name);

@@ -27,6 +27,10 @@ struct DiffRow {
 	std::vector<std::string> stack;   // paths only
 	DiffSide base, now;               // now: NEW, scaled with --normalize
 	int64_t delta_self_ns = 0, delta_total_ns = 0;
+	// The change of self time the processes' medians support: each side's
+	// per-call value (as for z) times its calls. Rows are ordered by it, so
+	// one process's burst, which moves delta_self_ns, does not reorder them.
+	int64_t typical_delta_self_ns = 0;
 	double delta_share = 0;           // change of self time's share of the total, percentage points
 	DiffStatus status = DiffStatus::Changed;
 	// Per-call self time (median over processes), NEW against BASE, over what
@@ -53,7 +57,7 @@ struct Diff {
 	struct Run {
 		double ratio = 1, spread = 0;
 	} functions_run, paths_run;
-	std::vector<DiffRow> functions, paths; // significant first, then largest |delta_self_ns|
+	std::vector<DiffRow> functions, paths; // significant first, then largest |typical_delta_self_ns|
 };
 
 Diff diff_profiles(const Profile &base, const Profile &now, const DiffOptions &options);

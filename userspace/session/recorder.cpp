@@ -10,6 +10,7 @@
 #include <set>
 #include <unistd.h>
 
+#include "base/host_steal.h"
 #include "base/output_file.h"
 #include "base/result.h"
 #include "base/text_escape.h"
@@ -81,6 +82,7 @@ public:
 		else
 			attach_running();
 		start_ns_ = engine().start_ns();
+		steal_at_start_ = host_steal_ns();
 		profile_.start_unix_ns = unix_now_ns() - int64_t(monotonic_now() - start_ns_);
 		if (child_)
 			if (auto r = child_->release(); !r)
@@ -129,6 +131,8 @@ public:
 		anomalies_ = engine().anomalies();
 		for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
 			profile_.anomalies[anomaly_name(a)] = anomalies_[a];
+		if (auto steal = host_steal_ns(); steal && steal_at_start_ && *steal >= *steal_at_start_)
+			profile_.anomalies[kHostStealNs] = *steal - *steal_at_start_;
 		session_.warn_unnested_pairs(custom_);
 		session_.set_spans(profile_, custom_);
 		// A process that has exited maps nothing any more: then native names are
@@ -219,6 +223,7 @@ private:
 	Profile profile_;
 	EventLog log_;
 	uint64_t start_ns_ = 0, stop_ns_ = 0;
+	std::optional<uint64_t> steal_at_start_;
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> anomalies_{};
 	std::string comm_;
 

@@ -73,7 +73,8 @@ TEST_CASE("diff: a change the whole run shows is not significant; no spread, no 
 	Diff d = diff_profiles(profile_of(kBase, {1, 2}, 0.02), profile_of(slower, {1, 2}, 0.02), {});
 	CHECK(d.functions_run.ratio == Approx(1.5).epsilon(0.01));
 	for (const DiffRow &r : d.functions)
-		CHECK_FALSE(r.significant);
+		if (r.name != "main") // its 100 ns stayed: against the run, it moved
+			CHECK_FALSE(r.significant);
 
 	// One process each and two functions: nothing to judge the spread by.
 	Diff one = diff_profiles(profile_of({{"a", 1000}}, {1}), profile_of({{"a", 5000}}, {1}), {});
@@ -100,4 +101,38 @@ TEST_CASE("diff: appeared and vanished rows, --normalize scales NEW to BASE's to
 	CHECK(json["normalize"] == true);
 	CHECK(json["functions"][0]["status"].is_string());
 	CHECK(render_diff_text(d, o).find("new scaled to base's total") != std::string::npos);
+}
+
+TEST_CASE("diff: one process's burst does not reorder the rows; a 2% move is within any run's spread", "[diff]")
+{
+	const std::vector<int32_t> pids = {1, 2, 3, 4, 5, 6};
+	auto now_fs = kBase;
+	now_fs[2].second = 4500; // c 1.5x slower in every process: +9 us per process
+	Profile now = profile_of(now_fs, pids, 0.01);
+	// e in one process of NEW: 10x its per-call time (a burst of CPU stolen
+	// from it): a larger summed change than c's, which no median supports.
+	size_t per_pid = kBase.size() + 1;
+	PathNode &burst = now.nodes[2 * per_pid + 1 + 4];
+	REQUIRE(now.functions[burst.function] == "e");
+	burst.self_ns *= 10;
+	burst.total_ns = burst.self_ns;
+	Diff d = diff_profiles(profile_of(kBase, pids, 0.01), now, {});
+	const DiffRow &e = row(d.functions, "e");
+	REQUIRE(std::llabs(e.delta_self_ns) > std::llabs(row(d.functions, "c").delta_self_ns));
+	CHECK_FALSE(e.significant);
+	CHECK(std::llabs(e.typical_delta_self_ns) < 5'000);
+	CHECK(d.functions[0].name == "c");
+	CHECK(d.functions[0].significant);
+	CHECK(d.functions[0].typical_delta_self_ns == Approx(6 * 10 * 1500).epsilon(0.02));
+
+	// The same 2% in every process, others unmoved and tight: the MAD of
+	// the others and the processes' spread are ~0, the run's floor is not.
+	auto two_pct = kBase;
+	two_pct[0].second = 1020;
+	Diff small = diff_profiles(profile_of(kBase, pids, 0.001), profile_of(two_pct, pids, 0.001), {});
+	CHECK_FALSE(row(small.functions, "a").significant);
+	auto ten_pct = kBase;
+	ten_pct[0].second = 1100;
+	Diff large = diff_profiles(profile_of(kBase, pids, 0.001), profile_of(ten_pct, pids, 0.001), {});
+	CHECK(row(large.functions, "a").significant);
 }
