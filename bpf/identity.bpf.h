@@ -152,38 +152,80 @@ static __always_inline __u64 owner_verdict(struct pt_regs *ctx, const struct usd
 /* The derived identity of a hit (spec->derived): its value, 0 when the spec
  * has none or the object reached does not prove to be the one the arguments
  * came from (another build keeps it elsewhere, a string not in its compact
- * form); and the object's first line where the spec reads one. */
+ * form); the object's first line where the spec reads one; and the caller's
+ * function id where the object's code flags have none of function_flags. */
 struct derived_hit {
 	__u64 value;
 	__u64 line;
+	__u64 caller;
 };
 
+/* A field of the derived object's window, at off bytes into the object; 0
+ * when it is not within the window. */
+static __always_inline __u64 window_u64(const __u8 *w, __s32 off, __s32 window)
+{
+	__u32 i = (__u32)(off - window);
+
+	if (i > USDTPROF_DERIVED_WINDOW - sizeof(__u64))
+		return 0;
+	return *(const __u64 *)(w + i);
+}
+
+static __always_inline __u32 window_u32(const __u8 *w, __s32 off, __s32 window)
+{
+	__u32 i = (__u32)(off - window);
+
+	if (i > USDTPROF_DERIVED_WINDOW - sizeof(__u32))
+		return 0;
+	return *(const __u32 *)(w + i);
+}
+
+/* The function id of the frame a hit's function was called from: the
+ * thread's top frame at an entry, the one below it at an exit (the exit's
+ * own frame on top); 0 at the root or below a synthetic frame. */
+static __always_inline __u64 caller_function(const struct usdtprof_probe_spec *spec,
+					     const struct usdtprof_thread_stack *st)
+{
+	__u32 d = st->depth, below = spec->role == USDTPROF_ROLE_EXIT ? 2 : 1;
+	__u64 func;
+
+	if (d < below || d > USDTPROF_MAX_DEPTH)
+		return 0;
+	func = st->frames[(d - below) & FRAME_MASK].func;
+	return func < 16 ? 0 : func;
+}
+
 static __noinline void derived_value(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
-				     struct derived_hit *hit)
+				     const struct usdtprof_thread_stack *st, struct derived_hit *hit)
 {
 	const struct usdtprof_derived *d = &spec->derived;
-	__u64 object, proof, value;
+	__u32 zero = 0;
+	struct scratch *s;
+	__u64 object;
 	__s32 line = 0;
 
 	hit->value = 0;
 	hit->line = 0;
+	hit->caller = 0;
 	if (!d->used)
 		return;
 	if (d->kind == USDTPROF_DERIVED_OWNER) {
 		hit->value = owner_verdict(ctx, spec);
 		return;
 	}
-	if (bpf_probe_read_user(&object, sizeof(object), (void *)(reg_value(ctx, d->reg) + d->object)) ||
-	    bpf_probe_read_user(&proof, sizeof(proof), (void *)(object + d->proof)))
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s || bpf_probe_read_user(&object, sizeof(object), (void *)(reg_value(ctx, d->reg) + d->object)) ||
+	    bpf_probe_read_user(s->window, sizeof(s->window), (void *)(object + d->window)))
 		return;
-	if (proof + d->text != read_arg_slow(ctx, &spec->args[d->proof_arg & (USDTPROF_MAX_IDENT_ARGS - 1)]))
+	if (window_u64(s->window, d->proof, d->window) + d->text !=
+	    read_arg_slow(ctx, &spec->args[d->proof_arg & (USDTPROF_MAX_IDENT_ARGS - 1)]))
 		return;
-	if (bpf_probe_read_user(&value, sizeof(value), (void *)(object + d->value)))
-		return;
-	if (d->first_line && bpf_probe_read_user(&line, sizeof(line), (void *)(object + d->first_line)))
-		line = 0;
-	hit->value = value;
+	hit->value = window_u64(s->window, d->value, d->window);
+	if (d->first_line)
+		line = (__s32)window_u32(s->window, d->first_line, d->window);
 	hit->line = line > 0 ? line : 0;
+	if (d->code_flags && !(window_u32(s->window, d->code_flags, d->window) & d->function_flags))
+		hit->caller = caller_function(spec, st);
 }
 
 /* The derived string object's text, when it keeps its text inline. */
@@ -219,12 +261,14 @@ static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtp
 	}
 	src = (void *)read_arg_slow(ctx, &part->arg);
 	if (part->type == USDTPROF_PART_STR || part->type == USDTPROF_PART_STR_PREFIXED ||
-	    part->type == USDTPROF_PART_STR_VERDICT) {
+	    part->type == USDTPROF_PART_STR_VERDICT || part->type == USDTPROF_PART_STR_CALLER) {
 		bpf_probe_read_user_str(n->text[i], USDTPROF_NAME_LEN, src);
 		if (part->type == USDTPROF_PART_STR_PREFIXED)
 			n->num[i] = string_prefix((__u64)src);
 		if (part->type == USDTPROF_PART_STR_VERDICT)
 			n->num[i] = derived->value;
+		if (part->type == USDTPROF_PART_STR_CALLER)
+			n->num[i] = derived->caller;
 		return;
 	}
 	len = read_arg_slow(ctx, &part->len);
@@ -368,13 +412,17 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 		h = cached_ident_args(ctx, spec);
 	} else {
 		h = hash_ident_args(ctx, spec);
-		derived_value(ctx, spec, &derived);
+		derived_value(ctx, spec, st, &derived);
 		if (derived.value)
 			h = path_hash(h, derived.value);
 		/* Two code objects of one qualified name (a module's top-level
 		 * lambdas, all "<lambda>") start on different lines. */
 		if (derived.line)
 			h = path_hash(h, derived.line);
+		/* exec()'d code nested in exec()'d code: one file, name and
+		 * line ("<string>:<module>", 1), apart by the caller. */
+		if (derived.caller)
+			h = path_hash(h, derived.caller);
 	}
 	/* Ids below 16 are the synthetic frames'. */
 	if (h < 16)

@@ -203,11 +203,12 @@ struct {
 	__type(value, char[16]);
 } thread_comms SEC(".maps");
 
-/* Per-CPU room for a name being captured and a query text being hashed:
- * both are beyond the 512-byte BPF stack. */
+/* Per-CPU room for a name being captured and a query text being hashed
+ * (both beyond the 512-byte BPF stack), and a derived object's fields. */
 struct scratch {
 	struct usdtprof_name name;
 	char sql[USDTPROF_SQL_MAX];
+	__u8 window[USDTPROF_DERIVED_WINDOW]; /* a derived object's fields, read in one piece */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -121,7 +121,13 @@ enum usdtprof_part_type {
 				   num = the object's first line, 0 unread */
 	USDTPROF_PART_STR_VERDICT, /* as PART_STR; num = the derived value (a
 				      USDTPROF_DERIVED_OWNER verdict) */
+	USDTPROF_PART_STR_CALLER, /* as PART_STR; num = the caller's function id
+				     the function is keyed by (usdtprof_derived's
+				     code_flags), 0 when it is not */
 };
+
+/* Bytes of a USDTPROF_DERIVED_STRING object read in one piece (usdtprof_derived.window). */
+#define USDTPROF_DERIVED_WINDOW 96
 
 /* What a usdtprof_derived reads. */
 enum usdtprof_derived_kind {
@@ -188,6 +194,18 @@ struct usdtprof_derived {
 	 * 32-bit int; CPython: co_firstlineno), hashed into the function id and
 	 * captured as the PART_DERIVED's number; 0: not read. */
 	__s32 first_line;
+	/* USDTPROF_DERIVED_STRING: proof, value, first_line and code_flags are
+	 * read in one piece, USDTPROF_DERIVED_WINDOW bytes from `window` (each
+	 * within them). code_flags: offset in the object of a 32-bit flags word
+	 * (CPython: co_flags), 0: not read; code without any of function_flags
+	 * (CPython: CO_NEWLOCALS, i.e. a module's or exec()'d code, a class
+	 * body) is keyed by its caller's function id too: nested exec()'d code
+	 * objects pass one file, name and first line ("<string>", "<module>",
+	 * 1), and are apart by who runs them. */
+	__s32 window;
+	__s32 code_flags;
+	__u32 function_flags;
+	__u32 pad2;
 };
 
 struct usdtprof_name_part {

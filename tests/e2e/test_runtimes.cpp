@@ -1065,6 +1065,63 @@ TEST_CASE("python3.11: files of one base name in two packages are apart by their
 	}
 }
 
+// exec() and eval() of a string compile it as file "<string>", name "<module>", first line 1: one
+// identity for every such code object, and `python3.11 -c` code is one too. Before, -c code running
+// exec()'d code, or a namedtuple's eval(), read as recursion. Such code is keyed and named by its
+// caller too, at every depth; timeit's own exec()'d template ("<timeit-src>") likewise.
+TEST_CASE("python3.11: nested exec()'d code is apart by its caller, none recursive (-c, namedtuple, -m timeit)",
+	  "[runtimes][names]")
+{
+	const std::string c = "<string>:<module>", from_c = c + " from " + c, from_from_c = c + " from " + from_c;
+	const std::string from_namedtuple = c + " from collections/__init__.py:namedtuple";
+	{
+		auto [o, data, slack, report] = record_report(
+			{kPython311, "-c",
+			 "import collections\n"
+			 "inner = \"points = [collections.namedtuple('P', 'x y')(i, i) for i in range(4)]\"\n"
+			 "for _ in range(3):\n"
+			 "    exec('exec(inner)')\n"
+			 "print(len(points), points[-1].x)\n"});
+		INFO(o.err);
+		REQUIRE(o.out == "4 3\n");
+		require_no_anomalies(report);
+		REQUIRE(function(report, c)["calls"] == 1);
+		REQUIRE(function(report, from_c)["calls"] == 3);
+		REQUIRE(function(report, from_from_c)["calls"] == 3);
+		// Every namedtuple() evals its __new__ once, whoever calls it (12 here, more if imports do).
+		uint64_t namedtuples = function(report, "collections/__init__.py:namedtuple")["calls"];
+		REQUIRE(namedtuples >= 12);
+		REQUIRE(function(report, from_namedtuple)["calls"] == namedtuples);
+		REQUIRE(path(report, c + ";" + from_c + ";" + from_from_c + ";<string>:<listcomp>:1;" +
+					     "collections/__init__.py:namedtuple;" + from_namedtuple)["calls"] == 12);
+		for (const auto &f : report["functions"]) {
+			std::string name = f["name"];
+			INFO(name);
+			if (name.starts_with("<string>:"))
+				REQUIRE(f["recursive"] == false);
+		}
+	}
+	{
+		// Debian's timeit execs its template once (from Timer.__init__); the statement runs 50 times
+		// inside its inner(), each an exec() of code that execs more.
+		auto [o, data, slack, report] =
+			record_report({kPython311, "-m", "timeit", "-n", "50", "-r", "1", "exec('exec(\"x = 1\")')"});
+		INFO(o.err);
+		REQUIRE_THAT(o.out, Catch::Matchers::StartsWith("50 loops, best of 1: "));
+		require_no_anomalies(report);
+		REQUIRE(function(report, "<timeit-src>:<module> from timeit.py:Timer.__init__")["calls"] == 1);
+		REQUIRE(function(report, "<timeit-src>:inner")["calls"] == 1);
+		REQUIRE(function(report, c + " from <timeit-src>:inner")["calls"] == 50);
+		REQUIRE(function(report, c + " from " + c + " from <timeit-src>:inner")["calls"] == 50);
+		for (const auto &f : report["functions"]) {
+			std::string name = f["name"];
+			INFO(name);
+			if (name.starts_with("<string>:") || name.starts_with("<timeit-src>:"))
+				REQUIRE(f["recursive"] == false);
+		}
+	}
+}
+
 // python:gc__start(generation) / gc__done(objects collected): the exit's argument is no identity.
 // Before, the exit was named by its own arg0 (here 100 or more), never matched its frame, and every
 // later call nested under an open gc__start(2).

@@ -179,6 +179,11 @@ void FunctionNamer::set_cost_kinds(std::map<uint32_t, int32_t> spec_kinds, int32
 
 Result<FunctionName> FunctionNamer::operator()(uint32_t tgid, uint64_t func) const
 {
+	return name(tgid, func, 0);
+}
+
+Result<FunctionName> FunctionNamer::name(uint32_t tgid, uint64_t func, int depth) const
+{
 	auto kind_of_spec = [&](uint32_t spec) {
 		auto k = spec_kinds_.find(spec);
 		return k == spec_kinds_.end() ? -1 : k->second;
@@ -193,6 +198,15 @@ Result<FunctionName> FunctionNamer::operator()(uint32_t tgid, uint64_t func) con
 		if (name.name.empty())
 			return Error{"empty name"};
 		name.cost_kind = kind_of_spec(n->second.spec);
+		if (name.caller) {
+			// The caller's id is a frame below this one's, so no cycle but
+			// by a collision of ids: the depth bounds it.
+			Result<FunctionName> from = depth < 32 ? this->name(tgid, name.caller, depth + 1)
+							       : Result<FunctionName>(Error{"too deep"});
+			name.name += " from " + (from ? from->name : std::string("[unknown]"));
+			cap_name(name.name, kMaxNameBytes);
+			name.caller = 0;
+		}
 		return name;
 	}
 	static const std::vector<Mapping> none;

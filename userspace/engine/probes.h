@@ -44,7 +44,8 @@ void merge_attached(AttachedProbes &into, const AttachedProbes &more);
 // Names the function ids of a recording: constants of the attached probes,
 // names the kernel captured for runtime probes, and for native probes the
 // string at the id's address in the process (or in the open file it mapped
-// there: read_target_string).
+// there: read_target_string). A name "from" its caller (FunctionName::caller)
+// has that caller's name appended, callers' callers too, up to 32.
 class FunctionNamer {
 public:
 	FunctionNamer(const AttachedProbes &attached, std::map<std::pair<uint32_t, uint64_t>, usdtprof_name> captured,
@@ -54,6 +55,9 @@ public:
 	void set_cost_kinds(std::map<uint32_t, int32_t> spec_kinds, int32_t native_kind);
 
 private:
+	// depth: how many callers' names this one is within (FunctionName::caller).
+	Result<FunctionName> name(uint32_t tgid, uint64_t func, int depth) const;
+
 	std::map<uint64_t, std::string> constants_;
 	std::map<uint64_t, uint32_t> constant_specs_;
 	std::map<uint32_t, int32_t> spec_kinds_;

@@ -338,6 +338,11 @@ std::string python_file_name(const std::string &path)
 	return name;
 }
 
+bool python_exec_file(const std::string &file)
+{
+	return file.starts_with("<") && file.ends_with(">") && !file.starts_with("<frozen ");
+}
+
 bool python_anonymous(const std::string &qualified)
 {
 	size_t dot = qualified.rfind('.');
@@ -352,15 +357,22 @@ bool python_anonymous(const std::string &qualified)
 // too, which its id holds (co_firstlineno, num[3]); where that was not read,
 // one inside a function or class by the line of its first hit (its own code
 // object and qualname string: its own id), one at a module's top level by
-// none (CPython's one "<lambda>" string for all of them: one id).
+// none (CPython's one "<lambda>" string for all of them: one id). Code
+// exec()'d or eval()'d under a made-up file name ("<string>:<module>") is
+// keyed by its caller (num[1], the caller's function id): nested exec()'d
+// code objects pass one file, name and line, and are named from their
+// caller ("<string>:<module> from collections/__init__.py:namedtuple").
 FunctionName python_function_name(const usdtprof_name &n, const ProbeRole &)
 {
-	std::string qualified = text(n, 3), file = text(n, 0);
-	std::string name = python_file_name(file) + ":" + (qualified.empty() ? text(n, 1) : qualified);
+	std::string qualified = text(n, 3), file = text(n, 0), bare = qualified.empty() ? text(n, 1) : qualified;
+	std::string name = python_file_name(file) + ":" + bare;
 	int64_t line = n.num[3] > 0 ? n.num[3] : qualified.find('.') != std::string::npos ? n.num[2] : 0;
 	if (python_anonymous(qualified) && line > 0)
 		name += ":" + std::to_string(line);
-	return {name, location(file, n.num[2])};
+	FunctionName f{name, location(file, n.num[2])};
+	if (bare == "<module>" && python_exec_file(file))
+		f.caller = uint64_t(n.num[1]);
+	return f;
 }
 
 FunctionName sql_statement_name(const usdtprof_name &n, const ProbeRole &)

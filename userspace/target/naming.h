@@ -20,6 +20,10 @@ struct FunctionName {
 	std::string name;
 	std::string location; // "file:line", "file" or ""
 	int32_t cost_kind = -1; // index into the profile's calibration kinds; -1: none known
+	// Another function id of the process this one is named "from" (code
+	// exec()'d by it: python_function_name); 0: none. FunctionNamer
+	// appends that function's name.
+	uint64_t caller = 0;
 };
 
 // Resolves a function id of a process to its name.
@@ -61,6 +65,10 @@ std::string java_object_return(std::string_view descriptor);
 // base name ("app.py"), a package's __init__.py or __main__.py with its
 // directory ("pkg/__init__.py").
 std::string python_file_name(const std::string &path);
+// Whether a Python code object's file is no file but code exec()'d or
+// eval()'d under a made-up name ("<string>", "<stdin>", "<timeit-src>",
+// "<doctest ...>"): not a frozen module ("<frozen os>"), not a path.
+bool python_exec_file(const std::string &file);
 // Whether a co_qualname names a lambda, comprehension or generator
 // expression ("<lambda>", "main.<locals>.<lambda>"): all of one scope have
 // that name, each its own code object (and identity, by its first line), so

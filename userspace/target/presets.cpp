@@ -337,13 +337,18 @@ bool java_ready_to_attach(int pid)
 // (dtrace_function_entry/return(frame)), at the offsets of 3.11's structs
 // (kPython311Qualname), trusted only when its co_name is the function
 // argument: another build, or a name not in compact ASCII, falls back to
-// (file, name) and the bare name. CPython 3.11 skips
+// (file, name) and the bare name. Code without CO_NEWLOCALS (a module's,
+// exec()'d or eval()'d code, a class body) is keyed by its caller's function
+// id too (captured with the function name): every exec()'d string is
+// "<string>:<module>" from line 1, and one run inside another was one
+// function, falsely recursive; python_function_name names it from its
+// caller. CPython 3.11 skips
 // the entry probe of Python-to-Python calls (gh-98894) unless its line probe
 // is enabled: holding the python:line semaphore up makes them fire.
 std::vector<ProbeRole> python_roles()
 {
 	const std::vector<NamePart> parts = {
-		{USDTPROF_PART_STR, 0}, {USDTPROF_PART_STR, 1}, {USDTPROF_PART_INT, 2}, {USDTPROF_PART_DERIVED, 0}};
+		{USDTPROF_PART_STR, 0}, {USDTPROF_PART_STR_CALLER, 1}, {USDTPROF_PART_INT, 2}, {USDTPROF_PART_DERIVED, 0}};
 	ProbeRole line = probe_role("python", "line", USDTPROF_ROLE_ENTRY);
 	line.semaphore_only = true;
 	std::vector<ProbeRole> roles = {

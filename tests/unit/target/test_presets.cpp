@@ -187,6 +187,40 @@ TEST_CASE("python: a package's __init__.py keeps its directory, a nested lambda 
 	      "lam.py:<lambda>");
 }
 
+// Code exec()'d or eval()'d under a made-up file name is keyed by its caller (num[1]): its name
+// asks for the caller's (FunctionName::caller); a file's or frozen module's code, a function, never.
+TEST_CASE("python: exec()'d module code is named from its caller, other code by itself", "[presets]")
+{
+	const ProbeRole role = usdtprof::find_preset("python")->roles().front();
+	CHECK(role.parts.at(1).type == USDTPROF_PART_STR_CALLER);
+	CHECK(role.derived.code_flags != 0);
+	CHECK(role.derived.function_flags == 0x2); // CO_NEWLOCALS
+	// The fields read in one piece lie within it.
+	for (int32_t off : {role.derived.proof, role.derived.value, role.derived.first_line, role.derived.code_flags}) {
+		CHECK(off >= role.derived.window);
+		CHECK(off + 8 <= role.derived.window + USDTPROF_DERIVED_WINDOW);
+	}
+	auto caller = [&](const char *file, const char *qualified, int64_t id) {
+		return python_function_name(captured({{0, file}, {1, qualified}, {3, qualified}}, {{1, id}, {2, 1}}), role)
+			.caller;
+	};
+	CHECK(caller("<string>", "<module>", 42) == 42);
+	CHECK(caller("<stdin>", "<module>", 42) == 42);
+	CHECK(caller("<timeit-src>", "<module>", 42) == 42);
+	CHECK(caller("<doctest t.txt[0]>", "<module>", 42) == 42);
+	CHECK(caller("<string>", "<module>", 0) == 0);
+	CHECK(caller("<frozen posixpath>", "<module>", 42) == 0);
+	CHECK(caller("/usr/lib/python3.11/json/__init__.py", "<module>", 42) == 0);
+	CHECK(caller("<string>", "K", 42) == 0);	 // a class body
+	CHECK(caller("<string>", "__create_fn__", 42) == 0);
+	CHECK(python_exec_file("<string>"));
+	CHECK(!python_exec_file("<string"));
+	CHECK(!python_exec_file("<frozen importlib._bootstrap>"));
+	CHECK(!python_exec_file("/srv/<string>"));
+	CHECK(python_function_name(captured({{0, "<string>"}, {1, "<module>"}, {3, "<module>"}}, {{1, 42}}), role).name ==
+	      "<string>:<module>");
+}
+
 // http/client.py and xmlrpc/client.py were both client.py: a file keeps the directories below
 // the directory Python imported it from, as its module name does, read from the path's text
 // alone (usdtprof never looks a profiled process's path up).
