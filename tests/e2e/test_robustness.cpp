@@ -407,10 +407,7 @@ TEST_CASE("two usdtprof instances on one target: both profiles exact and equal",
 	for (const char *name : {"a.data", "b.data"}) {
 		INFO(name);
 		auto report = report_json(dir + "/" + name, true);
-		for (const auto &[counter, count] : report.at("anomalies").items()) {
-			INFO(counter);
-			REQUIRE(count == 0);
-		}
+		require_no_anomalies(report);
 		REQUIRE(function(report, "main")["calls"] == 1);
 		REQUIRE(function(report, "outer")["calls"] == 20);
 		REQUIRE(function(report, "inner")["calls"] == 60);
