@@ -4,6 +4,7 @@
 #ifndef USDTPROF_OFFCPU_BPF_H
 #define USDTPROF_OFFCPU_BPF_H
 
+#include <bpf/bpf_core_read.h>
 #include "maps.bpf.h"
 
 /* Off-CPU accounting. The sched_switch hook sees a thread leave and come
@@ -20,6 +21,57 @@
 __s64 rq_clock_offset[USDTPROF_MAX_CPUS];
 /* Switches back in that the kernel did not report, placed by arrival time. */
 __u64 missed_switch_ins;
+
+/* Time stolen by the hypervisor. A KVM guest's vCPU can be descheduled by
+ * the host while a thread runs on it: the guest kernel does not count that
+ * time as the thread's CPU time (CONFIG_PARAVIRT_TIME_ACCOUNTING; it is
+ * what /proc/stat calls steal), and neither does usdtprof: it is off-CPU
+ * time of the innermost frame. The host keeps the vCPU's stolen total in
+ * the guest's per-CPU kvm_steal_time record, current at every return to
+ * the guest. Per-CPU variables keep their distance in every CPU's copy, so
+ * the record is found from the CPU's runqueue; userspace sets that distance
+ * from the kernel's BTF (0: not a KVM guest kernel, nothing is read). */
+const volatile __s64 steal_time_from_rq = 0;
+
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+static __always_inline __u64 rq_of(struct task_struct *t)
+{
+	return t->se.cfs_rq ? (__u64)t->se.cfs_rq->rq : 0;
+}
+
+/* The vCPU's stolen nanoseconds so far (a load: the cast costs nothing). */
+static __always_inline __u64 steal_clock(__u64 rq)
+{
+	struct kvm_steal_time *kst;
+
+	if (!rq)
+		return 0;
+	kst = bpf_rdonly_cast((void *)(rq + steal_time_from_rq), bpf_core_type_id_kernel(struct kvm_steal_time));
+	return kst->steal;
+}
+
+/* Off-CPU time of the thread's innermost frame (or, with an empty stack, of
+ * a function entered before attach). */
+static __always_inline void charge_offcpu(struct usdtprof_thread_stack *st, __u64 ns)
+{
+	if (st->depth > 0 && st->depth <= USDTPROF_MAX_DEPTH)
+		st->frames[(st->depth - 1) & FRAME_MASK].offcpu += ns;
+	else
+		st->unknown_offcpu += ns;
+}
+
+/* The time stolen since the thread's last mark on this CPU is off-CPU time;
+ * a mark on another CPU (or none) is another clock: only a new mark. */
+static __always_inline void charge_steal(struct usdtprof_thread_stack *st, __u64 rq)
+{
+	__u64 steal = steal_clock(rq);
+
+	if (st->steal_rq == rq && steal > st->steal_mark)
+		charge_offcpu(st, steal - st->steal_mark);
+	st->steal_mark = steal;
+	st->steal_rq = rq;
+}
 
 static __always_inline void note_rq_clock(struct task_struct *t, __u32 cpu, __u64 now)
 {
@@ -39,12 +91,8 @@ static __always_inline void end_offcpu(struct usdtprof_thread_stack *st, __u64 a
 
 	if (close && at > close)
 		at = close;
-	if (at > st->switched_out) {
-		if (st->depth > 0 && st->depth <= USDTPROF_MAX_DEPTH)
-			st->frames[(st->depth - 1) & FRAME_MASK].offcpu += at - st->switched_out;
-		else
-			st->unknown_offcpu += at - st->switched_out;
-	}
+	if (at > st->switched_out)
+		charge_offcpu(st, at - st->switched_out);
 	st->switched_out = 0;
 }
 

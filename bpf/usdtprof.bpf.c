@@ -111,6 +111,8 @@ begin_hit(struct pt_regs *ctx, const struct usdtprof_probe_spec **spec, __u64 *f
 	 * process's close (closed_processes, then process_close_ns). */
 	if (READ_ONCE(paused) || (per_process && process_closed()))
 		return 0;
+	if (steal_time_from_rq)
+		charge_steal(st, rq_of(bpf_get_current_task_btf()));
 	return st;
 }
 
@@ -401,10 +403,22 @@ int BPF_PROG(track_offcpu, bool preempt, struct task_struct *prev, struct task_s
 		 * reported; it has been running here since its arrival. */
 		if (out->switched_out)
 			place_missed_switch_in(out, prev, cpu, now);
+		if (steal_time_from_rq) {
+			__u64 close = READ_ONCE(close_ns);
+
+			if (!close || now <= close)
+				charge_steal(out, rq_of(prev));
+			out->steal_rq = 0;
+		}
 		out->switched_out = now;
 	}
-	if (in && in->switched_out)
+	if (in && in->switched_out) {
 		end_offcpu(in, now);
+		if (steal_time_from_rq) {
+			in->steal_rq = rq_of(next);
+			in->steal_mark = steal_clock(in->steal_rq);
+		}
+	}
 	return 0;
 }
 

@@ -334,6 +334,10 @@ struct usdtprof_thread_stack {
 	__u64 unknown_self;
 	__u64 unknown_offcpu;
 	__u64 switched_out; /* when the thread last left its CPU, 0 while running */
+	/* The hypervisor's steal clock of the thread's CPU at its last hit or
+	 * switch in, and that CPU's runqueue (0: no mark, as while it is out). */
+	__u64 steal_mark;
+	__u64 steal_rq;
 	__u64 epoch;        /* the flush_epoch its path cache was last flushed in */
 	__u32 chain_len;    /* entries of attach_chain in use */
 	__u32 tid;          /* record --per-thread: the thread's id, set at its first event; else 0 */

@@ -260,20 +260,19 @@ TEST_CASE("on- and off-CPU self time: spin 1 ms then sleep 2 ms comes out 1 : 2"
 	double on = work["self_oncpu_ns"].get<double>(), off = work["self_offcpu_ns"].get<double>();
 	REQUIRE(on + off == work["self_ns"].get<double>());
 	// Against what the target measured itself: on an idle machine 50 ms on
-	// and 100 ms off, 1 : 2. Load moves the split, which both sides see, but
-	// time the hypervisor steals looks like CPU time to usdtprof and not to
-	// the thread's CPU clock, so tolerances grow by the run's slack (the time
-	// beyond 150 ms).
+	// and 100 ms off, 1 : 2. Load moves the split, which both sides see: a
+	// wait for a CPU is off-CPU to both, and so is time the hypervisor steals
+	// (the thread's CPU clock leaves it out; usdtprof reads the steal clock
+	// on a KVM guest). Against its clock within 3% and 0.5 ms, whatever the
+	// run's slack (the time beyond 150 ms), which is left for the ratio.
 	double measured_on = 0, measured_off = 0;
 	std::istringstream lines(o.out);
 	for (std::string tag, name; lines >> tag >> name;)
 		(name == "oncpu" ? lines >> measured_on : name == "offcpu" ? lines >> measured_off : lines >> tag);
 	INFO("target measured on " << measured_on << " off " << measured_off << " slack " << slack);
 	REQUIRE(measured_on > 0);
-	REQUIRE(on >= measured_on * 0.95 - slack);
-	REQUIRE(on <= measured_on * 1.05 + slack);
-	REQUIRE(off >= measured_off * 0.95 - slack);
-	REQUIRE(off <= measured_off * 1.05 + slack);
+	REQUIRE(std::fabs(on - measured_on) <= measured_on * 0.03 + 0.5 * kMs);
+	REQUIRE(std::fabs(off - measured_off) <= measured_off * 0.03 + 0.5 * kMs);
 	if (slack < 0.01 * 150 * kMs)
 		REQUIRE(off / on == Approx(2.0).epsilon(0.05));
 	// The machine's steal while recording is in the profile: whole kernel

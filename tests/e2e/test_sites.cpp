@@ -100,10 +100,7 @@ TEST_CASE("header sites: attached at their 5-byte nop, optimized by the kernel, 
 	uint64_t made = std::stoull(done.substr(done.find(' ') + 1));
 
 	json report = report_json(data);
-	for (const auto &[name, count] : report["anomalies"].items()) {
-		INFO(name);
-		REQUIRE(count == 0);
-	}
+	require_no_anomalies(report);
 	uint64_t recorded = function(report, "work")["calls"];
 	REQUIRE(recorded > 0);
 	REQUIRE(recorded < made);

@@ -6,7 +6,8 @@
 # rounds, for one hot path and for 256 paths in turn (a cache eviction at nearly every
 # exit). With BASELINE (another usdtprof binary), its runs alternate with them too.
 # DIST_BENCH_VARIANTS picks the variants: "on" (as recorded by default), "off" (without
-# distributions), "perthread" (record --per-thread), "perprocess" (each hit counted per
+# distributions), "nosteal" (stolen time not read: USDTPROF_BENCH_NO_STEAL=1),
+# "perthread" (record --per-thread), "perprocess" (each hit counted per
 # process, as `monitor -p A,B` and --all do: USDTPROF_BENCH_PROCESS_HITS=1), "baseline"; DIST_BENCH_ARGS is
 # given to dist_paths after PATHS and CALLS ("roots": every call a root).
 # Prints each run and the medians, and each variant's against the first.
@@ -41,6 +42,7 @@ one_run() {
 	local env=() args=() a b pid child binary=$usdtprof
 	[ "$1" = off ] && env=(USDTPROF_BENCH_NO_DURATIONS=1)
 	[ "$1" = perprocess ] && env=(USDTPROF_BENCH_PROCESS_HITS=1)
+	[ "$1" = nosteal ] && env=(USDTPROF_BENCH_NO_STEAL=1)
 	[ "$1" = perthread ] && args=(--per-thread)
 	[ "$1" = baseline ] && binary=$baseline
 	env "${env[@]}" "$binary" record "${args[@]}" -o "$out/p.data" -- "$target" "$2" 100000000 ${DIST_BENCH_ARGS:-} \
@@ -78,7 +80,8 @@ for paths in ${DIST_BENCH_PATHS:-1 256}; do
 import os, statistics, sys
 out, paths, variants = sys.argv[1], sys.argv[2], sys.argv[3:]
 def med(v, i): return statistics.median(float(l.split()[i]) for l in open(os.path.join(out, v)) if l.strip())
-label = {"on": "with", "off": "without", "perthread": "per-thread", "perprocess": "per-process"}
+label = {"on": "with", "off": "without", "perthread": "per-thread", "perprocess": "per-process",
+         "nosteal": "steal not read"}
 first = variants[0]
 for i, name in enumerate(("usdt_entry", "usdt_exit")):
     print("paths %s %s median: " % (paths, name) + ", ".join(

@@ -21,7 +21,10 @@ PathStats path_stats_of(const usdtprof_path_stats &s)
 	p.open = s.open;
 	p.self_ns = s.self_ns;
 	p.total_ns = s.total_ns;
-	p.self_offcpu_ns = s.self_offcpu_ns;
+	// Stolen time is read apart from the clock (bpf/offcpu.bpf.h): a steal
+	// between the two reads can put a few ns (or one theft) more off-CPU
+	// than the frame's self time.
+	p.self_offcpu_ns = std::min(s.self_offcpu_ns, s.self_ns);
 	p.min_ns = s.min_ns;
 	p.max_ns = s.max_ns;
 	uint32_t used = 0;

@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "base/huge_pages.h"
+#include "engine/steal_clock.h"
 #include "target/proc_maps.h"
 #include "target/usdt.h"
 #include "usdtprof.skel.h"
@@ -137,6 +138,12 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_
 				"(docs/benchmarks.md)\n");
 	}
 	engine->skel_->rodata->per_process = per_process;
+	// Stolen time is taken out of on-CPU time where on-CPU time is kept.
+	if (const char *steal = getenv("USDTPROF_BENCH_NO_STEAL"); steal && std::string(steal) == "1")
+		fprintf(stderr, "usdtprof: USDTPROF_BENCH_NO_STEAL=1: time stolen by the hypervisor is "
+				"on-CPU time (docs/benchmarks.md)\n");
+	else if (offcpu)
+		engine->skel_->rodata->steal_time_from_rq = steal_time_from_rq();
 	engine->per_thread_ = per_thread;
 	use_uprobe_multi(engine->skel_->progs.usdt_entry);
 	use_uprobe_multi(engine->skel_->progs.usdt_exit);
