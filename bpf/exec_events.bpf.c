@@ -16,6 +16,7 @@ char LICENSE[] SEC("license") = "GPL";
 struct exec_event {
 	__u32 pid;    /* the process (tgid) that exec'd, or the forked child */
 	__u32 parent; /* a fork's parent; 0 for an exec */
+	__u64 ns;     /* when (bpf_ktime_get_ns: CLOCK_MONOTONIC) */
 };
 
 struct {
@@ -44,6 +45,7 @@ static __always_inline void send(__u32 pid, __u32 parent)
 	}
 	e->pid = pid;
 	e->parent = parent;
+	e->ns = bpf_ktime_get_ns();
 	bpf_ringbuf_submit(e, 0);
 }
 

@@ -241,6 +241,10 @@ struct usdtprof_probe_spec {
 };
 
 #define USDTPROF_CONTENT_PREFIXED(i) (1u << (16 + (i)))
+/* content_mask: a content-keyed argument whose text starts with '#' is
+ * hashed without the hex digits after each ":0x" (Ruby's names of anonymous
+ * classes and modules, "#<Class:0x00007f...>": one identity for all). */
+#define USDTPROF_CONTENT_ANON(i) (1u << (24 + (i)))
 /* content_mask: the content-keyed arguments' identity is cached per process
  * by their addresses, checked at each hit against the 16 bytes before each
  * string (PHP's zend_string keeps its hash and length there): a string

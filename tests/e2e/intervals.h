@@ -42,6 +42,22 @@ inline uint64_t calls_of(const std::vector<usdtprof::Profile> &profiles, const s
 	return calls;
 }
 
+// Never sampled: pid's probes attached all of every interval it is in but
+// its first, where it may have been found (--all: attached from then on).
+inline void require_never_sampled(const std::vector<usdtprof::Profile> &profiles, int pid)
+{
+	bool first = true;
+	for (const usdtprof::Profile &p : profiles)
+		for (const usdtprof::ProfileProcess &proc : p.processes)
+			if (proc.pid == pid) {
+				INFO("pid " << pid << ": sampled_fraction " << proc.sampled_fraction);
+				REQUIRE(proc.sampled_fraction > 0);
+				REQUIRE((first || proc.sampled_fraction == 1.0));
+				first = false;
+			}
+	REQUIRE(!first);
+}
+
 // The value of a /metrics sample line that starts with series (its name and
 // labels), -1 when there is none.
 inline double metric(const std::string &text, const std::string &series)

@@ -14,6 +14,7 @@ namespace {
 // bpf/exec_events.bpf.c's struct exec_event.
 struct RawEvent {
 	uint32_t pid, parent;
+	uint64_t ns;
 };
 
 } // namespace
@@ -30,7 +31,7 @@ Result<std::unique_ptr<ExecEvents>> ExecEvents::load()
 	auto on_event = [](void *ctx, void *data, size_t size) {
 		if (size >= sizeof(RawEvent)) {
 			const auto *e = static_cast<const RawEvent *>(data);
-			static_cast<ExecEvents *>(ctx)->pending_.push_back({int(e->pid), int(e->parent)});
+			static_cast<ExecEvents *>(ctx)->pending_.push_back({int(e->pid), int(e->parent), e->ns});
 		}
 		return 0;
 	};

@@ -16,6 +16,7 @@ namespace usdtprof {
 struct ProcessStart {
 	int pid = 0;
 	int parent = 0; // a fork's parent; 0 for an exec
+	uint64_t ns = 0; // when, CLOCK_MONOTONIC
 };
 
 // Loaded and attached by load(); detached when destroyed.

@@ -5,7 +5,6 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <unordered_map>
 #include <vector>
 
 namespace usdtprof {
@@ -142,23 +141,42 @@ MetricsRegistry::Key MetricsRegistry::catch_all() const
 	return {kOtherProcess, "", pid_labels_ ? kOtherPid : "", kOtherFunction};
 }
 
-void MetricsRegistry::label_new_pids(const std::map<int32_t, uint64_t> &self_ns)
+void MetricsRegistry::label_new_pids(const std::map<int32_t, uint64_t> &self_ns,
+				     const std::map<int32_t, const ProfileProcess *> &process_of,
+				     const std::vector<ProcessShare> &monitored)
 {
 	std::vector<std::pair<int32_t, uint64_t>> fresh;
 	for (const auto &[pid, ns] : self_ns)
 		if (!labelled_.count(pid))
 			fresh.emplace_back(pid, ns);
 	std::stable_sort(fresh.begin(), fresh.end(), [](const auto &a, const auto &b) { return a.second > b.second; });
-	for (const auto &[pid, ns] : fresh)
-		if (labelled_.size() < pid_labels_)
-			labelled_.emplace(pid, false);
+	for (const auto &[pid, ns] : fresh) {
+		if (labelled_.size() >= pid_labels_) {
+			// A label that never counted a call (a process monitored, idle) goes to one with calls.
+			auto idle = std::find_if(labelled_.rbegin(), labelled_.rend(),
+						 [](const auto &l) { return !l.second.counted; });
+			if (idle == labelled_.rend())
+				break;
+			labelled_.erase(std::next(idle).base());
+		}
+		auto p = process_of.find(pid);
+		const ProfileProcess *proc = p == process_of.end() ? nullptr : p->second;
+		Label &l = labelled_[pid];
+		l.process = proc && !proc->comm.empty() ? proc->comm : "[unknown]";
+		l.container = proc ? proc->container_id.substr(0, 12) : std::string();
+		l.counted = true; // its calls are added below
+	}
+	// The monitored processes without calls take the labels left.
+	for (const ProcessShare &m : monitored)
+		if (labelled_.size() < pid_labels_ && !labelled_.count(m.pid))
+			labelled_[m.pid] = Label{false, m.process, m.container_id.substr(0, 12), 0, false};
 }
 
 void MetricsRegistry::drop_gone_pids(const std::map<int32_t, uint64_t> &active)
 {
 	for (auto p = labelled_.begin(); p != labelled_.end();) {
 		// Still gone but with calls read late: its series go once it has none.
-		if (!p->second || active.count(p->first)) {
+		if (!p->second.gone || active.count(p->first)) {
 			++p;
 			continue;
 		}
@@ -179,10 +197,11 @@ void MetricsRegistry::drop_gone_pids(const std::map<int32_t, uint64_t> &active)
 	}
 }
 
-void MetricsRegistry::add_interval(const Profile &delta, bool (*alive)(int pid))
+void MetricsRegistry::add_interval(const Profile &delta, bool (*alive)(int pid),
+				   const std::vector<ProcessShare> &monitored)
 {
 	// Aggregate the interval outside the lock, by pid (labelled below).
-	std::unordered_map<int32_t, const ProfileProcess *> process_of;
+	std::map<int32_t, const ProfileProcess *> process_of;
 	for (const ProfileProcess &p : delta.processes)
 		process_of.emplace(p.pid, &p);
 	static const std::string unknown = "[unknown]";
@@ -207,11 +226,16 @@ void MetricsRegistry::add_interval(const Profile &delta, bool (*alive)(int pid))
 	std::lock_guard<std::mutex> lock(mutex_);
 	drop_gone_pids(process_self_ns);
 	if (pid_labels_)
-		label_new_pids(process_self_ns);
+		label_new_pids(process_self_ns, process_of, monitored);
 	std::map<Key, Series> interval;
 	for (auto &[pid_key, s] : by_pid) {
 		Key key = pid_key.second;
 		key.pid = pid_label(pid_key.first);
+		if (pid_labels_) { // usdtprof_process_calls_total
+			auto l = labelled_.find(pid_key.first);
+			(l == labelled_.end() ? other_calls_ : l->second.calls) += s.calls;
+			(l == labelled_.end() ? other_counted_ : l->second.counted) = true;
+		}
 		Series &sum = interval[std::move(key)];
 		sum.self_ns += s.self_ns;
 		sum.self_offcpu_ns += s.self_offcpu_ns;
@@ -250,8 +274,8 @@ void MetricsRegistry::add_interval(const Profile &delta, bool (*alive)(int pid))
 	}
 	// A process gone now keeps its series for this interval's scrapes.
 	if (alive)
-		for (auto &[pid, gone] : labelled_)
-			gone = !alive(int(pid));
+		for (auto &[pid, l] : labelled_)
+			l.gone = !alive(int(pid));
 }
 
 void MetricsRegistry::set_health(const MonitorHealth &health)
@@ -322,6 +346,33 @@ void MetricsRegistry::render_process_shares(std::string &out) const
 		out += format_double(others);
 		out += '\n';
 	}
+}
+
+// Each process with a pid label its own sample (0 for one monitored without
+// calls), those without one a single pid="other" sample, once it has calls.
+void MetricsRegistry::render_process_calls(std::string &out) const
+{
+	family(out, "usdtprof_process_calls_total", "counter",
+	       "Activations of the process's functions since it got its pid label (0: monitored, no calls); "
+	       "pid=\"other\": those of the processes without a pid label of their own.");
+	auto line = [&](const std::string &process, const std::string &container, const std::string &pid,
+			uint64_t calls) {
+		out += "usdtprof_process_calls_total{process=\"";
+		out += prometheus_label_escape(process);
+		if (!container.empty()) {
+			out += "\",container_id=\"";
+			out += prometheus_label_escape(container);
+		}
+		out += "\",pid=\"";
+		out += pid;
+		out += "\"} ";
+		out += std::to_string(calls);
+		out += '\n';
+	};
+	for (const auto &[pid, l] : labelled_)
+		line(l.process, l.container, std::to_string(pid), l.calls);
+	if (other_counted_)
+		line(kOtherProcess, "", kOtherPid, other_calls_);
 }
 
 std::string MetricsRegistry::render() const
@@ -397,8 +448,10 @@ std::string MetricsRegistry::render() const
 		family(out, h.name, h.type, h.help);
 		sample(out, h.name, h.value);
 	}
-	if (pid_labels_)
+	if (pid_labels_) {
 		render_process_shares(out);
+		render_process_calls(out);
+	}
 	return out;
 }
 

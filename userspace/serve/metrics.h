@@ -66,7 +66,10 @@ public:
 	// series are dropped at the next interval without calls of it (calls
 	// read after it exited are still added to them) and its label freed. New
 	// processes take the free labels heaviest first (their self time in the
-	// interval they first appear in). 0: no pid label.
+	// interval they first appear in), then the monitored processes without
+	// calls take those left (usdtprof_process_calls_total 0, their sampled
+	// fraction). A label that has never counted a call is given up to a
+	// process with calls when none is free. 0: no pid label.
 	static constexpr size_t kDefaultPidLabels = 20;
 	static constexpr const char *kOtherPid = "other";
 
@@ -81,8 +84,11 @@ public:
 	// (those do not count towards top_n; past other_processes of them, to
 	// the one ("[other]", "[other]") series). Within one interval new pairs get
 	// the free series in order of decreasing self time. alive (nullptr: all
-	// are) tells whether a pid-labelled process still runs.
-	void add_interval(const Profile &delta, bool (*alive)(int pid) = nullptr);
+	// are) tells whether a pid-labelled process still runs; monitored: the
+	// processes the monitor profiled in the interval, calls or not (with pid
+	// labels: each takes a free one).
+	void add_interval(const Profile &delta, bool (*alive)(int pid) = nullptr,
+			  const std::vector<ProcessShare> &monitored = {});
 
 	// Replaces the health values. Counters never go down: a smaller counter
 	// value than the last one is ignored.
@@ -117,13 +123,25 @@ private:
 	size_t named_series_ = 0; // series other than "[other]"
 	size_t other_series_ = 0; // per-process "[other]" series
 	size_t pid_labels_;
-	std::map<int32_t, bool> labelled_; // the pids with a label, and whether each has gone
+	// A pid's label: usdtprof_process_calls_total's labels and value.
+	struct Label {
+		bool gone = false;
+		std::string process, container; // as when it was given
+		uint64_t calls = 0;
+		bool counted = false; // some series has it (else a process with calls may take it)
+	};
+	std::map<int32_t, Label> labelled_;
+	uint64_t other_calls_ = 0; // of the processes without a label
+	bool other_counted_ = false;
 
 	std::string pid_label(int32_t pid) const;
-	void label_new_pids(const std::map<int32_t, uint64_t> &self_ns);
+	void label_new_pids(const std::map<int32_t, uint64_t> &self_ns,
+			    const std::map<int32_t, const ProfileProcess *> &process_of,
+			    const std::vector<ProcessShare> &monitored);
 	void drop_gone_pids(const std::map<int32_t, uint64_t> &active);
 	Key catch_all() const;
 	void render_process_shares(std::string &out) const;
+	void render_process_calls(std::string &out) const;
 	mutable std::mutex mutex_;
 	std::map<Key, Series> series_;
 	MonitorHealth health_;

@@ -183,7 +183,7 @@ std::vector<FoundSite> HostProcesses::discover(size_t already)
 		// runs its parent's program.
 		if (pids_.count(s.pid)) {
 			if (!s.parent)
-				execs_.push_back(s.pid);
+				execs_.push_back(s);
 			continue;
 		}
 		if (!add(s.pid) && !s.parent)

@@ -66,7 +66,7 @@ public:
 	void forget(int pid);
 	// The profiled processes that exec'd since the last call (their exec
 	// events, read by discover()): each runs another program now.
-	std::vector<int> take_execs() { return std::exchange(execs_, {}); }
+	std::vector<ProcessStart> take_execs() { return std::exchange(execs_, {}); }
 	// One of them, once its old program's probes are dropped: forgotten,
 	// then examined as a new process (its new program's sites, planned
 	// after already); without probes it stays forgotten, said once.
@@ -97,7 +97,7 @@ private:
 	std::map<int, uint64_t> again_at_;
 	std::set<const Preset *> check_said_;
 	std::vector<std::string> found_; // to say
-	std::vector<int> execs_;         // profiled processes that exec'd (take_execs)
+	std::vector<ProcessStart> execs_; // profiled processes that exec'd, and when (take_execs)
 };
 
 } // namespace usdtprof

@@ -394,10 +394,11 @@ void MonitorSession::discover()
 	std::vector<FoundSite> more = host_->discover(sites_.size());
 	// A process that exec'd runs another program: its old probes (links,
 	// window, hits) go, its new program's sites come, if it has any.
-	for (int pid : host_->take_execs()) {
+	for (const ProcessStart &exec : host_->take_execs()) {
+		int pid = exec.pid;
 		engine().forget_process(pid);
-		if (fair_)
-			fair_->forget(pid);
+		if (fair_) // its old program's probes were attached up to the exec
+			fair_->exec(pid, exec.ns);
 		last_.hits.erase(uint32_t(pid));
 		// Found and exec'd in one batch of events: its sites are in more, not yet attached.
 		std::erase_if(sites_, [&](const FoundSite &f) { return f.pid == pid; });
@@ -407,8 +408,17 @@ void MonitorSession::discover()
 	}
 	if (more.empty())
 		return;
-	if (attached_now_)
+	if (attached_now_) {
 		session_.attach(more, true);
+		// Each one's window opens now: its share of the interval is what is left of it.
+		uint64_t attached = mono_ns(Clock::now());
+		std::set<int> pids;
+		for (const FoundSite &f : more)
+			pids.insert(f.pid);
+		if (fair_)
+			for (int pid : pids)
+				fair_->found(pid, attached);
+	}
 	host_->say_found(attached_now_);
 	sites_.insert(sites_.end(), more.begin(), more.end());
 	chosen_ = host_->chosen();

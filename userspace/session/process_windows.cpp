@@ -23,12 +23,17 @@ uint64_t now_ns()
 void ProcessWindows::begin(uint64_t interval_begin)
 {
 	begin_ = interval_begin;
+	exec_attached_.clear();
 	for (auto &[pid, w] : windows_) {
 		w.close = 0;
+		w.earlier = 0;
 		if (w.attached) {
-			w.open = 0;
+			// From the interval's start; from its attach for one found after it (while the monitor started).
+			if (w.open <= interval_begin)
+				w.open = w.found = 0;
 			continue;
 		}
+		w.found = 0;
 		std::vector<FoundSite> own;
 		std::copy_if(sites_.begin(), sites_.end(), std::back_inserter(own),
 			     [pid = pid](const FoundSite &f) { return f.pid == pid; });
@@ -91,22 +96,69 @@ std::vector<ProcessLoad> ProcessWindows::loads(const std::map<int, uint64_t> &cp
 	for (const auto &[pid, cpu_ns] : cpu) {
 		uint64_t total = hits[uint32_t(pid)], &last = base[uint32_t(pid)];
 		auto w = windows_.find(pid);
-		out.push_back({pid, total - std::min(total, last), attached_share(pid, interval_begin, now), cpu_ns,
+		// One found in the interval (new, or its new program after an
+		// exec) is not sampled: its load counts it attached from the
+		// interval's start, as its CPU time read does, up to a sampling
+		// window's close.
+		double attached = attached_share(pid, interval_begin, now);
+		if (w != windows_.end() && w->second.found && now > interval_begin) {
+			uint64_t to = w->second.close ? w->second.close : w->second.attached ? now : interval_begin;
+			attached = std::clamp(double(to - std::min(to, interval_begin)) / double(now - interval_begin), 0.0,
+					      1.0);
+		}
+		out.push_back({pid, total - std::min(total, last), attached, cpu_ns,
 			       w == windows_.end() ? 1.0 : w->second.duty});
 		last = total;
 	}
 	return out;
 }
 
-double ProcessWindows::attached_share(int pid, uint64_t interval_begin, uint64_t end) const
+uint64_t ProcessWindows::attached_ns(int pid, uint64_t interval_begin, uint64_t end) const
 {
 	auto it = windows_.find(pid);
-	if (it == windows_.end() || end <= interval_begin)
-		return 1;
+	if (it == windows_.end()) { // attached all the interval, unless it exec'd a program not profiled
+		auto e = exec_attached_.find(pid);
+		return e == exec_attached_.end() ? end - interval_begin : e->second;
+	}
 	const Window &w = it->second;
 	uint64_t from = std::max(w.open, interval_begin);
 	uint64_t to = w.close ? w.close : w.attached ? end : from;
-	return std::clamp(double(to - std::min(to, from)) / double(end - interval_begin), 0.0, 1.0);
+	return w.earlier + (to - std::min(to, from));
+}
+
+double ProcessWindows::attached_share(int pid, uint64_t interval_begin, uint64_t end) const
+{
+	if (end <= interval_begin)
+		return 1;
+	return std::clamp(double(attached_ns(pid, interval_begin, end)) / double(end - interval_begin), 0.0, 1.0);
+}
+
+void ProcessWindows::found(int pid, uint64_t attached_ns)
+{
+	Window w;
+	w.open = std::max(attached_ns, begin_);
+	w.found = w.open;
+	if (auto e = exec_attached_.find(pid); e != exec_attached_.end()) {
+		w.earlier = e->second; // its old program's part
+		exec_attached_.erase(e);
+	}
+	windows_[pid] = w;
+}
+
+void ProcessWindows::exec(int pid, uint64_t exec_ns)
+{
+	uint64_t attached = 0;
+	auto it = windows_.find(pid);
+	if (it == windows_.end()) {
+		attached = exec_ns - std::min(exec_ns, begin_); // attached from the interval's start
+	} else {
+		const Window &w = it->second;
+		uint64_t from = std::max(w.open, begin_);
+		uint64_t to = w.close ? std::min(w.close, exec_ns) : w.attached ? exec_ns : from;
+		attached = w.earlier + (to - std::min(to, from));
+		windows_.erase(it);
+	}
+	exec_attached_[pid] = attached;
 }
 
 void ProcessWindows::set_duties(const std::map<int, double> &duties, const std::vector<ProcessLoad> &loads,
@@ -139,6 +191,10 @@ double ProcessWindows::smallest_share(uint64_t interval_begin, uint64_t end) con
 	return smallest;
 }
 
-void ProcessWindows::forget(int pid) { windows_.erase(pid); }
+void ProcessWindows::forget(int pid)
+{
+	windows_.erase(pid);
+	exec_attached_.erase(pid);
+}
 
 } // namespace usdtprof

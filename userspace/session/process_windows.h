@@ -37,7 +37,8 @@ public:
 
 	// Each profiled process's hits since base (which moves to now), its CPU
 	// time (cpu, by pid), the share of [interval_begin, now] its probes were
-	// attached and its duty now.
+	// attached (one found in it, not sampled, as attached from its start)
+	// and its duty now.
 	std::vector<ProcessLoad> loads(const std::map<int, uint64_t> &cpu, uint64_t interval_begin, uint64_t now,
 				       std::map<uint32_t, uint64_t> &base) const;
 	// The share of [interval_begin, end] pid's probes were attached.
@@ -48,6 +49,13 @@ public:
 			double budget, const char *from);
 	// The smallest attached share of the processes in [begin, end] (1: none sampled).
 	double smallest_share(uint64_t interval_begin, uint64_t end) const;
+	// A process found in the interval (--all): its probes attached at
+	// attached_ns, its window opens there; before, it was not attached.
+	void found(int pid, uint64_t attached_ns);
+	// A profiled process exec'd at exec_ns: its old program's probes were
+	// attached up to there (kept for its share of the interval); its window
+	// goes, and opens again if its new program is found with probes.
+	void exec(int pid, uint64_t exec_ns);
 	// A process that has gone.
 	void forget(int pid);
 
@@ -57,12 +65,17 @@ private:
 		bool attached = true;
 		uint64_t open = 0;  // in this interval (0: from its start)
 		uint64_t close = 0; // 0: still open
+		uint64_t earlier = 0; // ns attached in this interval before open (a program before its exec)
+		uint64_t found = 0;   // found in this interval (new, or after an exec): when; 0: not
 	};
 	void close(int pid, Window &w);
+	// The ns of [interval_begin, end] pid's probes were attached.
+	uint64_t attached_ns(int pid, uint64_t interval_begin, uint64_t end) const;
 
 	Session &session_;
 	const std::vector<FoundSite> &sites_;
 	std::map<int, Window> windows_;
+	std::map<int, uint64_t> exec_attached_; // exec'd in this interval, not (yet) found again: ns attached before
 	uint64_t begin_ = 0; // the interval's
 };
 

@@ -127,7 +127,7 @@ void IntervalFilesSink::write(ProfileOutput &out)
 
 void MetricsSink::write(ProfileOutput &out)
 {
-	metrics_.add_interval(compensate(out.profile), process_exists);
+	metrics_.add_interval(compensate(out.profile), process_exists, health_.process_shares);
 	say_limits();
 	metrics_.set_health(health_);
 }

@@ -287,12 +287,34 @@ FunctionName php_function_name(const usdtprof_name &n, const ProbeRole &)
 	return {cls.empty() ? fn : cls + "::" + fn, location(text(n, 1), n.num[2])};
 }
 
+std::string ruby_class_name(const std::string &name)
+{
+	if (!name.starts_with("#"))
+		return name;
+	// What the kernel leaves out of the identity (content_step_anon): the
+	// hex digits after each ":0x".
+	std::string out;
+	int seen = 0; // of ":0x"
+	for (char ch : name) {
+		if (seen == 3 && ((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
+			continue;
+		seen = ch == ':' ? 1 : seen == 1 && ch == '0' ? 2 : seen == 2 && ch == 'x' ? 3 : 0;
+		out += ch;
+	}
+	for (auto [ruby, ours] : {std::pair<const char *, const char *>{"#<Class:0x>", "(anonymous class)"},
+				  {"#<Module:0x>", "(anonymous module)"}})
+		for (size_t at; (at = out.find(ruby)) != std::string::npos;)
+			out.replace(at, strlen(ruby), ours);
+	return out;
+}
+
 // Ruby's notation: Foo#m an instance method (or a module's), Foo.m a
-// singleton method of Foo (a class method), when the probe proved it.
+// singleton method of Foo (a class method), when the probe proved it; a
+// class without a name as ruby_class_name has it.
 FunctionName ruby_method_name(const usdtprof_name &n, const ProbeRole &)
 {
 	const char *separator = n.num[0] == USDTPROF_OWNER_SINGLETON ? "." : "#";
-	return {text(n, 0) + separator + text(n, 1), location(text(n, 2), n.num[3])};
+	return {ruby_class_name(text(n, 0)) + separator + text(n, 1), location(text(n, 2), n.num[3])};
 }
 
 FunctionName java_captured_name(const usdtprof_name &n, const ProbeRole &)

@@ -75,6 +75,13 @@ bool python_exec_file(const std::string &file);
 // its name takes its first line too.
 bool python_anonymous(const std::string &qualified);
 
+// A Ruby class name as reports show it: a class or module without a name,
+// which Ruby names by its address ("#<Class:0x00007f...>", a new one at each
+// Class.new, Struct.new, Module.new), is "(anonymous class)" ("(anonymous
+// module)", "(anonymous class)::Inner"); any other address after ":0x" in a
+// name starting with '#' is left out ("#<Foo:0x>"), as its identity leaves it.
+std::string ruby_class_name(const std::string &name);
+
 // Namers of the names runtime probes capture (ProbeRole::format), one per
 // kind of probe; their probes are described where they are used (presets.cpp,
 // probe_roles.cpp).

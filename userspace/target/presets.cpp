@@ -78,7 +78,10 @@ std::string php_check(int pid)
 
 // ruby:[c]method__entry/return(class, method, file, line). The class name
 // is a fresh copy at each call, so it is keyed by content; method names are
-// interned symbols. A singleton method is named for its class by the probes:
+// interned symbols. A class or module without a name is named by Ruby with
+// its address ("#<Class:0x00007f...>", one per Class.new, Struct.new): keyed
+// without the address (USDTPROF_CONTENT_ANON) and named "(anonymous class)"
+// (ruby_class_name), the methods of all such classes are one function each. A singleton method is named for its class by the probes:
 // Ruby methods' entries and returns also tell whether it is one
 // (kRuby31MethodOwner, a verdict captured with the class), and so do C
 // methods' in the build whose sites ruby31_cmethod_sites() lists (elsewhere
@@ -87,11 +90,12 @@ std::vector<ProbeRole> ruby_roles()
 {
 	const std::vector<NamePart> parts = {
 		{USDTPROF_PART_STR_VERDICT, 0}, {USDTPROF_PART_STR, 1}, {USDTPROF_PART_STR, 2}, {USDTPROF_PART_INT, 3}};
+	const uint32_t content = 0b01 | USDTPROF_CONTENT_ANON(0);
 	std::vector<ProbeRole> roles = {
-		runtime("ruby", "method__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0b01, parts, ruby_method_name),
-		runtime("ruby", "method__return", USDTPROF_ROLE_EXIT, {0, 1}, 0b01, parts, ruby_method_name),
-		runtime("ruby", "cmethod__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0b01, parts, ruby_method_name),
-		runtime("ruby", "cmethod__return", USDTPROF_ROLE_EXIT, {0, 1}, 0b01, parts, ruby_method_name)};
+		runtime("ruby", "method__entry", USDTPROF_ROLE_ENTRY, {0, 1}, content, parts, ruby_method_name),
+		runtime("ruby", "method__return", USDTPROF_ROLE_EXIT, {0, 1}, content, parts, ruby_method_name),
+		runtime("ruby", "cmethod__entry", USDTPROF_ROLE_ENTRY, {0, 1}, content, parts, ruby_method_name),
+		runtime("ruby", "cmethod__return", USDTPROF_ROLE_EXIT, {0, 1}, content, parts, ruby_method_name)};
 	roles[0].derived = roles[1].derived = kRuby31MethodOwner;
 	roles[2].site_derived = roles[3].site_derived = ruby31_cmethod_sites();
 	return roles;

@@ -417,12 +417,82 @@ TEST_CASE("metrics: each pid-labelled process's sampled fraction; the unlabelled
 	registry.set_health(h);
 	text = registry.render();
 	CHECK(has_line(text, "usdtprof_process_sampled_fraction{process=\"srv\",pid=\"1\"} 1"));
-	CHECK(text.find("pid=\"other\"} ") == std::string::npos);
+	CHECK(text.find("usdtprof_process_sampled_fraction{process=\"[other]\"") == std::string::npos);
+	// (Pid 3's call, without a label, stays counted under "other".)
+	CHECK(has_line(text, "usdtprof_process_calls_total{process=\"[other]\",pid=\"other\"} 1"));
 
 	// One process (no pid labels): usdtprof_duty_cycle is its share, no such family.
 	MetricsRegistry single;
 	single.set_health(h);
 	CHECK(single.render().find("usdtprof_process_sampled_fraction") == std::string::npos);
+}
+
+TEST_CASE("metrics: monitored processes without calls take the free pid labels, with calls 0 and their sampled "
+	  "fraction; one with calls takes the label of one that never counted when none is free")
+{
+	gone_pids.clear();
+	MetricsRegistry registry(MetricsRegistry::kDefaultTopN, MetricsRegistry::kDefaultOtherProcesses, 2);
+	// Pid 1 has calls; 2 and 3 are monitored, idle: 2 takes the label left, 3 stays "other".
+	std::vector<ProcessShare> monitored = {
+		{1, "srv", "", 1}, {2, "idle", std::string(64, 'b'), 0.5}, {3, "idle", "", 0.25}};
+	registry.add_interval(interval({"f"}, {{1, "srv", {}}}, {{1, 0, 300, 4}}), alive_unless_gone, monitored);
+	MonitorHealth h;
+	h.process_shares = monitored;
+	registry.set_health(h);
+	std::string text = registry.render();
+	check_exposition_format(text);
+	CHECK(registry.pid_labelled() == 2);
+	CHECK(has_line(text, "# TYPE usdtprof_process_calls_total counter"));
+	CHECK(has_line(text, "usdtprof_process_calls_total{process=\"srv\",pid=\"1\"} 4"));
+	CHECK(has_line(text, "usdtprof_process_calls_total{process=\"idle\",container_id=\"bbbbbbbbbbbb\",pid=\"2\"} 0"));
+	CHECK(has_line(text, "usdtprof_process_sampled_fraction{process=\"idle\",container_id=\"bbbbbbbbbbbb\","
+			     "pid=\"2\"} 0.5"));
+	CHECK(has_line(text, "usdtprof_process_sampled_fraction{process=\"[other]\",pid=\"other\"} 0.25"));
+	// No unlabelled process has counted a call: no "other" calls sample.
+	CHECK(text.find("usdtprof_process_calls_total{process=\"[other]\"") == std::string::npos);
+	CHECK(text.find("pid=\"3\"") == std::string::npos);
+
+	// Pid 4 starts calling: idle pid 2 gives its label up (it never counted);
+	// pid 5's calls, with no idle label left, go to "other".
+	monitored.push_back({4, "new", "", 1});
+	monitored.push_back({5, "new", "", 1});
+	registry.add_interval(interval({"f"}, {{1, "srv", {}}, {4, "new", {}}, {5, "new", {}}},
+				       {{1, 0, 10, 1}, {4, 0, 200, 2}, {5, 0, 100, 3}}),
+			      alive_unless_gone, monitored);
+	h.process_shares = monitored;
+	registry.set_health(h);
+	text = registry.render();
+	check_exposition_format(text);
+	CHECK(registry.pid_labelled() == 2);
+	CHECK(has_line(text, "usdtprof_process_calls_total{process=\"srv\",pid=\"1\"} 5"));
+	CHECK(has_line(text, "usdtprof_process_calls_total{process=\"new\",pid=\"4\"} 2"));
+	CHECK(has_line(text, "usdtprof_process_calls_total{process=\"[other]\",pid=\"other\"} 3"));
+	CHECK(has_line(text, pid_calls_line("new", "other", "f", "3")));
+	CHECK(text.find("pid=\"2\"") == std::string::npos);
+	CHECK(has_line(text, "usdtprof_process_sampled_fraction{process=\"[other]\",pid=\"other\"} 0.25"));
+
+	// Pid 4 exits: its label goes at the next interval without its calls;
+	// idle pid 2 takes it back, with calls 0 again.
+	gone_pids = {4};
+	monitored.erase(monitored.begin() + 3);
+	registry.add_interval(interval({"f"}, {}, {}), alive_unless_gone, monitored);
+	registry.add_interval(interval({"f"}, {}, {}), alive_unless_gone, monitored);
+	text = registry.render();
+	check_exposition_format(text);
+	CHECK(text.find("pid=\"4\"") == std::string::npos);
+	CHECK(has_line(text, "usdtprof_process_calls_total{process=\"idle\",container_id=\"bbbbbbbbbbbb\",pid=\"2\"} 0"));
+	// The "other" counter never goes down.
+	CHECK(has_line(text, "usdtprof_process_calls_total{process=\"[other]\",pid=\"other\"} 3"));
+
+	// A churn of idle processes never takes more than the labels.
+	for (int pid = 100; pid < 300; pid++)
+		monitored.push_back({pid, "idle", "", 1});
+	registry.add_interval(interval({"f"}, {}, {}), alive_unless_gone, monitored);
+	CHECK(registry.pid_labelled() == 2);
+	size_t samples = 0;
+	for (const std::string &line : lines_of(registry.render()))
+		samples += line.rfind("usdtprof_process_calls_total{", 0) == 0;
+	CHECK(samples == 3);
 }
 
 TEST_CASE("metrics: zero-activity nodes take no series")

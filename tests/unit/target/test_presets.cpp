@@ -284,6 +284,36 @@ TEST_CASE("php: closures are named by where they run, other functions as PHP nam
 		CHECK(r.ident_args == std::vector<unsigned>{0, 3, 1, 2});
 }
 
+// Ruby names a class or module without a name by its address, a new one at every Class.new or
+// Struct.new: the kernel keys it without the address (USDTPROF_CONTENT_ANON) and the report names
+// it "(anonymous class)", so the methods of every such class are one function each.
+TEST_CASE("ruby: anonymous classes and modules are named without their addresses", "[presets]")
+{
+	CHECK(ruby_class_name("Foo::Bar") == "Foo::Bar");
+	CHECK(ruby_class_name("#<Class:0x00007fc5779bac28>") == "(anonymous class)");
+	CHECK(ruby_class_name("#<Module:0x00007fc5779b9ff8>") == "(anonymous module)");
+	CHECK(ruby_class_name("#<Class:0x00007fc5779bac28>::Inner") == "(anonymous class)::Inner");
+	CHECK(ruby_class_name("#<Class:#<Class:0x00007fc5779bac28>>") == "#<Class:(anonymous class)>");
+	CHECK(ruby_class_name("#<Class:Foo>") == "#<Class:Foo>"); // a singleton class of a named one
+	CHECK(ruby_class_name("#<Foo:0x00007fc5779bac28>") == "#<Foo:0x>");
+	CHECK(ruby_class_name("#<Class:0xzz>") == "#<Class:0xzz>"); // no address: kept
+	CHECK(ruby_class_name("Foo:0x12") == "Foo:0x12");	       // not Ruby's notation: kept
+	CHECK(ruby_class_name("") == "");
+	const ProbeRole &method = usdtprof::find_preset("ruby")->roles().front();
+	auto name = [&](const char *cls, int64_t verdict) {
+		return ruby_method_name(captured({{0, cls}, {1, "call"}, {2, "/srv/u.rb"}}, {{0, verdict}, {3, 7}}), method)
+			.name;
+	};
+	CHECK(name("#<Class:0x00007fc5779bac28>", USDTPROF_OWNER_CLASS) == "(anonymous class)#call");
+	CHECK(name("#<Class:0x00007fc5779b5340>", USDTPROF_OWNER_SINGLETON) == "(anonymous class).call");
+	for (const ProbeRole &r : usdtprof::find_preset("ruby")->roles()) {
+		INFO(r.name);
+		CHECK((r.content_mask & USDTPROF_CONTENT_ANON(0)) != 0); // the class, by content without its address
+		CHECK((r.content_mask & 1) != 0);
+		CHECK((r.content_mask & 2) == 0); // the method, an interned symbol, by its address
+	}
+}
+
 TEST_CASE("ruby: a method proved a singleton method is Class.method, any other Class#method", "[presets]")
 {
 	const auto roles = usdtprof::find_preset("ruby")->roles();
