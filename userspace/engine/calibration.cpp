@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <set>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -56,13 +57,13 @@ const std::array<Site, kMaxKinds> kExitSites = {usdtprof_cal_exit_0, usdtprof_ca
 // Where a site's 5-byte nop starts (after its 1-byte nop).
 constexpr uint64_t kSiteNop5Offset = 1;
 
-// Batches per kind, in rounds spread over ~0.1 s (a sleep between rounds):
-// a hit's cost moves between speed states of the machine (on this host
-// ~290 and ~480 ns per hit, each held for milliseconds), and one burst of
-// batches sees one state only. Parents per batch, leaves per parent.
-constexpr int kRounds = 12;
+// Batches per kind, in rounds spread over time (8 ms apart at the end, a
+// recording's 50 ms ticks while its target runs): a hit's cost moves
+// between speed states of the machine (on this host ~290 and ~480 ns per
+// hit, each held for milliseconds), and one burst of batches sees one
+// state only. kRounds rounds' places; parents per batch, leaves per parent.
+constexpr int kRounds = kCalibrationRounds;
 constexpr int kRoundBatches = 8;
-constexpr int kBatches = kRounds * kRoundBatches;
 constexpr auto kRoundGap = std::chrono::milliseconds(8);
 constexpr int kParents = 16;
 constexpr int kLeaves = 8;
@@ -166,12 +167,17 @@ usdtprof_probe_spec rewrite(usdtprof_probe_spec s, usdtprof_role role, KindPlan 
 	return s;
 }
 
-// The kinds of the engine's specs, and each spec's kind.
-std::vector<KindPlan> plan_kinds(const std::vector<usdtprof_probe_spec> &specs, CalibrationResult &out)
+// The kinds of the engine's specs (but the calibration's own, skip), and
+// each spec's kind: kinds already in plans keep their place, new ones are
+// appended. plans holds kMaxKinds places reserved (a plan's argument
+// values point into it).
+void plan_kinds(const std::vector<usdtprof_probe_spec> &specs, const std::set<uint32_t> &skip,
+		std::vector<KindPlan> &plans, CalibrationResult &out)
 {
-	std::vector<KindPlan> plans;
+	out.spec_kinds.clear();
+	out.native_kind = -1;
 	for (uint32_t i = 0; i < specs.size(); i++) {
-		if (specs[i].role != USDTPROF_ROLE_ENTRY)
+		if (specs[i].role != USDTPROF_ROLE_ENTRY || skip.count(i))
 			continue;
 		Signature sig = signature_of(specs[i]);
 		auto it = std::find_if(plans.begin(), plans.end(), [&](const KindPlan &p) { return p.sig == sig; });
@@ -197,7 +203,7 @@ std::vector<KindPlan> plan_kinds(const std::vector<usdtprof_probe_spec> &specs, 
 	}
 	// Exit specs (which may capture a name too) take the kind of their identity.
 	for (uint32_t i = 0; i < specs.size(); i++)
-		if (specs[i].role == USDTPROF_ROLE_EXIT && !out.spec_kinds.count(i))
+		if (specs[i].role == USDTPROF_ROLE_EXIT && !out.spec_kinds.count(i) && !skip.count(i))
 			for (size_t k = 0; k < plans.size(); k++)
 				if (plans[k].sig.ident == specs[i].ident && plans[k].sig.nop5_site == specs[i].nop5_site) {
 					out.spec_kinds[i] = int32_t(k);
@@ -208,7 +214,6 @@ std::vector<KindPlan> plan_kinds(const std::vector<usdtprof_probe_spec> &specs, 
 			out.native_kind = int32_t(k);
 			break;
 		}
-	return plans;
 }
 
 uint64_t file_offset(const std::vector<Mapping> &maps, Site site, std::string &binary)
@@ -221,8 +226,9 @@ uint64_t file_offset(const std::vector<Mapping> &maps, Site site, std::string &b
 	return addr - m->start + m->offset;
 }
 
-// Attaches the root sites and each kind's sites, entry and exit programs.
-Result<void> attach_plans(Engine &engine, const std::vector<KindPlan> &plans)
+// Attaches the sites of the kinds from `from` on, entry and exit programs
+// (and, with the first kinds, the roots'); the specs added go into own.
+Result<void> attach_plans(Engine &engine, const std::vector<KindPlan> &plans, size_t from, std::set<uint32_t> &own)
 {
 	auto maps = read_proc_maps(getpid());
 	if (!maps)
@@ -235,15 +241,20 @@ Result<void> attach_plans(Engine &engine, const std::vector<KindPlan> &plans)
 		std::vector<UprobeSite> sites;
 		std::string binary;
 		root.role = role;
-		auto root_index = engine.add_spec(root);
-		if (!root_index)
-			return root_index.error();
-		sites.push_back({file_offset(*maps, exit ? usdtprof_cal_exit_root : usdtprof_cal_enter_root, binary), 0,
-				 *root_index});
-		for (size_t k = 0; k < plans.size(); k++) {
+		if (from == 0) {
+			auto root_index = engine.add_spec(root);
+			if (!root_index)
+				return root_index.error();
+			own.insert(*root_index);
+			sites.push_back({file_offset(*maps, exit ? usdtprof_cal_exit_root : usdtprof_cal_enter_root,
+						     binary),
+					 0, *root_index});
+		}
+		for (size_t k = from; k < plans.size(); k++) {
 			auto index = engine.add_spec(exit ? plans[k].exit : plans[k].entry);
 			if (!index)
 				return index.error();
+			own.insert(*index);
 			uint64_t offset = file_offset(*maps, exit ? kExitSites[k] : kEnterSites[k], binary);
 			sites.push_back({offset ? offset + (plans[k].sig.nop5_site ? kSiteNop5Offset : 0) : 0, 0, *index});
 		}
@@ -311,6 +322,26 @@ double self_of(const PathStats &s, bool offcpu_hook)
 	return double(offcpu_hook ? s.self_ns - s.self_offcpu_ns : s.self_ns);
 }
 
+// USDTPROF_DEBUG: a kind's estimators and every batch's costs, by place.
+void print_batches(const ProbeCost &cost, const std::vector<double> &own, const std::vector<double> &caller, int rounds)
+{
+	auto mean = [](const std::vector<double> &v) {
+		double sum = 0;
+		for (double x : v)
+			sum += x;
+		return v.empty() ? 0 : sum / double(v.size());
+	};
+	fprintf(stderr,
+		"calibration %s (%d rounds): own p10 %.1f p25 %.1f p50 %.1f mean %.1f min %.1f; caller p10 %.1f "
+		"p25 %.1f p50 %.1f mean %.1f min %.1f\n",
+		cost.kind.c_str(), rounds, percentile(own, 0.1), percentile(own, 0.25), cost.own_ns, mean(own),
+		percentile(own, 0), percentile(caller, 0.1), percentile(caller, 0.25), cost.caller_ns, mean(caller),
+		percentile(caller, 0));
+	for (size_t i = 0; i < own.size(); i++) // by place: the first rounds in the order they ran
+		fprintf(stderr, "calibration batch %s %zu: own %.1f caller %.1f\n", cost.kind.c_str(), i, own[i],
+			caller[i]);
+}
+
 } // namespace
 
 double percentile(std::vector<double> v, double q)
@@ -334,34 +365,89 @@ CostEstimate estimate_cost(const std::vector<double> &per_batch)
 	return e;
 }
 
-Result<CalibrationResult> calibrate(Engine &engine, bool offcpu_hook, bool trace)
+struct Calibrator::Plans {
+	std::vector<KindPlan> kinds;	// kMaxKinds reserved: argument values point into them
+	std::vector<int> rounds;	// per kind, the rounds it ran
+	std::set<uint32_t> own_specs;	// the engine's specs the calibration added
+	size_t specs_planned = 0;	// the engine's specs seen by add_kinds
+};
+
+Calibrator::Calibrator(Engine &engine, bool offcpu_hook, bool trace) : engine_(engine), plans_(std::make_unique<Plans>())
 {
+	plans_->kinds.reserve(kMaxKinds);
+	out_.calibration.offcpu_hook = offcpu_hook;
+	out_.calibration.trace = trace;
+}
+
+Calibrator::~Calibrator() = default;
+
+namespace {
+
+uint64_t since_ns(std::chrono::steady_clock::time_point t)
+{
+	return uint64_t(
+		std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t).count());
+}
+
+} // namespace
+
+Result<void> Calibrator::add_kinds()
+{
+	Plans &p = *plans_;
+	if (engine_.specs().size() == p.specs_planned)
+		return {};
 	auto started = std::chrono::steady_clock::now();
-	CalibrationResult out;
-	std::vector<KindPlan> plans = plan_kinds(engine.specs(), out);
-	out.calibration.offcpu_hook = offcpu_hook;
-	out.calibration.trace = trace;
-	if (plans.empty())
-		return out;
-	if (auto r = attach_plans(engine, plans); !r)
-		return r.error();
+	size_t from = p.kinds.size();
+	plan_kinds(engine_.specs(), p.own_specs, p.kinds, out_);
+	p.rounds.resize(p.kinds.size(), 0);
+	if (p.kinds.size() > from)
+		if (auto r = attach_plans(engine_, p.kinds, from, p.own_specs); !r)
+			return r;
+	p.specs_planned = engine_.specs().size();
+	busy_ns_ += since_ns(started);
+	return {};
+}
+
+void Calibrator::run_round()
+{
+	Plans &p = *plans_;
+	if (p.kinds.empty())
+		return;
+	auto started = std::chrono::steady_clock::now();
 	long work_iterations = debug_work();
-	for (int r = 0; r < kRounds; r++) {
-		if (r)
+	for (size_t k = 0; k < p.kinds.size(); k++)
+		run_batch(p.kinds[k], k, kRootId - 1); // warm-up: caches (cold after a pause), names captured
+	for (int i = 0; i < kRoundBatches; i++)
+		for (size_t k = 0; k < p.kinds.size(); k++) {
+			int slot = (p.rounds[k] % kRounds) * kRoundBatches + i;
+			run_batch(p.kinds[k], k, kRootId + uint64_t(slot) * 16 + k, slot % 2 ? work_iterations : 0);
+		}
+	for (int &r : p.rounds)
+		r++;
+	rounds_++;
+	busy_ns_ += since_ns(started);
+}
+
+Result<CalibrationResult> Calibrator::finish(int min_rounds)
+{
+	if (auto r = add_kinds(); !r)
+		return r.error();
+	Plans &p = *plans_;
+	if (p.kinds.empty())
+		return out_;
+	auto started = std::chrono::steady_clock::now();
+	while (*std::min_element(p.rounds.begin(), p.rounds.end()) < min_rounds) {
+		if (rounds_)
 			std::this_thread::sleep_for(kRoundGap);
-		for (size_t k = 0; k < plans.size(); k++)
-			run_batch(plans[k], k, kRootId - 1); // warm-up: caches (cold after the sleep), names captured
-		for (int b = r * kRoundBatches; b < (r + 1) * kRoundBatches; b++)
-			for (size_t k = 0; k < plans.size(); k++)
-				run_batch(plans[k], k, kRootId + uint64_t(b) * 16 + k, b % 2 ? work_iterations : 0);
+		run_round();
 	}
 	// The next exit adds the thread's path cache to the map.
-	engine.bump_flush_epoch();
+	engine_.bump_flush_epoch();
 	usdtprof_cal_enter_root(kFlushId, 0, 0);
 	usdtprof_cal_exit_root(kFlushId, 0, 0);
 
 	uint32_t self_tgid = uint32_t(getpid());
-	std::vector<PathRecord> records = engine.read_paths();
+	std::vector<PathRecord> records = engine_.read_paths();
 	std::vector<uint64_t> own_paths;
 	std::map<uint64_t, const PathRecord *> child_of; // parent path -> its (only) child
 	std::map<uint64_t, const PathRecord *> root_of;  // root id -> record
@@ -369,14 +455,15 @@ Result<CalibrationResult> calibrate(Engine &engine, bool offcpu_hook, bool trace
 		if (r.stats.tgid != self_tgid)
 			continue;
 		own_paths.push_back(r.path);
-		if (r.stats.parent && !(engine.per_thread() && is_thread_root(r.stats.parent, self_tgid)))
+		if (r.stats.parent && !(engine_.per_thread() && is_thread_root(r.stats.parent, self_tgid)))
 			child_of[r.stats.parent] = &r;
 		else
 			root_of[r.stats.func] = &r;
 	}
-	for (size_t k = 0; k < plans.size(); k++) {
+	for (size_t k = 0; k < p.kinds.size(); k++) {
+		int slots = std::min(p.rounds[k], kRounds) * kRoundBatches;
 		std::vector<double> own, caller;
-		for (int b = 0; b < kBatches; b++) {
+		for (int b = 0; b < slots; b++) {
 			auto root = root_of.find(kRootId + uint64_t(b) * 16 + k);
 			if (root == root_of.end())
 				continue;
@@ -386,45 +473,40 @@ Result<CalibrationResult> calibrate(Engine &engine, bool offcpu_hook, bool trace
 			auto leaf = child_of.find(parent->second->path);
 			if (leaf == child_of.end() || !leaf->second->stats.calls || !parent->second->stats.calls)
 				continue;
-			double leaf_self = self_of(leaf->second->stats, offcpu_hook) / double(leaf->second->stats.calls);
-			double parent_self = self_of(parent->second->stats, offcpu_hook) / double(parent->second->stats.calls);
+			double leaf_self = self_of(leaf->second->stats, out_.calibration.offcpu_hook) /
+					   double(leaf->second->stats.calls);
+			double parent_self = self_of(parent->second->stats, out_.calibration.offcpu_hook) /
+					     double(parent->second->stats.calls);
 			own.push_back(leaf_self);
 			caller.push_back((parent_self - leaf_self) / kLeaves);
 		}
 		ProbeCost cost;
-		cost.kind = kind_name(plans[k].sig);
+		cost.kind = kind_name(p.kinds[k].sig);
 		cost.batches = uint32_t(own.size());
 		CostEstimate o = estimate_cost(own), c = estimate_cost(caller);
 		cost.own_ns = std::max(0.0, o.cost_ns);
 		cost.caller_ns = std::max(0.0, c.cost_ns);
 		cost.own_spread_ns = o.spread_ns;
 		cost.caller_spread_ns = c.spread_ns;
-		cost.uncompensated_ns = plans[k].sig.ident == USDTPROF_IDENT_NATIVE ? 0 : -1;
-		if (getenv("USDTPROF_DEBUG")) {
-			auto mean = [](const std::vector<double> &v) {
-				double sum = 0;
-				for (double x : v)
-					sum += x;
-				return v.empty() ? 0 : sum / double(v.size());
-			};
-			fprintf(stderr, "calibration %s: own p10 %.1f p25 %.1f p50 %.1f mean %.1f min %.1f; caller p10 %.1f p25 %.1f p50 %.1f mean %.1f min %.1f\n",
-				cost.kind.c_str(), percentile(own, 0.1), percentile(own, 0.25), o.cost_ns, mean(own),
-				percentile(own, 0), percentile(caller, 0.1), percentile(caller, 0.25), c.cost_ns,
-				mean(caller), percentile(caller, 0));
-			for (size_t i = 0; i < own.size(); i++) // in the order they ran
-				fprintf(stderr, "calibration batch %s %zu: own %.1f caller %.1f\n", cost.kind.c_str(), i, own[i],
-					caller[i]);
+		cost.uncompensated_ns = p.kinds[k].sig.ident == USDTPROF_IDENT_NATIVE ? 0 : -1;
+		if (getenv("USDTPROF_DEBUG"))
+			print_batches(cost, own, caller, p.rounds[k]);
+		if (int(cost.batches) < slots / 2) {
+			engine_.forget_own_records(own_paths);
+			return Error{"probe cost calibration: only " + std::to_string(cost.batches) + " of " +
+				     std::to_string(slots) + " batches were recorded"};
 		}
-		out.calibration.kinds.push_back(cost);
+		out_.calibration.kinds.push_back(cost);
 	}
-	engine.forget_own_records(own_paths);
-	out.calibration.cost_ns = uint64_t(
-		std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count());
-	for (const ProbeCost &c : out.calibration.kinds)
-		if (c.batches < kBatches / 2)
-			return Error{"probe cost calibration: only " + std::to_string(c.batches) + " of " +
-				     std::to_string(kBatches) + " batches were recorded"};
-	return out;
+	engine_.forget_own_records(own_paths);
+	out_.calibration.cost_ns = busy_ns_ + since_ns(started);
+	return out_;
+}
+
+Result<CalibrationResult> calibrate(Engine &engine, bool offcpu_hook, bool trace)
+{
+	Calibrator c(engine, offcpu_hook, trace);
+	return c.finish(kCalibrationRounds);
 }
 
 } // namespace usdtprof

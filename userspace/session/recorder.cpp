@@ -14,6 +14,7 @@
 #include "base/output_file.h"
 #include "base/result.h"
 #include "base/text_escape.h"
+#include "engine/calibration.h"
 #include "engine/call_paths.h"
 #include "engine/engine.h"
 #include "engine/probes.h"
@@ -104,6 +105,7 @@ public:
 			engine().drain_events(collector());
 			if (session_.processes().binary() && ++ticks % 4 == 0)
 				session_.attach_new_processes(o_.target, chosen_, custom_, sites_, true);
+			calibrate_beside(ticks);
 		};
 		session_.watch(pids_, ExitWatch::Gone::Exited);
 		return session_.wait(plan);
@@ -141,6 +143,7 @@ public:
 			if (auto fresh = read_proc_maps(p); fresh && !fresh->empty() && !followed_processes_.reimaged(p))
 				maps = std::move(*fresh);
 		std::vector<PathRecord> records = engine().read_paths();
+		std::erase_if(records, [](const PathRecord &r) { return r.stats.tgid == uint32_t(getpid()); });
 		if (session_.processes().binary())
 			describe_binary_processes(records);
 		apply_titles(profile_.processes, engine().read_process_titles());
@@ -159,11 +162,38 @@ public:
 		return 1;
 	}
 
-	// Calibrated last: every probe kind used is known, a launched command
-	// has exited (the machine is quieter), and the recording's duration is
-	// not lengthened. The target's paths, all read, leave the table (a full
-	// one would keep no calibration); the probes count again, at usdtprof's
-	// own sites only.
+	// Calibrates beside the target while it runs, as the machine's speed
+	// state moves (docs/design.md, "Overhead compensation"): a round at
+	// the start and at each 50 ms tick until the rounds' places are full
+	// (0.6 s, ~1-2 ms a round and kind on usdtprof's thread), then one a
+	// second. Not with --trace: the calibration's hits would be events.
+	void begin_calibration()
+	{
+		if (o_.trace)
+			return;
+		if (const char *after = getenv("USDTPROF_BENCH_CAL_AFTER"); after && std::string(after) == "1") {
+			fprintf(stderr, "usdtprof: USDTPROF_BENCH_CAL_AFTER=1: calibrating after the target only\n");
+			return;
+		}
+		calibrator_ = std::make_unique<Calibrator>(engine(), true, false);
+		calibrate_beside(0);
+	}
+	void calibrate_beside(int ticks)
+	{
+		if (!calibrator_ || (calibrator_->rounds() >= kCalibrationRounds && ticks % 20))
+			return;
+		if (auto r = calibrator_->add_kinds(); !r) {
+			calibrator_.reset(); // the end's calibration says why
+			return;
+		}
+		calibrator_->run_round();
+	}
+
+	// The rest of the calibration last, when every probe kind used is
+	// known: rounds until each kind has 4 (a recording under ~0.2 s, or a
+	// kind that came late; 12 with --trace, all of them). The target's
+	// paths, all read, leave the table (a full one would keep no
+	// calibration); the probes count again, at usdtprof's own sites only.
 	void calibrate(const std::vector<PathRecord> &records)
 	{
 		std::vector<uint64_t> read;
@@ -171,7 +201,10 @@ public:
 			read.push_back(r.path);
 		engine().delete_paths(read);
 		engine().open_window();
-		session_.calibrate(true, o_.trace.has_value());
+		if (calibrator_)
+			session_.calibrate(*calibrator_, 4);
+		else
+			session_.calibrate(true, o_.trace.has_value());
 		engine().stop();
 	}
 
@@ -226,6 +259,7 @@ private:
 	std::optional<uint64_t> steal_at_start_;
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> anomalies_{};
 	std::string comm_;
+	std::unique_ptr<Calibrator> calibrator_; // rounds run while the target runs
 
 	// The launched command's pid; 0 for running processes.
 	int command_pid() const { return child_ || followed_ ? pids_.front() : 0; }
@@ -381,6 +415,7 @@ int record(const RecordOptions &o)
 	check_record_options(o);
 	RecordSession session(o, std::move(custom));
 	session.start();
+	session.begin_calibration();
 	Wake reason = session.wait();
 	std::vector<PathRecord> records = session.stop();
 	if (session.found_no_probes())

@@ -108,7 +108,13 @@ void Session::attach_new_processes(const TargetSpec &t, const std::vector<const 
 
 void Session::calibrate(bool offcpu_hook, bool trace)
 {
-	auto r = usdtprof::calibrate(*engine_, offcpu_hook, trace);
+	Calibrator calibrator(*engine_, offcpu_hook, trace);
+	calibrate(calibrator, kCalibrationRounds);
+}
+
+void Session::calibrate(Calibrator &calibrator, int min_rounds)
+{
+	auto r = calibrator.finish(min_rounds);
 	if (!r) {
 		fprintf(stderr, "usdtprof: %s; times will be shown as measured, probe overhead included\n",
 			r.error().message.c_str());

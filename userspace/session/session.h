@@ -127,6 +127,9 @@ public:
 	// Measures the probes' cost (calibrate), or warns that times will be
 	// shown as measured; the profiles named after it carry it.
 	void calibrate(bool offcpu_hook, bool trace);
+	// The same with the rounds a recording ran (Calibrator), at least
+	// min_rounds for every kind.
+	void calibrate(Calibrator &calibrator, int min_rounds);
 	// Names the kernel's function ids: by the attached probes, the names the
 	// kernel captured and maps (those of processes that may be gone), with
 	// the calibrated cost kinds.
