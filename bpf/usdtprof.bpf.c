@@ -391,13 +391,16 @@ int BPF_PROG(track_offcpu, bool preempt, struct task_struct *prev, struct task_s
 	struct usdtprof_thread_stack *out = bpf_task_storage_get(&stacks, prev, 0, 0);
 	struct usdtprof_thread_stack *in = bpf_task_storage_get(&stacks, next, 0, 0);
 	__u32 cpu;
-	__u64 now;
+	__u64 now, rq;
 
 	if (!out && !(in && in->switched_out))
 		return 0;
 	now = bpf_ktime_get_ns(); /* one clock read serves both sides */
 	cpu = bpf_get_smp_processor_id();
-	note_rq_clock(out ? prev : next, cpu, now);
+	/* Both threads are on this CPU: one runqueue serves the clock offset
+	 * and both sides' steal. */
+	rq = rq_of(out ? prev : next);
+	note_rq_clock(rq, cpu, now);
 	if (out) {
 		/* Still marked out: the switch that brought it back was not
 		 * reported; it has been running here since its arrival. */
@@ -407,7 +410,7 @@ int BPF_PROG(track_offcpu, bool preempt, struct task_struct *prev, struct task_s
 			__u64 close = READ_ONCE(close_ns);
 
 			if (!close || now <= close)
-				charge_steal(out, rq_of(prev));
+				charge_steal(out, rq);
 			out->steal_rq = 0;
 		}
 		out->switched_out = now;
@@ -415,8 +418,8 @@ int BPF_PROG(track_offcpu, bool preempt, struct task_struct *prev, struct task_s
 	if (in && in->switched_out) {
 		end_offcpu(in, now);
 		if (steal_time_from_rq) {
-			in->steal_rq = rq_of(next);
-			in->steal_mark = steal_clock(in->steal_rq);
+			in->steal_rq = rq;
+			in->steal_mark = steal_clock(rq);
 		}
 	}
 	return 0;
