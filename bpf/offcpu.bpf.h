@@ -73,10 +73,10 @@ static __always_inline void charge_steal(struct usdtprof_thread_stack *st, __u64
 	st->steal_rq = rq;
 }
 
-static __always_inline void note_rq_clock(struct task_struct *t, __u32 cpu, __u64 now)
+/* rq: this CPU's runqueue (rq_of), 0 when unknown. */
+static __always_inline void note_rq_clock(__u64 rq, __u32 cpu, __u64 now)
 {
-	struct rq *rq = t->se.cfs_rq ? t->se.cfs_rq->rq : 0;
-	__u64 clock = rq ? rq->clock : 0;
+	__u64 clock = rq ? ((struct rq *)rq)->clock : 0;
 
 	if (clock)
 		rq_clock_offset[cpu & (USDTPROF_MAX_CPUS - 1)] = (__s64)(now - clock);

@@ -27,18 +27,16 @@ char LICENSE[] SEC("license") = "GPL";
 #include "offcpu.bpf.h"
 #include "postgres.bpf.h"
 
-/* The calling thread's stack, created on its first event. */
-static __always_inline struct usdtprof_thread_stack *thread_stack(void)
+/* The calling thread's (task's) stack, created on its first event. */
+static __always_inline struct usdtprof_thread_stack *thread_stack(struct task_struct *task)
 {
-	struct usdtprof_thread_stack *st = bpf_task_storage_get(
-		&stacks, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct usdtprof_thread_stack *st = bpf_task_storage_get(&stacks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 
 	if (!st) {
 		count_anomaly(USDTPROF_ANOM_NO_STORAGE, 1);
 		return 0;
 	}
 	if (!st->tgid) {
-		struct task_struct *task = bpf_get_current_task_btf();
 		__u64 id = bpf_get_current_pid_tgid();
 		char comm[16];
 
@@ -91,6 +89,7 @@ static __always_inline struct usdtprof_thread_stack *
 begin_hit(struct pt_regs *ctx, const struct usdtprof_probe_spec **spec, __u64 *func, __u64 *now)
 {
 	struct usdtprof_thread_stack *st;
+	struct task_struct *task;
 	__u32 spec_index;
 
 	*spec = probe_spec(ctx, &spec_index);
@@ -98,13 +97,14 @@ begin_hit(struct pt_regs *ctx, const struct usdtprof_probe_spec **spec, __u64 *f
 		return 0;
 	if (per_process && !count_process_hit())
 		return 0;
-	st = thread_stack();
+	task = bpf_get_current_task_btf(); /* once: storage, missed switch, steal */
+	st = thread_stack(task);
 	if (!st)
 		return 0;
 	*func = hit_function(ctx, *spec, spec_index, st);
 	*now = bpf_ktime_get_ns();
 	if (st->switched_out)
-		place_missed_switch_in(st, bpf_get_current_task_btf(), bpf_get_smp_processor_id(), *now);
+		place_missed_switch_in(st, task, bpf_get_smp_processor_id(), *now);
 	/* Userspace sets `paused` before it reads close_ns from the clock: a hit
 	 * whose clock reads later than close_ns sees it set here, so no time
 	 * beyond the close is ever charged (a load, no helper). So for one
@@ -112,7 +112,7 @@ begin_hit(struct pt_regs *ctx, const struct usdtprof_probe_spec **spec, __u64 *f
 	if (READ_ONCE(paused) || (per_process && process_closed()))
 		return 0;
 	if (steal_time_from_rq)
-		charge_steal(st, rq_of(bpf_get_current_task_btf()));
+		charge_steal(st, rq_of(task));
 	return st;
 }
 
@@ -391,13 +391,16 @@ int BPF_PROG(track_offcpu, bool preempt, struct task_struct *prev, struct task_s
 	struct usdtprof_thread_stack *out = bpf_task_storage_get(&stacks, prev, 0, 0);
 	struct usdtprof_thread_stack *in = bpf_task_storage_get(&stacks, next, 0, 0);
 	__u32 cpu;
-	__u64 now;
+	__u64 now, rq;
 
 	if (!out && !(in && in->switched_out))
 		return 0;
 	now = bpf_ktime_get_ns(); /* one clock read serves both sides */
 	cpu = bpf_get_smp_processor_id();
-	note_rq_clock(out ? prev : next, cpu, now);
+	/* Both threads are on this CPU: one runqueue serves the clock offset
+	 * and both sides' steal. */
+	rq = rq_of(out ? prev : next);
+	note_rq_clock(rq, cpu, now);
 	if (out) {
 		/* Still marked out: the switch that brought it back was not
 		 * reported; it has been running here since its arrival. */
@@ -407,7 +410,7 @@ int BPF_PROG(track_offcpu, bool preempt, struct task_struct *prev, struct task_s
 			__u64 close = READ_ONCE(close_ns);
 
 			if (!close || now <= close)
-				charge_steal(out, rq_of(prev));
+				charge_steal(out, rq);
 			out->steal_rq = 0;
 		}
 		out->switched_out = now;
@@ -415,8 +418,8 @@ int BPF_PROG(track_offcpu, bool preempt, struct task_struct *prev, struct task_s
 	if (in && in->switched_out) {
 		end_offcpu(in, now);
 		if (steal_time_from_rq) {
-			in->steal_rq = rq_of(next);
-			in->steal_mark = steal_clock(in->steal_rq);
+			in->steal_rq = rq;
+			in->steal_mark = steal_clock(rq);
 		}
 	}
 	return 0;
