@@ -73,6 +73,11 @@ static __always_inline void charge_steal(struct usdtprof_thread_stack *st, __u64
 	st->steal_rq = rq;
 }
 
+/* The steal clock each CPU's last switch of a profiled thread read, for
+ * the check that it reads the record /proc/stat's steal comes from
+ * (USDTPROF_DEBUG prints it at the stop; the e2e case "steal clock"). */
+__u64 steal_seen[USDTPROF_MAX_CPUS];
+
 /* rq: this CPU's runqueue (rq_of), 0 when unknown. */
 static __always_inline void note_rq_clock(__u64 rq, __u32 cpu, __u64 now)
 {
@@ -80,6 +85,8 @@ static __always_inline void note_rq_clock(__u64 rq, __u32 cpu, __u64 now)
 
 	if (clock)
 		rq_clock_offset[cpu & (USDTPROF_MAX_CPUS - 1)] = (__s64)(now - clock);
+	if (steal_time_from_rq && rq)
+		steal_seen[cpu & (USDTPROF_MAX_CPUS - 1)] = steal_clock(rq);
 }
 
 /* Time away ends: charged to the innermost frame, up to the close (stop or

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <fstream>
+#include <map>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -290,6 +291,63 @@ TEST_CASE("on- and off-CPU self time: spin 1 ms then sleep 2 ms comes out 1 : 2"
 	REQUIRE(folded.status == 0);
 	size_t sp = folded.out.rfind(' ');
 	REQUIRE(std::stod(folded.out.substr(sp + 1)) == Approx(off).epsilon(0.001));
+}
+
+namespace {
+
+// /proc/stat's steal per CPU, in ns (whole USER_HZ ticks).
+std::map<uint32_t, uint64_t> proc_stat_steal()
+{
+	std::map<uint32_t, uint64_t> steal;
+	std::ifstream in("/proc/stat");
+	uint64_t tick = 1000000000 / uint64_t(sysconf(_SC_CLK_TCK));
+	for (std::string line; std::getline(in, line);) {
+		unsigned cpu;
+		unsigned long long f[8];
+		if (sscanf(line.c_str(), "cpu%u %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &f[0], &f[1], &f[2], &f[3],
+			   &f[4], &f[5], &f[6], &f[7]) == 9)
+			steal[cpu] = f[7] * tick;
+	}
+	return steal;
+}
+
+} // namespace
+
+TEST_CASE("steal clock: what the programs read is the per-CPU record /proc/stat's steal comes from", "[steal]")
+{
+	auto before = proc_stat_steal();
+	uint64_t total = 0;
+	for (auto [cpu, ns] : before)
+		total += ns;
+	// Not a guest with a steal clock (or one whose host never stole): no
+	// record to read, and usdtprof reads none.
+	auto [o, data, slack, report] = record_report({target("offcpu")}, {.env = {"env", "USDTPROF_DEBUG=1"}});
+	auto after = proc_stat_steal();
+	std::map<uint32_t, uint64_t> seen;
+	std::istringstream lines(o.err);
+	for (std::string line; std::getline(lines, line);) {
+		unsigned cpu;
+		unsigned long long ns;
+		if (sscanf(line.c_str(), "usdtprof: steal clock read on cpu %u: %llu ns", &cpu, &ns) == 2)
+			seen[cpu] = ns;
+	}
+	if (total == 0) {
+		WARN("/proc/stat shows no steal: the steal clock is not checked here");
+		REQUIRE(seen.empty());
+		return;
+	}
+	REQUIRE(!seen.empty());
+	// Read between the two /proc/stat reads: the kernel accounts the same
+	// clock at its ticks (whole 10 ms USER_HZ ticks, up to a kernel tick
+	// late), so it lies between the first read and a few ticks past the
+	// second. A wrong offset reads another field or another object.
+	uint64_t tick = 1000000000 / uint64_t(sysconf(_SC_CLK_TCK));
+	for (auto [cpu, ns] : seen) {
+		INFO("cpu " << cpu << ": read " << ns << " ns, /proc/stat " << before[cpu] << " then " << after[cpu] << " ns");
+		REQUIRE(before.count(cpu));
+		REQUIRE(ns + tick >= before[cpu]);
+		REQUIRE(ns <= after[cpu] + 5 * tick);
+	}
 }
 
 TEST_CASE("tasks: work pushed to an engine thread is attributed under the operator that created it")

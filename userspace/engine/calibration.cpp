@@ -16,8 +16,10 @@
 // (which the kernel emulates instead of single-stepping) and a 5-byte nop,
 // then a return. A kind whose target sites are plain nops is attached at the
 // first, one whose sites have the 5-byte nop at the second (kSiteNop5Offset),
-// which the kernel may optimize into a call. Arguments arrive in rdi, rsi and
-// rdx. One entry and one exit site per kind, and a pair for the batches' roots.
+// which the kernel may optimize into a call. Arguments arrive in rdi, rsi, rdx
+// and rcx (USDTPROF_MAX_IDENT_ARGS: PHP's identity has four; a register left
+// out held whatever the code before had left in it, so PHP's exits missed
+// their frames, one a batch). One entry and one exit site per kind, and a pair for the batches' roots.
 #define USDTPROF_CAL_SITE(name)                                                                   \
 	".globl " #name "\n.type " #name ", @function\n" #name ":\n\tnop\n\t.nops 5\n\tret\n" \
 	".size " #name ", .-" #name "\n"
@@ -28,8 +30,8 @@ asm(".pushsection .text\n" USDTPROF_CAL_PAIR(root) USDTPROF_CAL_PAIR(0) USDTPROF
 
 extern "C" {
 #define USDTPROF_CAL_DECL(k)                                              \
-	void usdtprof_cal_enter_##k(uint64_t, uint64_t, uint64_t); \
-	void usdtprof_cal_exit_##k(uint64_t, uint64_t, uint64_t);
+	void usdtprof_cal_enter_##k(uint64_t, uint64_t, uint64_t, uint64_t); \
+	void usdtprof_cal_exit_##k(uint64_t, uint64_t, uint64_t, uint64_t);
 USDTPROF_CAL_DECL(root)
 USDTPROF_CAL_DECL(0)
 USDTPROF_CAL_DECL(1)
@@ -45,7 +47,7 @@ namespace usdtprof {
 
 namespace {
 
-using Site = void (*)(uint64_t, uint64_t, uint64_t);
+using Site = void (*)(uint64_t, uint64_t, uint64_t, uint64_t);
 constexpr size_t kMaxKinds = 8;
 const std::array<Site, kMaxKinds> kEnterSites = {usdtprof_cal_enter_0, usdtprof_cal_enter_1, usdtprof_cal_enter_2,
 						 usdtprof_cal_enter_3, usdtprof_cal_enter_4, usdtprof_cal_enter_5,
@@ -277,12 +279,12 @@ __attribute__((noinline)) void work(long n)
 // A parent's leaves, in a frame below the parent's as in real code: an entry
 // at the parent's site from the parent's own frame would prove the parent
 // gone (the dead-frame repair of native probes).
-__attribute__((noinline)) void run_leaves(Site enter, Site exit, uint64_t a, uint64_t b, uint64_t c, long n)
+__attribute__((noinline)) void run_leaves(Site enter, Site exit, uint64_t a, uint64_t b, uint64_t c, uint64_t d, long n)
 {
 	for (int j = 0; j < kLeaves; j++) {
-		enter(a, b, c);
+		enter(a, b, c, d);
 		work(n);
-		exit(a, b, c);
+		exit(a, b, c, d);
 	}
 	asm volatile("" ::: "memory"); // not a tail call: the frame stays below the parent's
 }
@@ -293,16 +295,16 @@ __attribute__((noinline)) void run_leaves(Site enter, Site exit, uint64_t a, uin
 void run_batch(const KindPlan &p, size_t k, uint64_t root_id, long n = 0)
 {
 	Site enter = kEnterSites[k], exit = kExitSites[k];
-	uint64_t a = p.values[0], b = p.values[1], c = p.values[2];
-	usdtprof_cal_enter_root(root_id, 0, 0);
+	uint64_t a = p.values[0], b = p.values[1], c = p.values[2], d = p.values[3];
+	usdtprof_cal_enter_root(root_id, 0, 0, 0);
 	for (int i = 0; i < kParents; i++) {
-		enter(a, b, c);
+		enter(a, b, c, d);
 		work(n / 2);
-		run_leaves(enter, exit, a, b, c, n);
+		run_leaves(enter, exit, a, b, c, d, n);
 		work(n - n / 2);
-		exit(a, b, c);
+		exit(a, b, c, d);
 	}
-	usdtprof_cal_exit_root(root_id, 0, 0);
+	usdtprof_cal_exit_root(root_id, 0, 0, 0);
 }
 
 // A diagnostic (docs/benchmarks.md, "Why parents miss"): with USDTPROF_DEBUG
@@ -443,8 +445,8 @@ Result<CalibrationResult> Calibrator::finish(int min_rounds)
 	}
 	// The next exit adds the thread's path cache to the map.
 	engine_.bump_flush_epoch();
-	usdtprof_cal_enter_root(kFlushId, 0, 0);
-	usdtprof_cal_exit_root(kFlushId, 0, 0);
+	usdtprof_cal_enter_root(kFlushId, 0, 0, 0);
+	usdtprof_cal_exit_root(kFlushId, 0, 0, 0);
 
 	uint32_t self_tgid = uint32_t(getpid());
 	std::vector<PathRecord> records = engine_.read_paths();

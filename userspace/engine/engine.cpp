@@ -433,6 +433,15 @@ void Engine::forget_process(int pid)
 		forget_closed(pid);
 }
 
+std::map<uint32_t, uint64_t> Engine::steal_seen() const
+{
+	std::map<uint32_t, uint64_t> seen;
+	for (uint32_t cpu = 0; cpu < std::size(skel_->bss->steal_seen); cpu++)
+		if (uint64_t s = __atomic_load_n(&skel_->bss->steal_seen[cpu], __ATOMIC_RELAXED))
+			seen[cpu] = s;
+	return seen;
+}
+
 uint64_t Engine::exited_cpu_ns() const
 {
 	return __atomic_load_n(&skel_->bss->exited_cpu_ns, __ATOMIC_ACQUIRE);

@@ -160,6 +160,9 @@ public:
 	// Names the kernel captured for runtime probes, by (tgid, function id).
 	std::map<std::pair<uint32_t, uint64_t>, usdtprof_name> read_names() const;
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> anomalies() const;
+	// The steal clock (ns) each CPU's last switch of a profiled thread read,
+	// by CPU (0: none read); for the check against /proc/stat.
+	std::map<uint32_t, uint64_t> steal_seen() const;
 	// Custom pairs' frames that did not nest with the calls around them, by pair tag.
 	std::map<uint32_t, uint64_t> pair_mismatches() const;
 

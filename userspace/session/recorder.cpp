@@ -130,6 +130,10 @@ public:
 		if (auto r = engine().flush_open_frames(); !r)
 			throw UserError(r.error().message);
 		profile_.duration_ns = stop_ns_ - start_ns_;
+		if (getenv("USDTPROF_DEBUG"))
+			for (auto [cpu, ns] : engine().steal_seen())
+				fprintf(stderr, "usdtprof: steal clock read on cpu %u: %llu ns\n", cpu,
+					(unsigned long long)ns);
 		anomalies_ = engine().anomalies();
 		for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
 			profile_.anomalies[anomaly_name(a)] = anomalies_[a];
