@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -361,25 +362,131 @@ TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled,
 		if (e.path().extension() == ".data")
 			datas.push_back(e.path());
 	std::sort(datas.begin(), datas.end());
+	// hot stays sampled while quiet makes its calls: some interval has the
+	// calls of both (of the ~10 quiet's calls span, one in which hot's
+	// window caught calls).
 	std::string pb;
-	size_t processes = 0;
 	for (const std::string &f : datas) {
 		auto profile = usdtprof::load_profile(f);
 		REQUIRE(profile);
+		std::set<int> called;
+		for (const usdtprof::PathNode &n : profile->nodes)
+			called.insert(n.pid);
 		for (const usdtprof::ProfileProcess &proc : profile->processes)
-			if (proc.pid == p_hot && proc.sampled_fraction < 1 && profile->processes.size() > processes) {
+			if (proc.pid == p_hot && proc.sampled_fraction < 1 && called.size() == 2 && pb.empty())
 				pb = f.substr(0, f.size() - 5) + ".pb.gz";
-				processes = profile->processes.size();
-			}
 	}
 	REQUIRE(!pb.empty());
 	Output comments = run({"go", "tool", "pprof", "-comments", pb});
 	INFO(pb << ": " << comments.out << comments.err);
 	REQUIRE(comments.status == 0);
 	REQUIRE_THAT(comments.out, Catch::Matchers::Contains("sampled: probes attached for"));
-	// hot stays sampled while quiet makes its calls: some interval has both
-	// (of the ~10 quiet's calls span, one in which hot's window caught calls).
-	REQUIRE(processes == 2);
+	REQUIRE_THAT(comments.out, Catch::Matchers::Contains("sampled: pid " + std::to_string(p_hot) +
+							     " (hot) probes attached for"));
+}
+
+TEST_CASE("monitor -p A,B: every interval file has each process monitored in it with its share, calls or not: "
+	  "a sampled one whose windows caught no call, an idle one attached all the time",
+	  "[monitor][hosts]")
+{
+	std::string dir = temp_dir() + "/idle";
+	// hot: sampled (its probes cost most of its CPU), then paused between
+	// two calls: sampled and idle. nested: never signalled, idle all along.
+	Background hot({target("hot"), "--wait", "60"});
+	Background idle({target("nested"), "--wait", "20"});
+	hot.wait_for_line("ready");
+	idle.wait_for_line("ready");
+	const int p_hot = hot.pid(), p_idle = idle.pid();
+	Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(p_hot) + "," + std::to_string(p_idle), "-i",
+			"0.3", "--budget", "0.05", "-o", dir});
+	mon.wait_for_line("monitoring", true);
+	REQUIRE(kill(p_hot, SIGUSR1) == 0);
+	mon.wait_for_line("sampling pid " + std::to_string(p_hot) + " ", true);
+	REQUIRE(kill(p_hot, SIGUSR2) == 0);
+	std::string paused = hot.wait_for_line("paused at call ");
+	// A window that saw no hit doubles: hot's windows grow to the whole
+	// interval, each interval on the way sampled with no call of hot's.
+	std::string ends = mon.wait_for_line("sampling of pid " + std::to_string(p_hot) + " ", true, 60);
+	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
+	REQUIRE(mon.wait() == 0);
+	std::string log = mon.rest_of_stderr();
+	INFO(paused << ends << log);
+	REQUIRE(kill(p_hot, SIGTERM) == 0);
+	REQUIRE(hot.wait() == 0);
+	REQUIRE(kill(p_idle, SIGUSR1) == 0);
+	REQUIRE(idle.wait() == 7); // never harmed
+	REQUIRE(log.find("sampling pid " + std::to_string(p_idle) + " ") == std::string::npos);
+	uint64_t made = std::stoull(paused.substr(paused.find("paused at call ") + 15));
+	auto profiles = interval_profiles(dir);
+	REQUIRE(profiles.size() >= 3);
+	size_t hot_with_calls = 0, hot_sampled_idle = 0;
+	double smallest_idle_share = 1;
+	for (const usdtprof::Profile &p : profiles) {
+		std::map<int, double> share;
+		for (const usdtprof::ProfileProcess &proc : p.processes)
+			share[proc.pid] = proc.sampled_fraction;
+		std::set<int> called;
+		for (const usdtprof::PathNode &n : p.nodes)
+			called.insert(n.pid);
+		INFO("interval of " << p.duration_ns << " ns, sampled_fraction " << p.sampled_fraction << ": hot "
+				    << (called.count(p_hot) ? "called" : "idle") << ", share "
+				    << (share.count(p_hot) ? share[p_hot] : -1));
+		// Both monitored all the time: both in every file, calls or not.
+		REQUIRE(p.processes.size() == 2);
+		REQUIRE(share.count(p_hot) == 1);
+		REQUIRE(share.count(p_idle) == 1);
+		// The idle one: attached all the time, no call.
+		REQUIRE(share[p_idle] == 1.0);
+		REQUIRE(!called.count(p_idle));
+		// The file's own share is the smallest: hot's.
+		REQUIRE(p.sampled_fraction == share[p_hot]);
+		REQUIRE(share[p_hot] > 0);
+		if (called.count(p_hot)) {
+			hot_with_calls++;
+		} else if (share[p_hot] < 1) {
+			hot_sampled_idle++;
+			smallest_idle_share = std::min(smallest_idle_share, share[p_hot]);
+		}
+	}
+	INFO(hot_with_calls << " intervals with hot's calls, " << hot_sampled_idle
+			    << " sampled without, the smallest share of those " << smallest_idle_share);
+	REQUIRE(hot_with_calls >= 1);
+	REQUIRE(hot_sampled_idle >= 1);
+	uint64_t counted = calls_of_pid(profiles, p_hot, "work");
+	REQUIRE(counted > 0);
+	// What was measured, never scaled up (all of it when hot paused before its window closed).
+	REQUIRE(counted <= made);
+	// A reader sees the sampled, idle process: go tool pprof's comments of
+	// such an interval name hot's share.
+	std::vector<std::string> datas;
+	for (const auto &e : std::filesystem::directory_iterator(dir))
+		if (e.path().extension() == ".data")
+			datas.push_back(e.path());
+	std::sort(datas.begin(), datas.end());
+	std::string data, pb;
+	for (const std::string &f : datas) {
+		auto profile = usdtprof::load_profile(f);
+		REQUIRE(profile);
+		bool called = std::any_of(profile->nodes.begin(), profile->nodes.end(),
+					  [&](const usdtprof::PathNode &n) { return n.pid == p_hot; });
+		if (!called && profile->sampled_fraction < 1) {
+			data = f;
+			pb = f.substr(0, f.size() - 5) + ".pb.gz";
+		}
+	}
+	REQUIRE(!pb.empty());
+	// report's JSON lists both, hot with its share, no call.
+	auto json = report_json(data);
+	REQUIRE(json["processes"].size() == 2);
+	for (const auto &proc : json["processes"])
+		if (proc["pid"] == p_hot)
+			REQUIRE(proc["sampled_fraction"].get<double>() == json["sampled_fraction"].get<double>());
+		else
+			REQUIRE(!proc.contains("sampled_fraction"));
+	REQUIRE(json["paths"].empty());
+	Output comments = run({"go", "tool", "pprof", "-comments", pb});
+	INFO(pb << ": " << comments.out << comments.err);
+	REQUIRE(comments.status == 0);
 	REQUIRE_THAT(comments.out, Catch::Matchers::Contains("sampled: pid " + std::to_string(p_hot) +
 							     " (hot) probes attached for"));
 }
