@@ -519,6 +519,90 @@ TEST_CASE("monitor --all: a profiled process that execs is planned again: its ne
 	REQUIRE(labelled(profiles, pid, "nested"));
 }
 
+TEST_CASE("monitor --all: a profiled process that execs a program with probes mid-interval has its own share of "
+	  "that interval: its old program's part and its new program's from its attach, not the gap between",
+	  "[monitor][hosts]")
+{
+	std::string out = temp_dir() + "/exec-share";
+	// fork_exec (profiled, found by the scan at the start) calls main and
+	// before_exec, then execs nested, which makes 300 outer calls (10 ms of
+	// spins each, by its own clock) at once: those before its new program
+	// is attached (found from the exec event) are not counted.
+	Background p({target("fork_exec"), "--wait", "exec", target("nested"), "300"});
+	p.wait_for_line("ready");
+	const int pid = p.pid();
+	Background mon({"env", "USDTPROF_TEST_ALL_UNDER=" + std::to_string(getpid()), e2e::usdtprof(), "monitor", "--all",
+			"--runtime", "native", "-i", "2", "--budget", "1", "-d", "60", "-o", out, "--listen",
+			"127.0.0.1:0"});
+	std::string listening = mon.wait_for_line("metrics at", true);
+	std::smatch port;
+	REQUIRE(std::regex_search(listening, port, std::regex(":([0-9]+)/metrics")));
+	mon.wait_for_line("--all: profiling pid " + std::to_string(pid) + " (fork_exec)", true);
+	// The exec just after an interval began (-i 2: 1.6 s at least), so that
+	// its new program is found in the same interval.
+	httplib::Client http("127.0.0.1", std::stoi(port[1]));
+	auto intervals = [&] {
+		auto res = http.Get("/metrics");
+		REQUIRE(res);
+		REQUIRE(res->status == 200);
+		return metric(res->body, "usdtprof_intervals_total");
+	};
+	const double before = intervals();
+	double now = before;
+	for (int i = 0; i < 400 && now == before; i++) {
+		std::this_thread::sleep_for(std::chrono::milliseconds(20));
+		now = intervals();
+	}
+	REQUIRE(now > before);
+	REQUIRE(kill(pid, SIGUSR1) == 0);
+	mon.wait_for_line("--all: profiling pid " + std::to_string(pid) + " (nested)", true);
+	REQUIRE(p.wait() == 7);
+	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
+	REQUIRE(mon.wait() == 0);
+	std::string err = mon.rest_of_stderr();
+	INFO(err);
+	REQUIRE(err.find("sampling pid") == std::string::npos); // --budget 1: never sampled
+	auto profiles = interval_profiles(out);
+	const uint64_t counted = calls_of_pid(profiles, pid, "outer");
+	REQUIRE(counted > 0);
+	REQUIRE(counted <= 300);
+	REQUIRE(calls_of_pid(profiles, pid, "before_exec") == 1); // open at the exec
+	// Listed in every interval (monitored all the time); attached all of each
+	// but the exec's, which has its own share.
+	size_t exec_intervals = 0;
+	for (const usdtprof::Profile &pr : profiles) {
+		auto shares = shares_of({pr}, pid);
+		REQUIRE(shares.size() == 1);
+		const double share = shares[0];
+		if (share == 1.0)
+			continue;
+		exec_intervals++;
+		uint64_t outer = 0, old_main_ns = 0;
+		for (const usdtprof::PathNode &n : pr.nodes)
+			if (n.pid == pid) {
+				if (pr.functions[n.function] == "outer")
+					outer += n.calls - n.open;
+				if (pr.functions[n.function] == "main" && n.open) // fork_exec's, open at the exec
+					old_main_ns = std::max(old_main_ns, n.total_ns);
+			}
+		const double attached_ns = share * double(pr.duration_ns);
+		// Not counted: the new program's outer calls before its attach, in
+		// this interval's gap; each spun 10 ms.
+		const double missed = double(300 - counted);
+		INFO("exec interval of " << pr.duration_ns << " ns: share " << share << " (" << attached_ns
+					 << " ns attached), " << outer << " outer calls counted in it, " << missed
+					 << " not counted; fork_exec's main " << old_main_ns << " ns up to its exec");
+		REQUIRE(share > 0);
+		// At least the old program's main up to the exec and the new
+		// program's calls counted in it (the first one's entry may
+		// precede the moment of the attach taken, by the attach's few ms) ...
+		REQUIRE(attached_ns >= double(old_main_ns) + double(outer > 0 ? outer - 1 : 0) * 10e6);
+		// ... and not the time between the exec and the attach.
+		REQUIRE(double(pr.duration_ns) - attached_ns >= (missed > 1 ? missed - 1 : 0) * 10e6);
+	}
+	REQUIRE(exec_intervals == 1);
+}
+
 TEST_CASE("monitor --all: a process's forked children are found from their fork events, each counted exactly "
 	  "under its own pid in the intervals and on /metrics (promtool lints it clean); their pid labels go once "
 	  "they exit, as zombies not yet reaped",
