@@ -271,6 +271,8 @@ TEST_CASE("on- and off-CPU self time: spin 1 ms then sleep 2 ms comes out 1 : 2"
 	for (std::string tag, name; lines >> tag >> name;)
 		(name == "oncpu" ? lines >> measured_on : name == "offcpu" ? lines >> measured_off : lines >> tag);
 	INFO("target measured on " << measured_on << " off " << measured_off << " slack " << slack);
+	INFO("usdtprof: on " << on << " off " << off << ", the machine's steal while recording "
+			     << report["anomalies"].value("host_steal_ns", uint64_t(0)) << " ns");
 	REQUIRE(measured_on > 0);
 	REQUIRE(std::fabs(on - measured_on) <= measured_on * 0.03 + 0.5 * kMs);
 	REQUIRE(std::fabs(off - measured_off) <= measured_off * 0.03 + 0.5 * kMs);
