@@ -371,8 +371,11 @@ TEST_CASE("a target switched out across the stop: its off-CPU time ends at the s
 	  "[robustness]")
 {
 	// A busy loop shares the target's CPU, so the target is often off-CPU when recording stops.
+	// Its 10 ms calls share the CPU with the hog: enough of them to outlive
+	// five recordings' starts on a loaded machine (1,000, ~20 s, ran out once
+	// in a full suite beside other builds); killed at the end.
 	Background hog({"taskset", "-c", "0", "sh", "-c", "while :; do :; done"});
-	HeldTarget t(1000, {"taskset", "-c", "0"});
+	HeldTarget t(100000, {"taskset", "-c", "0"});
 	t.start();
 	uint64_t offcpu = 0;
 	for (int i = 0; i < 5; i++) {
