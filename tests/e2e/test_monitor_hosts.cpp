@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -371,25 +372,131 @@ TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled,
 		if (e.path().extension() == ".data")
 			datas.push_back(e.path());
 	std::sort(datas.begin(), datas.end());
+	// hot stays sampled while quiet makes its calls: some interval has the
+	// calls of both (of the ~10 quiet's calls span, one in which hot's
+	// window caught calls).
 	std::string pb;
-	size_t processes = 0;
 	for (const std::string &f : datas) {
 		auto profile = usdtprof::load_profile(f);
 		REQUIRE(profile);
+		std::set<int> called;
+		for (const usdtprof::PathNode &n : profile->nodes)
+			called.insert(n.pid);
 		for (const usdtprof::ProfileProcess &proc : profile->processes)
-			if (proc.pid == p_hot && proc.sampled_fraction < 1 && profile->processes.size() > processes) {
+			if (proc.pid == p_hot && proc.sampled_fraction < 1 && called.size() == 2 && pb.empty())
 				pb = f.substr(0, f.size() - 5) + ".pb.gz";
-				processes = profile->processes.size();
-			}
 	}
 	REQUIRE(!pb.empty());
 	Output comments = run({"go", "tool", "pprof", "-comments", pb});
 	INFO(pb << ": " << comments.out << comments.err);
 	REQUIRE(comments.status == 0);
 	REQUIRE_THAT(comments.out, Catch::Matchers::Contains("sampled: probes attached for"));
-	// hot stays sampled while quiet makes its calls: some interval has both
-	// (of the ~10 quiet's calls span, one in which hot's window caught calls).
-	REQUIRE(processes == 2);
+	REQUIRE_THAT(comments.out, Catch::Matchers::Contains("sampled: pid " + std::to_string(p_hot) +
+							     " (hot) probes attached for"));
+}
+
+TEST_CASE("monitor -p A,B: every interval file has each process monitored in it with its share, calls or not: "
+	  "a sampled one whose windows caught no call, an idle one attached all the time",
+	  "[monitor][hosts]")
+{
+	std::string dir = temp_dir() + "/idle";
+	// hot: sampled (its probes cost most of its CPU), then paused between
+	// two calls: sampled and idle. nested: never signalled, idle all along.
+	Background hot({target("hot"), "--wait", "60"});
+	Background idle({target("nested"), "--wait", "20"});
+	hot.wait_for_line("ready");
+	idle.wait_for_line("ready");
+	const int p_hot = hot.pid(), p_idle = idle.pid();
+	Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(p_hot) + "," + std::to_string(p_idle), "-i",
+			"0.3", "--budget", "0.05", "-o", dir});
+	mon.wait_for_line("monitoring", true);
+	REQUIRE(kill(p_hot, SIGUSR1) == 0);
+	mon.wait_for_line("sampling pid " + std::to_string(p_hot) + " ", true);
+	REQUIRE(kill(p_hot, SIGUSR2) == 0);
+	std::string paused = hot.wait_for_line("paused at call ");
+	// A window that saw no hit doubles: hot's windows grow to the whole
+	// interval, each interval on the way sampled with no call of hot's.
+	std::string ends = mon.wait_for_line("sampling of pid " + std::to_string(p_hot) + " ", true, 60);
+	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
+	REQUIRE(mon.wait() == 0);
+	std::string log = mon.rest_of_stderr();
+	INFO(paused << ends << log);
+	REQUIRE(kill(p_hot, SIGTERM) == 0);
+	REQUIRE(hot.wait() == 0);
+	REQUIRE(kill(p_idle, SIGUSR1) == 0);
+	REQUIRE(idle.wait() == 7); // never harmed
+	REQUIRE(log.find("sampling pid " + std::to_string(p_idle) + " ") == std::string::npos);
+	uint64_t made = std::stoull(paused.substr(paused.find("paused at call ") + 15));
+	auto profiles = interval_profiles(dir);
+	REQUIRE(profiles.size() >= 3);
+	size_t hot_with_calls = 0, hot_sampled_idle = 0;
+	double smallest_idle_share = 1;
+	for (const usdtprof::Profile &p : profiles) {
+		std::map<int, double> share;
+		for (const usdtprof::ProfileProcess &proc : p.processes)
+			share[proc.pid] = proc.sampled_fraction;
+		std::set<int> called;
+		for (const usdtprof::PathNode &n : p.nodes)
+			called.insert(n.pid);
+		INFO("interval of " << p.duration_ns << " ns, sampled_fraction " << p.sampled_fraction << ": hot "
+				    << (called.count(p_hot) ? "called" : "idle") << ", share "
+				    << (share.count(p_hot) ? share[p_hot] : -1));
+		// Both monitored all the time: both in every file, calls or not.
+		REQUIRE(p.processes.size() == 2);
+		REQUIRE(share.count(p_hot) == 1);
+		REQUIRE(share.count(p_idle) == 1);
+		// The idle one: attached all the time, no call.
+		REQUIRE(share[p_idle] == 1.0);
+		REQUIRE(!called.count(p_idle));
+		// The file's own share is the smallest: hot's.
+		REQUIRE(p.sampled_fraction == share[p_hot]);
+		REQUIRE(share[p_hot] > 0);
+		if (called.count(p_hot)) {
+			hot_with_calls++;
+		} else if (share[p_hot] < 1) {
+			hot_sampled_idle++;
+			smallest_idle_share = std::min(smallest_idle_share, share[p_hot]);
+		}
+	}
+	INFO(hot_with_calls << " intervals with hot's calls, " << hot_sampled_idle
+			    << " sampled without, the smallest share of those " << smallest_idle_share);
+	REQUIRE(hot_with_calls >= 1);
+	REQUIRE(hot_sampled_idle >= 1);
+	uint64_t counted = calls_of_pid(profiles, p_hot, "work");
+	REQUIRE(counted > 0);
+	// What was measured, never scaled up (all of it when hot paused before its window closed).
+	REQUIRE(counted <= made);
+	// A reader sees the sampled, idle process: go tool pprof's comments of
+	// such an interval name hot's share.
+	std::vector<std::string> datas;
+	for (const auto &e : std::filesystem::directory_iterator(dir))
+		if (e.path().extension() == ".data")
+			datas.push_back(e.path());
+	std::sort(datas.begin(), datas.end());
+	std::string data, pb;
+	for (const std::string &f : datas) {
+		auto profile = usdtprof::load_profile(f);
+		REQUIRE(profile);
+		bool called = std::any_of(profile->nodes.begin(), profile->nodes.end(),
+					  [&](const usdtprof::PathNode &n) { return n.pid == p_hot; });
+		if (!called && profile->sampled_fraction < 1) {
+			data = f;
+			pb = f.substr(0, f.size() - 5) + ".pb.gz";
+		}
+	}
+	REQUIRE(!pb.empty());
+	// report's JSON lists both, hot with its share, no call.
+	auto json = report_json(data);
+	REQUIRE(json["processes"].size() == 2);
+	for (const auto &proc : json["processes"])
+		if (proc["pid"] == p_hot)
+			REQUIRE(proc["sampled_fraction"].get<double>() == json["sampled_fraction"].get<double>());
+		else
+			REQUIRE(!proc.contains("sampled_fraction"));
+	REQUIRE(json["paths"].empty());
+	Output comments = run({"go", "tool", "pprof", "-comments", pb});
+	INFO(pb << ": " << comments.out << comments.err);
+	REQUIRE(comments.status == 0);
 	REQUIRE_THAT(comments.out, Catch::Matchers::Contains("sampled: pid " + std::to_string(p_hot) +
 							     " (hot) probes attached for"));
 }
@@ -419,6 +526,90 @@ TEST_CASE("monitor --all: a profiled process that execs is planned again: its ne
 	REQUIRE(calls_of_pid(profiles, pid, "inner") == 60);
 	REQUIRE(calls_of_pid(profiles, pid, "main") == 2); // each program's
 	REQUIRE(labelled(profiles, pid, "nested"));
+}
+
+TEST_CASE("monitor --all: a profiled process that execs a program with probes mid-interval has its own share of "
+	  "that interval: its old program's part and its new program's from its attach, not the gap between",
+	  "[monitor][hosts]")
+{
+	std::string out = temp_dir() + "/exec-share";
+	// fork_exec (profiled, found by the scan at the start) calls main and
+	// before_exec, then execs nested, which makes 300 outer calls (10 ms of
+	// spins each, by its own clock) at once: those before its new program
+	// is attached (found from the exec event) are not counted.
+	Background p({target("fork_exec"), "--wait", "exec", target("nested"), "300"});
+	p.wait_for_line("ready");
+	const int pid = p.pid();
+	Background mon({"env", "USDTPROF_TEST_ALL_UNDER=" + std::to_string(getpid()), e2e::usdtprof(), "monitor", "--all",
+			"--runtime", "native", "-i", "2", "--budget", "1", "-d", "60", "-o", out, "--listen",
+			"127.0.0.1:0"});
+	std::string listening = mon.wait_for_line("metrics at", true);
+	std::smatch port;
+	REQUIRE(std::regex_search(listening, port, std::regex(":([0-9]+)/metrics")));
+	mon.wait_for_line("--all: profiling pid " + std::to_string(pid) + " (fork_exec)", true);
+	// The exec just after an interval began (-i 2: 1.6 s at least), so that
+	// its new program is found in the same interval.
+	httplib::Client http("127.0.0.1", std::stoi(port[1]));
+	auto intervals = [&] {
+		auto res = http.Get("/metrics");
+		REQUIRE(res);
+		REQUIRE(res->status == 200);
+		return metric(res->body, "usdtprof_intervals_total");
+	};
+	const double before = intervals();
+	double now = before;
+	for (int i = 0; i < 400 && now == before; i++) {
+		std::this_thread::sleep_for(std::chrono::milliseconds(20));
+		now = intervals();
+	}
+	REQUIRE(now > before);
+	REQUIRE(kill(pid, SIGUSR1) == 0);
+	mon.wait_for_line("--all: profiling pid " + std::to_string(pid) + " (nested)", true);
+	REQUIRE(p.wait() == 7);
+	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
+	REQUIRE(mon.wait() == 0);
+	std::string err = mon.rest_of_stderr();
+	INFO(err);
+	REQUIRE(err.find("sampling pid") == std::string::npos); // --budget 1: never sampled
+	auto profiles = interval_profiles(out);
+	const uint64_t counted = calls_of_pid(profiles, pid, "outer");
+	REQUIRE(counted > 0);
+	REQUIRE(counted <= 300);
+	REQUIRE(calls_of_pid(profiles, pid, "before_exec") == 1); // open at the exec
+	// Listed in every interval (monitored all the time); attached all of each
+	// but the exec's, which has its own share.
+	size_t exec_intervals = 0;
+	for (const usdtprof::Profile &pr : profiles) {
+		auto shares = shares_of({pr}, pid);
+		REQUIRE(shares.size() == 1);
+		const double share = shares[0];
+		if (share == 1.0)
+			continue;
+		exec_intervals++;
+		uint64_t outer = 0, old_main_ns = 0;
+		for (const usdtprof::PathNode &n : pr.nodes)
+			if (n.pid == pid) {
+				if (pr.functions[n.function] == "outer")
+					outer += n.calls - n.open;
+				if (pr.functions[n.function] == "main" && n.open) // fork_exec's, open at the exec
+					old_main_ns = std::max(old_main_ns, n.total_ns);
+			}
+		const double attached_ns = share * double(pr.duration_ns);
+		// Not counted: the new program's outer calls before its attach, in
+		// this interval's gap; each spun 10 ms.
+		const double missed = double(300 - counted);
+		INFO("exec interval of " << pr.duration_ns << " ns: share " << share << " (" << attached_ns
+					 << " ns attached), " << outer << " outer calls counted in it, " << missed
+					 << " not counted; fork_exec's main " << old_main_ns << " ns up to its exec");
+		REQUIRE(share > 0);
+		// At least the old program's main up to the exec and the new
+		// program's calls counted in it (the first one's entry may
+		// precede the moment of the attach taken, by the attach's few ms) ...
+		REQUIRE(attached_ns >= double(old_main_ns) + double(outer > 0 ? outer - 1 : 0) * 10e6);
+		// ... and not the time between the exec and the attach.
+		REQUIRE(double(pr.duration_ns) - attached_ns >= (missed > 1 ? missed - 1 : 0) * 10e6);
+	}
+	REQUIRE(exec_intervals == 1);
 }
 
 TEST_CASE("monitor --all: a process's forked children are found from their fork events, each counted exactly "

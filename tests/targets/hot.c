@@ -1,10 +1,13 @@
 /* A hot loop of probed calls: `hot [--wait] SECONDS` calls work() for
  * SECONDS (or until SIGTERM), then prints how many calls it made. Far beyond
- * any overhead budget when every call is probed. */
+ * any overhead budget when every call is probed. SIGUSR2 pauses it between
+ * two calls (it prints "paused at call N", then makes no call, idle, until
+ * SIGTERM or the end of its SECONDS). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 #include <usdtprof/usdtprof.h>
 #include "spin.h"
 
@@ -17,12 +20,18 @@ __attribute__((noinline)) static void work(unsigned long i)
 	USDTPROF_EXIT("work");
 }
 
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop, hold;
 
 static void on_term(int sig)
 {
 	(void)sig;
 	stop = 1;
+}
+
+static void on_pause(int sig)
+{
+	(void)sig;
+	hold = 1;
 }
 
 static double now_s(void)
@@ -39,9 +48,18 @@ int main(int argc, char **argv)
 	unsigned long calls = 0;
 
 	signal(SIGTERM, on_term);
-	while (!stop && now_s() < end)
+	signal(SIGUSR2, on_pause);
+	while (!stop && now_s() < end) {
+		if (hold) {
+			printf("paused at call %lu\n", calls);
+			fflush(stdout);
+			while (!stop && now_s() < end)
+				usleep(10000);
+			break;
+		}
 		for (int i = 0; i < 1000; i++)
 			work(calls++);
+	}
 	printf("calls %lu\n", calls);
 	return 0;
 }

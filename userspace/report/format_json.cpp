@@ -355,6 +355,8 @@ void write_json(Sink &out, const Profile &profile, const CallTree &tree, const R
 					  {"container_id", &p.container_id}})
 			if (!value->empty())
 				process[key] = *value;
+		if (p.sampled_fraction < 1) // monitor -p A,B, --all: its own window's share
+			process["sampled_fraction"] = p.sampled_fraction;
 		processes.push_back(std::move(process));
 	}
 	JsonReportWriter report(out);

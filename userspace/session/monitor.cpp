@@ -259,8 +259,13 @@ private:
 	void set_duty(const Cost &cost, const char *from);
 	void end_interval(Interval &iv, bool stopping);
 	std::vector<PathRecord> read_records(std::set<uint32_t> &dead);
-	Profile interval_profile(const Interval &iv, const IntervalDelta &delta, double attached_share,
-				 size_t *names_cut);
+	// Whether pid was monitored in the interval: those seen gone before it were not.
+	bool monitored(int pid, const std::set<uint32_t> &dead) const
+	{
+		return !dead.count(uint32_t(pid)) || !gone_before_.count(uint32_t(pid));
+	}
+	Profile interval_profile(const Interval &iv, const IntervalDelta &delta, const std::set<uint32_t> &dead,
+				 double attached_share, size_t *names_cut);
 	std::vector<ProcessShare> process_shares(const Interval &iv, const std::set<uint32_t> &dead) const;
 	void publish(const Interval &iv, Profile &profile, size_t names_cut);
 
@@ -691,8 +696,8 @@ std::vector<PathRecord> MonitorSession::read_records(std::set<uint32_t> &dead)
 	return records;
 }
 
-Profile MonitorSession::interval_profile(const Interval &iv, const IntervalDelta &delta, double attached_share,
-					 size_t *names_cut)
+Profile MonitorSession::interval_profile(const Interval &iv, const IntervalDelta &delta,
+					 const std::set<uint32_t> &dead, double attached_share, size_t *names_cut)
 {
 	Profile profile;
 	profile.duration_ns = iv.finished - iv.begin;
@@ -702,8 +707,15 @@ Profile MonitorSession::interval_profile(const Interval &iv, const IntervalDelta
 	std::set<uint32_t> tgids;
 	for (const PathRecord &r : delta.records)
 		tgids.insert(r.stats.tgid);
+	// Those with calls first, then every other process monitored in the
+	// interval: one sampled whose window caught no call, or idle, is there
+	// with its share, apart from one not monitored (absent).
+	std::vector<uint32_t> described(tgids.begin(), tgids.end());
+	for (const auto &[pid, p] : processes())
+		if (!tgids.count(uint32_t(pid)) && monitored(pid, dead))
+			described.push_back(uint32_t(pid));
 	auto comms = engine().read_process_comms();
-	for (uint32_t tgid : tgids) {
+	for (uint32_t tgid : described) {
 		auto known = processes().find(int(tgid));
 		profile.processes.push_back(known != processes().end() ? known->second : describe_process(int(tgid), comms));
 		if (fair_) // each its own window; the profile's share is the smallest
@@ -734,7 +746,7 @@ std::vector<ProcessShare> MonitorSession::process_shares(const Interval &iv, con
 	if (!fair_)
 		return out;
 	for (const auto &[pid, p] : processes())
-		if (!dead.count(uint32_t(pid)) || !gone_before_.count(uint32_t(pid)))
+		if (monitored(pid, dead))
 			out.push_back({pid, p.comm, p.container_id,
 				       std::max(fair_->attached_share(pid, iv.begin, iv.finished), 1e-6)});
 	return out;
@@ -816,7 +828,7 @@ void MonitorSession::run()
 
 		IntervalDelta delta = deltas_.next(records, [&](uint32_t tgid) { return !dead.count(tgid); });
 		size_t names_cut = 0;
-		Profile profile = interval_profile(iv, delta, attached_share, &names_cut);
+		Profile profile = interval_profile(iv, delta, dead, attached_share, &names_cut);
 		health_.probe_hits += hits;
 		health_.duty_cycle = attached_share;
 		health_.process_shares = process_shares(iv, dead);
