@@ -194,6 +194,18 @@ struct {
 	__type(value, __u64);
 } closed_processes SEC(".maps");
 
+/* `usdtprof monitor --all`: when the probes of a process found after the
+ * start (a new process, or one's new program after an exec) were attached
+ * (monotonic ns, written just before the attach): a function running then
+ * is charged from there, not from start_ns (see begin_accounting). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u64);
+} process_attached SEC(".maps");
+
 /* The name of each probed thread when it exited, by tid: names set after
  * the launch (pthread_setname_np, prctl) outlive the thread for `trace`. */
 struct {

@@ -27,6 +27,34 @@ char LICENSE[] SEC("license") = "GPL";
 #include "offcpu.bpf.h"
 #include "postgres.bpf.h"
 
+/* A thread's accounting starts at its first hit (in its program: an exec
+ * starts it again). A function running then, entered before the attach, is
+ * charged from when its process's probes were attached (start_ns, or a later
+ * attach of the process's program: process_attached), never from before the
+ * thread exists or before its exec (idle_since, as flush_on_exec left it).
+ * Off-CPU time counted since the exec, before that point, is not its own:
+ * as much as that span is taken off (it may have been off-CPU all along). */
+static __always_inline void begin_accounting(struct usdtprof_thread_stack *st, struct task_struct *task)
+{
+	__u64 since = start_ns, now = bpf_ktime_get_ns(), exec = st->idle_since, before;
+	__u64 *attached = bpf_map_lookup_elem(&process_attached, &st->tgid);
+
+	if (attached && *attached > since)
+		since = *attached;
+	if (task->start_time > since)
+		since = task->start_time;
+	if (exec > since)
+		since = exec;
+	if (since > now)
+		since = now;
+	before = exec ? since - exec : 0;
+	st->unknown_offcpu = st->unknown_offcpu > before ? st->unknown_offcpu - before : 0;
+	st->unknown_self = 0;
+	if (st->switched_out && st->switched_out < since)
+		st->switched_out = since;
+	st->idle_since = since;
+}
+
 /* The calling thread's stack, created on its first event. */
 static __always_inline struct usdtprof_thread_stack *thread_stack(void)
 {
@@ -45,7 +73,7 @@ static __always_inline struct usdtprof_thread_stack *thread_stack(void)
 		st->tgid = id >> 32;
 		if (per_thread)
 			st->tid = (__u32)id;
-		st->idle_since = start_ns;
+		begin_accounting(st, task);
 		if (!bpf_map_lookup_elem(&process_comms, &st->tgid)) {
 			if (bpf_probe_read_kernel_str(comm, sizeof(comm), task->group_leader->comm) > 0)
 				bpf_map_update_elem(&process_comms, &st->tgid, comm, BPF_NOEXIST);
@@ -350,6 +378,10 @@ static __always_inline void drain_stack_at(struct usdtprof_thread_stack *st, str
 	st->overflow = 0;
 	st->sql_text = 0;
 	st->idle_since = now;
+	/* A function entered before the attach and still running is not
+	 * recorded (it has not exited): its time so far ends here too. */
+	st->unknown_self = 0;
+	st->unknown_offcpu = 0;
 	record_attach_chain(st);
 	bpf_loop(USDTPROF_PATH_CACHE, flush_slot, &c, 0);
 }
@@ -369,15 +401,24 @@ static __always_inline void flush_stack(struct usdtprof_thread_stack *st, struct
 }
 
 /* exec replaces the program: the frames of the old one end there (as open
- * activations) instead of lasting until the new program exits. Runs in the
- * execing thread, so no probe of it runs meanwhile. */
+ * activations) instead of lasting until the new program exits, and nothing
+ * of the old one's carries over: the new program's accounting starts at its
+ * first hit, as a new thread's (thread_stack), from the exec at the earliest.
+ * Runs in the execing thread, so no probe of it runs meanwhile; it is
+ * running (not switched out) and its steal mark is the old program's. */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(flush_on_exec, struct task_struct *task)
 {
 	struct usdtprof_thread_stack *st = bpf_task_storage_get(&stacks, task, 0, 0);
 
-	if (st && !st->flushed)
-		drain_stack(st, task);
+	if (!st || st->flushed)
+		return 0;
+	drain_stack(st, task);
+	st->tgid = 0;
+	st->idle_since = bpf_ktime_get_ns();
+	st->switched_out = 0;
+	st->steal_rq = 0;
+	st->steal_mark = 0;
 	return 0;
 }
 

@@ -608,6 +608,57 @@ TEST_CASE("monitor --all: a profiled process that execs a program with probes mi
 	REQUIRE(exec_intervals == 1);
 }
 
+TEST_CASE("monitor --all: a function running when a process's new program (after an exec) is attached is charged "
+	  "from that attach: none of the old program's time, no frame's self time beyond the new program's life",
+	  "[monitor][hosts]")
+{
+	std::string out = temp_dir() + "/exec-fresh";
+	// fork_exec waits for its signal with its thread's stack empty, calls
+	// main and before_exec, then execs held: main -> held, which waits in
+	// its frame for a second signal (sent once its program is attached).
+	Background p({target("fork_exec"), "--wait", "exec", target("held")});
+	p.wait_for_line("ready");
+	const int pid = p.pid();
+	Background mon({"env", "USDTPROF_TEST_ALL_UNDER=" + std::to_string(getpid()), e2e::usdtprof(), "monitor", "--all",
+			"--runtime", "native", "-i", "0.5", "--budget", "1", "-d", "60", "--offcpu", "-o", out});
+	mon.wait_for_line("--all: profiling pid " + std::to_string(pid) + " (fork_exec)", true);
+	// The old program idles a while first, longer than the new one lives:
+	// that time is nobody's in the new program.
+	std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+	REQUIRE(kill(pid, SIGUSR1) == 0);
+	p.wait_for_line("held");
+	mon.wait_for_line("--all: profiling pid " + std::to_string(pid) + " (held)", true);
+	REQUIRE(kill(pid, SIGUSR1) == 0);
+	std::string lived_line = p.wait_for_line("lived");
+	REQUIRE(p.wait() == 0);
+	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
+	REQUIRE(mon.wait() == 0);
+	std::string err = mon.rest_of_stderr();
+	INFO(err);
+	// From held's main's start to after its exit, by its own clock.
+	const uint64_t lived = std::stoull(lived_line.substr(lived_line.find(' ') + 1));
+	auto profiles = interval_profiles(out);
+	REQUIRE(calls_of_pid(profiles, pid, "before_exec") == 1); // open at the exec
+	REQUIRE(calls_of_pid(profiles, pid, "held") == 1);
+	uint64_t held_self = 0;
+	for (const usdtprof::Profile &pr : profiles)
+		for (const usdtprof::PathNode &n : pr.nodes) {
+			if (n.pid != pid)
+				continue;
+			const std::string &name = pr.functions[n.function];
+			INFO(name << ": self " << n.self_ns << " ns (" << n.self_offcpu_ns << " off-CPU), total " << n.total_ns
+				  << " ns; held lived " << lived << " ns");
+			// The old program's frames (open at its exec) and the new one's:
+			// none holds more than the new program lived.
+			REQUIRE(n.self_ns <= lived);
+			REQUIRE(n.self_offcpu_ns <= n.self_ns);
+			if (name == "held")
+				held_self += n.self_ns;
+		}
+	// held spun 1 ms after its signal, recorded (from the attach, if it was running then).
+	REQUIRE(held_self >= 1000000);
+}
+
 TEST_CASE("monitor --all: a process's forked children are found from their fork events, each counted exactly "
 	  "under its own pid in the intervals and on /metrics (promtool lints it clean); their pid labels go once "
 	  "they exit, as zombies not yet reaped",

@@ -433,6 +433,21 @@ void Engine::forget_process(int pid)
 		forget_closed(pid);
 }
 
+uint64_t Engine::note_attach(int pid)
+{
+	uint32_t tgid = uint32_t(pid);
+	uint64_t now = monotonic_now_ns();
+	// Full (65536 processes): the process is charged from its exec or the start, as before.
+	(void)bpf_map_update_elem(bpf_map__fd(skel_->maps.process_attached), &tgid, &now, BPF_ANY);
+	return now;
+}
+
+void Engine::forget_attach(int pid)
+{
+	uint32_t tgid = uint32_t(pid);
+	bpf_map_delete_elem(bpf_map__fd(skel_->maps.process_attached), &tgid);
+}
+
 uint64_t Engine::exited_cpu_ns() const
 {
 	return __atomic_load_n(&skel_->bss->exited_cpu_ns, __ATOMIC_ACQUIRE);

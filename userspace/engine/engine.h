@@ -183,6 +183,12 @@ public:
 	void detach_process_probes(int pid);
 	// Forgets a process that has gone: its probes, hits and closed window.
 	void forget_process(int pid);
+	// Called just before pid's probes are attached after the start (a
+	// process found later, or its new program after an exec): a function
+	// running then is charged from now, not from the start. Returns now.
+	uint64_t note_attach(int pid);
+	// A process that has gone: its attach time goes.
+	void forget_attach(int pid);
 
 private:
 	Engine() = default;

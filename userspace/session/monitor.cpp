@@ -414,12 +414,15 @@ void MonitorSession::discover()
 	if (more.empty())
 		return;
 	if (attached_now_) {
-		session_.attach(more, true);
-		// Each one's window opens now: its share of the interval is what is left of it.
-		uint64_t attached = mono_ns(Clock::now());
 		std::set<int> pids;
 		for (const FoundSite &f : more)
 			pids.insert(f.pid);
+		// A function of theirs running now (entered before the attach) is charged from now on.
+		for (int pid : pids)
+			engine().note_attach(pid);
+		session_.attach(more, true);
+		// Each one's window opens now: its share of the interval is what is left of it.
+		uint64_t attached = mono_ns(Clock::now());
 		if (fair_)
 			for (int pid : pids)
 				fair_->found(pid, attached);
@@ -842,6 +845,7 @@ void MonitorSession::run()
 		engine().delete_paths(delta.forget);
 		for (uint32_t tgid : dead) {
 			engine().delete_names(tgid);
+			engine().forget_attach(int(tgid));
 			if (BinaryProcesses *binary = session_.processes().binary())
 				binary->forget(int(tgid));
 			if (host_)
