@@ -540,12 +540,16 @@ TEST_CASE("monitor --all: a profiled process that execs a program with probes mi
 	Background p({target("fork_exec"), "--wait", "exec", target("nested"), "300"});
 	p.wait_for_line("ready");
 	const int pid = p.pid();
-	Background mon(monitor_all("2", out, {"--listen", "127.0.0.1:0"}));
-	const int port = metrics_port(mon);
+	Background mon({"env", "USDTPROF_TEST_ALL_UNDER=" + std::to_string(getpid()), e2e::usdtprof(), "monitor", "--all",
+			"--runtime", "native", "-i", "2", "--budget", "1", "-d", "60", "-o", out, "--listen",
+			"127.0.0.1:0"});
+	std::string listening = mon.wait_for_line("metrics at", true);
+	std::smatch port;
+	REQUIRE(std::regex_search(listening, port, std::regex(":([0-9]+)/metrics")));
 	mon.wait_for_line("--all: profiling pid " + std::to_string(pid) + " (fork_exec)", true);
 	// The exec just after an interval began (-i 2: 1.6 s at least), so that
 	// its new program is found in the same interval.
-	httplib::Client http("127.0.0.1", port);
+	httplib::Client http("127.0.0.1", std::stoi(port[1]));
 	auto intervals = [&] {
 		auto res = http.Get("/metrics");
 		REQUIRE(res);
