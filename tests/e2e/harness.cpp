@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <regex>
 #include <sstream>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -199,6 +200,17 @@ std::string temp_dir()
 	return tmpl;
 }
 
+std::string write_file(const std::string &dir, const std::string &name, const std::string &text)
+{
+	std::string path = dir + "/" + name;
+	std::ofstream out(path);
+	out << text;
+	out.close();
+	INFO(path);
+	REQUIRE(out.good());
+	return path;
+}
+
 double slack_ns(const std::string &target_stdout)
 {
 	size_t at = target_stdout.find("measured slack ");
@@ -247,11 +259,19 @@ bool host_counter(const std::string &anomaly)
 	return anomaly == "host_steal_ns";
 }
 
-void require_no_anomalies(const nlohmann::json &report)
+void require_no_anomalies(const nlohmann::json &report, const std::map<std::string, uint64_t> &at_most)
 {
-	for (const auto &[name, count] : report.at("anomalies").items()) {
+	const nlohmann::json &anomalies = report.at("anomalies");
+	for (const auto &[name, bound] : at_most) {
 		INFO(name);
-		REQUIRE((count == 0 || host_counter(name)));
+		REQUIRE(anomalies.contains(name));
+	}
+	for (const auto &[name, count] : anomalies.items()) {
+		INFO(name);
+		if (auto bound = at_most.find(name); bound != at_most.end())
+			REQUIRE(count.get<uint64_t>() <= bound->second);
+		else
+			REQUIRE((count == 0 || host_counter(name)));
 	}
 }
 
@@ -326,6 +346,15 @@ int free_port()
 	REQUIRE(getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0);
 	close(fd);
 	return ntohs(a.sin_port);
+}
+
+int metrics_port(Background &monitor)
+{
+	std::string listening = monitor.wait_for_line("metrics at", true);
+	std::smatch port;
+	INFO(listening);
+	REQUIRE(std::regex_search(listening, port, std::regex(":([0-9]+)/metrics")));
+	return std::stoi(port[1]);
 }
 
 } // namespace e2e

@@ -42,6 +42,9 @@ private:
 std::string usdtprof();                 // path of the usdtprof binary
 std::string target(const std::string &name); // path of a test target
 std::string temp_dir();                 // a fresh directory, per call
+// Text written to dir/name (a script for a test to run; fails the test if not
+// all written): the file's path.
+std::string write_file(const std::string &dir, const std::string &name, const std::string &text);
 // A /metrics text as Prometheus' own linter reads it: it prints each problem
 // it finds, so a clean text makes it say nothing (REQUIREs it).
 void require_promtool_clean(const std::string &text);
@@ -63,8 +66,10 @@ nlohmann::json parse_report(const std::string &text);
 // `usdtprof report --format json FILE` through parse_report; raw: times as measured
 // (--raw), for checks of the kernel's bookkeeping against a target's own clock.
 nlohmann::json report_json(const std::string &profile, bool raw = false);
-// Fails the test on any anomaly counter of report that is not 0.
-void require_no_anomalies(const nlohmann::json &report);
+// Fails the test on any anomaly counter of report that is not 0 (but the
+// host's, host_counter), or, for one named in at_most (which the report must
+// have), above its bound there.
+void require_no_anomalies(const nlohmann::json &report, const std::map<std::string, uint64_t> &at_most = {});
 // A counter of the machine, not of the profile: host_steal_ns (the
 // hypervisor's steal while recording), which no test controls.
 bool host_counter(const std::string &anomaly);
@@ -100,5 +105,8 @@ nlohmann::json path(const nlohmann::json &report, const std::string &stack);
 std::map<std::string, double> measured(const std::string &out);
 // A loopback TCP port nobody listens on right now (the kernel's choice).
 int free_port();
+// The port of `monitor --listen 127.0.0.1:0`'s /metrics, from its "metrics at"
+// line on stderr (waited for).
+int metrics_port(Background &monitor);
 
 } // namespace e2e

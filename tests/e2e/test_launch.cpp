@@ -294,13 +294,7 @@ TEST_CASE("follow: javadoc is profiled: its main class's frames, each function's
 	REQUIRE(report["functions"].size() > 1000);
 	// No anomaly, but exit_mismatch: the repairs of frames exceptions left through compiled code
 	// (docs/design.md), at most one per exception made.
-	for (const auto &[name, count] : report["anomalies"].items()) {
-		INFO(name);
-		if (name == "exit_mismatch")
-			REQUIRE(count.get<uint64_t>() <= exceptions);
-		else if (!host_counter(name))
-			REQUIRE(count == 0);
-	}
+	require_no_anomalies(report, {{"exit_mismatch", exceptions}});
 }
 
 // jshell runs its snippets in a JVM it starts (JDI) and waits 5 s for it to connect back. With its
@@ -310,16 +304,16 @@ TEST_CASE("follow: javadoc is profiled: its main class's frames, each function's
 TEST_CASE("follow: jshell without --execution: the snippets' JVM is recorded, exact calls of the script's methods",
 	  "[launch][runtimes][jshell]")
 {
-	std::string dir = temp_dir();
-	std::ofstream(dir + "/s.jsh") << "int leaf(int x) { return x + 1; }\n"
-					 "int twice(int x) { return leaf(leaf(x)); }\n"
-					 "void nap() throws Exception { Thread.sleep(200); }\n"
-					 "long s = 0;\n"
-					 "for (int i = 0; i < 1234; i++) s += twice(i);\n"
-					 "nap();\n"
-					 "System.out.println(\"s=\" + s);\n"
-					 "/exit\n";
-	auto r = record_followed({"jshell", dir + "/s.jsh"}, 0);
+	std::string script = write_file(temp_dir(), "s.jsh", R"(int leaf(int x) { return x + 1; }
+int twice(int x) { return leaf(leaf(x)); }
+void nap() throws Exception { Thread.sleep(200); }
+long s = 0;
+for (int i = 0; i < 1234; i++) s += twice(i);
+nap();
+System.out.println("s=" + s);
+/exit
+)");
+	auto r = record_followed({"jshell", script}, 0);
 	REQUIRE(r.output.out == "s=763229\n");
 	REQUIRE_THAT(r.output.err, Contains("(jshell): jshell's own JVM (jshell, javac, JDI) is not probed"));
 	REQUIRE_THAT(r.output.err, Contains("(java): jshell's snippets' JVM: attached once it has connected back to jshell"));

@@ -98,6 +98,18 @@ bool profiled(const std::vector<usdtprof::Profile> &profiles, int pid)
 	return false;
 }
 
+// `monitor --all` of this test's own processes only (USDTPROF_TEST_ALL_UNDER: the machine is
+// shared), native probes, budget 1, -d 60, an interval every interval_s written to out; then extra.
+std::vector<std::string> monitor_all(const std::string &interval_s, const std::string &out,
+				     const std::vector<std::string> &extra = {})
+{
+	std::vector<std::string> argv = {"env", "USDTPROF_TEST_ALL_UNDER=" + std::to_string(getpid()), e2e::usdtprof(),
+					 "monitor", "--all", "--runtime", "native", "-i", interval_s, "--budget", "1",
+					 "-d", "60", "-o", out};
+	argv.insert(argv.end(), extra.begin(), extra.end());
+	return argv;
+}
+
 } // namespace
 
 TEST_CASE("monitor --all: native and PHP processes started before and after it, each apart under its pid with "
@@ -292,9 +304,7 @@ TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled,
 	// nested's probes cost ~0.4% of its CPU (8 hits per 10 ms spun); hot's, most of its CPU.
 	Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(p_hot) + "," + std::to_string(p_quiet), "-i",
 			"0.3", "--budget", "0.05", "-o", dir, "--listen", "127.0.0.1:0"});
-	std::string listening = mon.wait_for_line("metrics at", true);
-	std::smatch port;
-	REQUIRE(std::regex_search(listening, port, std::regex(":([0-9]+)/metrics")));
+	const int port = metrics_port(mon);
 	mon.wait_for_line("monitoring", true);
 	REQUIRE(kill(p_hot, SIGUSR1) == 0);
 	// The hot one alone is sampled (its window cut as soon as its cost is seen) ...
@@ -304,7 +314,7 @@ TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled,
 	// ... and /metrics says so of it alone, once an interval it was sampled in
 	// is published: quiet (labelled from its first interval, calls or not)
 	// stays at 1, and usdtprof_duty_cycle is the smallest share.
-	httplib::Client http("127.0.0.1", std::stoi(port[1]));
+	httplib::Client http("127.0.0.1", port);
 	const std::string hot_share = "usdtprof_process_sampled_fraction{process=\"hot\",pid=\"" +
 				      std::to_string(p_hot) + "\"}";
 	const std::string quiet_share = "usdtprof_process_sampled_fraction{process=\"nested\",pid=\"" +
@@ -499,8 +509,7 @@ TEST_CASE("monitor --all: a profiled process that execs is planned again: its ne
 	Background p({target("fork_exec"), "--wait", "exec", target("nested"), "--wait", "20"});
 	p.wait_for_line("ready");
 	const int pid = p.pid();
-	Background mon({"env", "USDTPROF_TEST_ALL_UNDER=" + std::to_string(getpid()), e2e::usdtprof(), "monitor", "--all",
-			"--runtime", "native", "-i", "0.3", "--budget", "1", "-d", "60", "-o", out});
+	Background mon(monitor_all("0.3", out));
 	mon.wait_for_line("--all: profiling pid " + std::to_string(pid) + " (fork_exec)", true);
 	REQUIRE(kill(pid, SIGUSR1) == 0);
 	// Its new program is found from the exec event and attached: said as a new process is.
@@ -665,12 +674,8 @@ TEST_CASE("monitor --all: a process's forked children are found from their fork 
 	Background p({target("fork_exec"), "--wait", "zombies", "2"});
 	p.wait_for_line("ready");
 	const int parent = p.pid();
-	Background mon({"env", "USDTPROF_TEST_ALL_UNDER=" + std::to_string(getpid()), e2e::usdtprof(), "monitor", "--all",
-			"--runtime", "native", "-i", "1", "--budget", "1", "-d", "60", "-o", out, "--listen",
-			"127.0.0.1:0"});
-	std::string listening = mon.wait_for_line("metrics at", true);
-	std::smatch port;
-	REQUIRE(std::regex_search(listening, port, std::regex(":([0-9]+)/metrics")));
+	Background mon(monitor_all("1", out, {"--listen", "127.0.0.1:0"}));
+	const int port = metrics_port(mon);
 	mon.wait_for_line("--all: profiling pid " + std::to_string(parent) + " (fork_exec)", true);
 	REQUIRE(kill(parent, SIGUSR1) == 0);
 	std::vector<int> kids;
@@ -690,7 +695,7 @@ TEST_CASE("monitor --all: a process's forked children are found from their fork 
 	// /metrics: each child's calls under its own pid, in the interval that
 	// reads them; the series of a process that has gone are dropped at the
 	// next interval (-i 1: a second to see them).
-	httplib::Client http("127.0.0.1", std::stoi(port[1]));
+	httplib::Client http("127.0.0.1", port);
 	auto series = [](int pid) {
 		return "usdtprof_function_calls_total{process=\"fork_exec\",pid=\"" + std::to_string(pid) +
 		       "\",function=\"child_fn\"}";
@@ -712,21 +717,25 @@ TEST_CASE("monitor --all: a process's forked children are found from their fork 
 	INFO(body);
 	REQUIRE(seen.size() == kids.size());
 	require_promtool_clean(with_kids);
+	// Scrapes until no pid label of pids is left (20 s at most: the test fails if one stays).
+	auto until_unlabelled = [&](const std::vector<int> &pids) {
+		auto labelled_any = [&pids](const std::string &text) {
+			for (int pid : pids)
+				if (text.find("pid=\"" + std::to_string(pid) + "\"") != std::string::npos)
+					return true;
+			return false;
+		};
+		for (int i = 0; i < 200 && labelled_any(body); i++) {
+			std::this_thread::sleep_for(std::chrono::milliseconds(100));
+			auto res = http.Get("/metrics");
+			REQUIRE(res);
+			body = res->body;
+		}
+		REQUIRE(!labelled_any(body));
+	};
 	// Exited, not reaped: the children's labels go all the same (kill(pid, 0)
 	// still reaches a zombie; /proc/PID/stat says Z).
-	auto kid_label = [&](const std::string &text) {
-		for (int kid : kids)
-			if (text.find("pid=\"" + std::to_string(kid) + "\"") != std::string::npos)
-				return true;
-		return false;
-	};
-	for (int i = 0; i < 200 && kid_label(body); i++) {
-		std::this_thread::sleep_for(std::chrono::milliseconds(100));
-		auto res = http.Get("/metrics");
-		REQUIRE(res);
-		body = res->body;
-	}
-	REQUIRE(!kid_label(body));
+	until_unlabelled(kids);
 	for (int kid : kids) {
 		std::ifstream in("/proc/" + std::to_string(kid) + "/stat");
 		std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -737,19 +746,7 @@ TEST_CASE("monitor --all: a process's forked children are found from their fork 
 	REQUIRE(kill(parent, SIGUSR1) == 0);
 	REQUIRE(p.wait() == 0);
 	// All gone: no pid label of theirs stays.
-	auto any_pid = [&](const std::string &text) {
-		for (int pid : {parent, kids[0], kids[1]})
-			if (text.find("pid=\"" + std::to_string(pid) + "\"") != std::string::npos)
-				return true;
-		return false;
-	};
-	for (int i = 0; i < 200 && any_pid(body); i++) {
-		std::this_thread::sleep_for(std::chrono::milliseconds(100));
-		auto res = http.Get("/metrics");
-		REQUIRE(res);
-		body = res->body;
-	}
-	REQUIRE(!any_pid(body));
+	until_unlabelled({parent, kids[0], kids[1]});
 	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
 	REQUIRE(mon.wait() == 0);
 	std::string err = mon.rest_of_stderr();
@@ -775,14 +772,10 @@ TEST_CASE("monitor --all: a process found mid-interval has the share of it its p
 	Background idle({target("nested"), "--wait", "20"});
 	idle.wait_for_line("ready");
 	const int p_idle = idle.pid();
-	Background mon({"env", "USDTPROF_TEST_ALL_UNDER=" + std::to_string(getpid()), e2e::usdtprof(), "monitor", "--all",
-			"--runtime", "native", "-i", "2", "--budget", "1", "-d", "60", "-o", out, "--listen",
-			"127.0.0.1:0"});
-	std::string listening = mon.wait_for_line("metrics at", true);
-	std::smatch port;
-	REQUIRE(std::regex_search(listening, port, std::regex(":([0-9]+)/metrics")));
+	Background mon(monitor_all("2", out, {"--listen", "127.0.0.1:0"}));
+	const int port = metrics_port(mon);
 	mon.wait_for_line("--all: profiling pid " + std::to_string(p_idle) + " (nested)", true);
-	httplib::Client http("127.0.0.1", std::stoi(port[1]));
+	httplib::Client http("127.0.0.1", port);
 	auto scrape = [&] {
 		auto res = http.Get("/metrics");
 		REQUIRE(res);

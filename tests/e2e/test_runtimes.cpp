@@ -312,27 +312,42 @@ TEST_CASE("php: record -p accepts USE_ZEND_DTRACE=1 as the first entry of the en
 // ---------------------------------------------------------------------------------------------
 // Ruby
 
-TEST_CASE("ruby: record -- ruby switches the method probes on, exact calls per Class#method", "[runtimes]")
-{
-	// With rubygems: its startup frees RubyVM::FrozenCore's name, which the launched Ruby gets back
-	// (the repair script) before its C method probes are attached ("ruby: launched ..." below).
-	auto [o, data, slack, report] = record_report({"ruby", runtime_file("calls.rb")},
-						      {.env = {"env", "-u", "RUBYOPT"}, .options = {"--ruby-call-hook"}});
-	INFO(o.err);
-	REQUIRE(o.out == "fib=610 inc=1000 twice=42 hello=3 caught=2\n");
-	REQUIRE_THAT(o.err, Contains("RUBYOPT=-r"));
+namespace {
 
-	// Top-level defs belong to Object; a singleton (class) method is Class.method; an inherited
-	// method is named for the class that defines it.
-	const std::pair<const char *, int> expected[] = {{"Object#fib", 1973}, {"Counter#inc", 1000},
-		{"Counter#get", 1}, {"Counter#initialize", 1}, {"Util.twice", 7}, {"Base#hello", 3},
-		{"Object#thrower", 2}};
+// `record --ruby-call-hook -- COMMAND` (ruby, erb, ...) with the preset's own RUBYOPT only, not
+// the test's: record_report.
+Recorded record_ruby_hooked(const std::vector<std::string> &command)
+{
+	return record_report(command, {.env = {"env", "-u", "RUBYOPT"}, .options = {"--ruby-call-hook"}});
+}
+
+// Each function of expected has exactly its calls and no frame left open.
+void require_closed_calls(const nlohmann::json &report, const std::vector<std::pair<std::string, int>> &expected)
+{
 	for (const auto &[name, calls] : expected) {
 		INFO(name);
 		auto f = function(report, name);
 		REQUIRE(f["calls"] == calls);
 		REQUIRE(f["open"] == 0);
 	}
+}
+
+} // namespace
+
+TEST_CASE("ruby: record -- ruby switches the method probes on, exact calls per Class#method", "[runtimes]")
+{
+	// With rubygems: its startup frees RubyVM::FrozenCore's name, which the launched Ruby gets back
+	// (the repair script) before its C method probes are attached ("ruby: launched ..." below).
+	auto [o, data, slack, report] = record_ruby_hooked({"ruby", runtime_file("calls.rb")});
+	INFO(o.err);
+	REQUIRE(o.out == "fib=610 inc=1000 twice=42 hello=3 caught=2\n");
+	REQUIRE_THAT(o.err, Contains("RUBYOPT=-r"));
+
+	// Top-level defs belong to Object; a singleton (class) method is Class.method; an inherited
+	// method is named for the class that defines it.
+	require_closed_calls(report, {{"Object#fib", 1973}, {"Counter#inc", 1000}, {"Counter#get", 1},
+				      {"Counter#initialize", 1}, {"Util.twice", 7}, {"Base#hello", 3},
+				      {"Object#thrower", 2}});
 	REQUIRE(function(report, "Object#fib")["recursive"] == true);
 	// C methods (cmethod__entry/return) are frames too: Counter.new calls initialize.
 	REQUIRE(function(report, "Class#new")["calls"] > 0);
@@ -395,23 +410,22 @@ TEST_CASE("ruby: rake's class methods are Class.method, instance methods Class#m
 TEST_CASE("ruby: singleton C methods are Class.method (File.exist?) and instance ones Class#method",
 	  "[runtimes][names][ruby-cmethod]")
 {
-	std::string dir = temp_dir();
-	std::ofstream(dir + "/c.rb") << "module Util\n  def self.twice(x)\n    x * 2\n  end\nend\n"
-					"n = 0\n7.times { n += 1 if File.exist?('/') }\n5.times { 'x'.upcase }\n"
-					"3.times { n += Util.twice(1) }\n"
-					"2.times { begin; IO.read('/nonexistent/usdtprof'); rescue SystemCallError; end }\n"
-					"puts n\n";
-	auto [o, data, slack, report] =
-		record_report({"ruby", dir + "/c.rb"}, {.env = {"env", "-u", "RUBYOPT"}, .options = {"--ruby-call-hook"}});
+	std::string script = write_file(temp_dir(), "c.rb", R"(module Util
+  def self.twice(x)
+    x * 2
+  end
+end
+n = 0
+7.times { n += 1 if File.exist?('/') }
+5.times { 'x'.upcase }
+3.times { n += Util.twice(1) }
+2.times { begin; IO.read('/nonexistent/usdtprof'); rescue SystemCallError; end }
+puts n
+)");
+	auto [o, data, slack, report] = record_ruby_hooked({"ruby", script});
 	REQUIRE(o.out == "13\n");
-	const std::pair<const char *, int> expected[] = {
-		{"File.exist?", 7}, {"String#upcase", 5}, {"Util.twice", 3}, {"IO.read", 2}, {"Integer#times", 4}};
-	for (const auto &[name, calls] : expected) {
-		INFO(name);
-		auto f = function(report, name);
-		REQUIRE(f["calls"] == calls);
-		REQUIRE(f["open"] == 0);
-	}
+	require_closed_calls(report, {{"File.exist?", 7}, {"String#upcase", 5}, {"Util.twice", 3}, {"IO.read", 2},
+				      {"Integer#times", 4}});
 	for (const auto &f : report.at("functions")) {
 		std::string name = f.at("name");
 		INFO(name);
@@ -430,14 +444,13 @@ TEST_CASE("ruby: singleton C methods are Class.method (File.exist?) and instance
 TEST_CASE("ruby: erb: methods of anonymous classes are one function each, named without an address",
 	  "[runtimes][names]")
 {
-	std::string dir = temp_dir();
-	std::ofstream(dir + "/anon.erb") << "<% 4.times do\n"
-					    "  k = Class.new { def hi; 1; end; def self.mk; new; end }\n"
-					    "  s = Struct.new(:a) { def twice; a * 2; end }\n"
-					    "  m = Module.new { def self.go; 2; end }\n"
-					    "%><%= k.mk.hi + s.new(2).twice + m.go %>,<% end %>\n";
-	auto [o, data, slack, report] = record_report(
-		{"erb", dir + "/anon.erb"}, {.env = {"env", "-u", "RUBYOPT"}, .options = {"--ruby-call-hook"}});
+	std::string page = write_file(temp_dir(), "anon.erb", R"(<% 4.times do
+  k = Class.new { def hi; 1; end; def self.mk; new; end }
+  s = Struct.new(:a) { def twice; a * 2; end }
+  m = Module.new { def self.go; 2; end }
+%><%= k.mk.hi + s.new(2).twice + m.go %>,<% end %>
+)");
+	auto [o, data, slack, report] = record_ruby_hooked({"erb", page});
 	INFO(o.err);
 	REQUIRE(o.out == "7,7,7,7,\n");
 	const std::pair<const char *, int> expected[] = {{"(anonymous class)#hi", 4}, {"(anonymous class).mk", 4},

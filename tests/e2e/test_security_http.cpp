@@ -79,14 +79,12 @@ std::vector<std::string> monitor_args(const std::string &dir, std::vector<std::s
 	return argv;
 }
 
-// The port the monitor says it serves /metrics on; waits for it to start.
-int metrics_port(Background &mon)
+// The port the monitor says it serves /metrics on (metrics_port), once it has started.
+int serving_port(Background &mon)
 {
-	std::string line = mon.wait_for_line("/metrics", true);
-	size_t colon = line.rfind(':'), slash = line.rfind("/metrics");
-	REQUIRE((colon != std::string::npos && slash > colon));
+	int port = metrics_port(mon);
 	mon.wait_for_line("monitoring", true);
-	return std::stoi(line.substr(colon + 1, slash - colon - 1));
+	return port;
 }
 
 // The monitor still profiles: a new process of the binary, run by the
@@ -115,7 +113,7 @@ TEST_CASE("security: endless headers and an endless POST body to /metrics leave 
 {
 	std::string dir = scratch_dir() + "/out";
 	Background mon(monitor_args(dir));
-	int port = metrics_port(mon);
+	int port = serving_port(mon);
 	auto res = scrape(port);
 	REQUIRE(res);
 	REQUIRE(res->status == 200);
@@ -139,7 +137,7 @@ TEST_CASE("security: slow /metrics clients do not stall a scrape", "[security-ht
 {
 	std::string dir = scratch_dir() + "/out";
 	Background mon(monitor_args(dir));
-	int port = metrics_port(mon);
+	int port = serving_port(mon);
 	// More trickling connections than the server's cap (64): before the fix
 	// two of them held both worker threads and every scrape waited.
 	Background slow(as_nobody({target("http_attack"), "slow", std::to_string(port), "200", "8"}));
@@ -169,7 +167,7 @@ TEST_CASE("security: idle /metrics connections past the descriptor limit: the mo
 	for (const std::string &a : monitor_args(dir))
 		argv.push_back(a);
 	Background mon(argv);
-	int port = metrics_port(mon);
+	int port = serving_port(mon);
 	Background idle(as_nobody({target("http_attack"), "idle", std::to_string(port), "1000", "8"}));
 	std::string ready = idle.wait_for_line("ready");
 	INFO(ready);
@@ -188,7 +186,7 @@ TEST_CASE("security: a push endpoint answering an endless chunked body leaves th
 	endpoint.wait_for_line("listening");
 	std::string dir = scratch_dir() + "/out";
 	Background mon(monitor_args(dir, {"--push", "http://127.0.0.1:" + push_port}));
-	metrics_port(mon);
+	serving_port(mon);
 	endpoint.wait_for_line("request 1");
 	long before = status_kb(mon.pid(), "VmHWM");
 	// Each push reads 1 KiB of the body and hangs up; the next interval's
