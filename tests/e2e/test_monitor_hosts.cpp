@@ -578,10 +578,17 @@ TEST_CASE("monitor --all: a profiled process that execs a program with probes mi
 	REQUIRE(calls_of_pid(profiles, pid, "before_exec") == 1); // open at the exec
 	// Listed in every interval (monitored all the time); attached all of each
 	// but the exec's, which has its own share.
+	// nested exits before the monitor's stop: an interval that begins after
+	// its exit (at most the last: the test stops the monitor then) no longer
+	// lists it, as a process gone.
 	size_t exec_intervals = 0;
 	for (const usdtprof::Profile &pr : profiles) {
 		auto shares = shares_of({pr}, pid);
-		REQUIRE(shares.size() == 1);
+		REQUIRE(shares.size() <= 1);
+		if (shares.empty()) {
+			REQUIRE(&pr == &profiles.back());
+			continue;
+		}
 		const double share = shares[0];
 		if (share == 1.0)
 			continue;
