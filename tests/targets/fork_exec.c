@@ -38,12 +38,8 @@ static void child(sigset_t *unblocked)
 
 static void fork_children(int n, int hold_zombies)
 {
-	sigset_t mask, old;
-	signal(SIGUSR1, on_go);
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &mask, &old);
-	sigdelset(&old, SIGUSR1);
+	sigset_t old;
+	block_go_signal(&old);
 	for (int i = 0; i < n; i++)
 		if (fork() == 0)
 			child(&old);

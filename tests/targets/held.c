@@ -9,12 +9,8 @@
 int main(void)
 {
 	long long start = now_ns();
-	sigset_t mask, old;
-	signal(SIGUSR1, on_go);
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &mask, &old);
-	sigdelset(&old, SIGUSR1);
+	sigset_t old;
+	block_go_signal(&old);
 	USDTPROF_ENTER("main");
 	USDTPROF_ENTER("held");
 	printf("held %d\n", (int)getpid());

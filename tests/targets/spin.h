@@ -56,18 +56,27 @@ static inline void print_slack(void)
 static volatile sig_atomic_t go_signal;
 static void on_go(int sig) { (void)sig; go_signal = 1; }
 
+/* Catches SIGUSR1 (go_signal) and blocks it until a sigsuspend(old): old is
+ * the mask before, with SIGUSR1 let through. */
+static inline void block_go_signal(sigset_t *old)
+{
+	sigset_t mask;
+	signal(SIGUSR1, on_go);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &mask, old);
+	sigdelset(old, SIGUSR1);
+}
+
 /* With --wait as argv[1]: print "ready <pid>", wait for SIGUSR1, then print
  * "go <ns>", when the work starts on the clock tests read (CLOCK_MONOTONIC).
  * Returns the index of the first remaining argument. */
 static inline int hold_if_asked(int argc, char **argv)
 {
-	sigset_t mask, old;
+	sigset_t old;
 	if (argc < 2 || strcmp(argv[1], "--wait") != 0)
 		return 1;
-	signal(SIGUSR1, on_go);
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &mask, &old);
+	block_go_signal(&old);
 	printf("ready %d\n", (int)getpid());
 	fflush(stdout);
 	while (!go_signal)
