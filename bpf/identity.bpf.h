@@ -180,6 +180,7 @@ struct derived_hit {
 	__u64 line;
 	__u64 caller;
 	__u64 func_qualname; /* 0 unless the function's name object is not the code's */
+	__u64 made_up;       /* made_up_name_hash's, for a spec that reads a function object */
 };
 
 /* The object's pointer (and, where the spec reads one, the function object
@@ -247,6 +248,39 @@ static __always_inline __u64 caller_function(const struct usdtprof_probe_spec *s
 	return func < 16 ? 0 : func;
 }
 
+/* Code of a made-up file ("<string>", not "<frozen ...>": exec()'d or
+ * eval()'d text) is made and freed as the program runs, and the allocator
+ * gives a new code object, function and name the addresses of the ones
+ * freed last: `exec(f"def f{i}(): ...")` in a loop gave f7 the id of f3,
+ * every pointer hashed being the same. Such code is keyed by its name's
+ * text too (the one captured: the function's where it was renamed), up to
+ * 48 bytes; 0 for other code, or a name not in the inline form. file: the
+ * probe's file argument. */
+static __noinline __u64 made_up_name_hash(const struct usdtprof_probe_spec *spec, const struct derived_hit *derived,
+					  __u64 file)
+{
+	const struct usdtprof_derived *d = &spec->derived;
+	__u64 name = derived->func_qualname ?: derived->value, h = 0, *w;
+	__u32 zero = 0;
+	struct scratch *s;
+	char f[8];
+	int i;
+
+	if (!name || bpf_probe_read_user(f, sizeof(f), (void *)file) || f[0] != '<' ||
+	    (f[1] == 'f' && f[2] == 'r' && f[3] == 'o' && f[4] == 'z' && f[5] == 'e' && f[6] == 'n' && f[7] == ' '))
+		return 0;
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	/* The string's state byte and, 16 bytes on, its text (CPython's compact ASCII). */
+	if (!s || d->text - d->flags != 16 ||
+	    bpf_probe_read_user(s->window, 64, (void *)(name + d->flags)) ||
+	    (s->window[0] & d->flag_mask) != d->flag_mask)
+		return 0;
+	w = (__u64 *)(s->window + 16);
+	for (i = 0; i < 6; i++)
+		h = path_hash(h, w[i]);
+	return h ?: 1;
+}
+
 static __noinline void derived_value(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
 				     const struct usdtprof_thread_stack *st, struct derived_hit *hit)
 {
@@ -260,15 +294,24 @@ static __noinline void derived_value(struct pt_regs *ctx, const struct usdtprof_
 	hit->line = 0;
 	hit->caller = 0;
 	hit->func_qualname = 0;
+	hit->made_up = 0;
 	if (!d->used)
 		return;
 	if (d->kind == USDTPROF_DERIVED_OWNER) {
 		hit->value = owner_verdict(ctx, spec);
 		return;
 	}
+	if (d->func_qualname) {
+		/* Read by known_code, into the thread's slot for the code. */
+		if (st->code_slot >= USDTPROF_CODE_CACHE)
+			return;
+		object = st->code_ids[st->code_slot].code;
+		func = st->code_ids[st->code_slot].func;
+	} else if (derived_object(ctx, d, &object, &func)) {
+		return;
+	}
 	s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s || derived_object(ctx, d, &object, &func) ||
-	    bpf_probe_read_user(s->window, sizeof(s->window), (void *)(object + d->window)))
+	if (!s || !object || bpf_probe_read_user(s->window, sizeof(s->window), (void *)(object + d->window)))
 		return;
 	if (window_u64(s->window, d->proof, d->window) + d->text !=
 	    read_arg_slow(ctx, &spec->args[d->proof_arg & (USDTPROF_MAX_IDENT_ARGS - 1)]))
@@ -280,6 +323,9 @@ static __noinline void derived_value(struct pt_regs *ctx, const struct usdtprof_
 	hit->line = line > 0 ? line : 0;
 	if (d->code_flags && !(window_u32(s->window, d->code_flags, d->window) & d->function_flags))
 		hit->caller = caller_function(spec, st);
+	/* Last: it reads into the scratch window too. */
+	if (d->func_qualname)
+		hit->made_up = made_up_name_hash(spec, hit, read_arg_slow(ctx, &spec->args[0]));
 }
 
 /* The derived string object's text, when it keeps its text inline. */
@@ -461,6 +507,38 @@ static __always_inline __u64 sql_statement(struct pt_regs *ctx, const struct usd
 }
 
 /* The function id of a runtime probe's hit, its name captured on first sight. */
+/* A spec that reads a function object (CPython's): the frame's code and
+ * function objects, read once here into the thread's slot for the code
+ * (st->code_slot, where derived_value takes them). The slot's id is the
+ * code's when it held this code, run by this function object, with this
+ * name argument (an interned string, alive with the code): then nothing
+ * more is read or hashed. Otherwise the slot is claimed for it, its id 0
+ * until runtime_function knows it. The id, 0 for none. */
+static __noinline __u64 known_code(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
+				   struct usdtprof_thread_stack *st)
+{
+	const struct usdtprof_derived *d = &spec->derived;
+	struct usdtprof_code_id *slot;
+	__u64 name, object = 0, func = 0;
+	__u32 i;
+
+	st->code_slot = USDTPROF_CODE_CACHE; /* none */
+	if (!d->used || d->kind != USDTPROF_DERIVED_STRING || !d->func_qualname ||
+	    derived_object(ctx, d, &object, &func) || !object)
+		return 0;
+	name = read_arg_slow(ctx, &spec->args[d->proof_arg & (USDTPROF_MAX_IDENT_ARGS - 1)]);
+	i = ((object >> 4) ^ (object >> 12)) & (USDTPROF_CODE_CACHE - 1);
+	slot = &st->code_ids[i];
+	st->code_slot = i;
+	if (slot->code == object && slot->func == func && slot->name == name)
+		return slot->id;
+	slot->code = object;
+	slot->func = func;
+	slot->name = name;
+	slot->id = 0;
+	return 0;
+}
+
 static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
 					 __u32 spec_index, struct usdtprof_thread_stack *st)
 {
@@ -477,6 +555,9 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 	} else if ((spec->content_mask & USDTPROF_CONTENT_CACHED) && !spec->derived.used) {
 		h = cached_ident_args(ctx, spec);
 	} else {
+		h = known_code(ctx, spec, st);
+		if (h)
+			return h;
 		h = hash_ident_args(ctx, spec);
 		derived_value(ctx, spec, st, &derived);
 		if (derived.value)
@@ -493,6 +574,8 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 		 * renamed: one code name ("<lambda>") for each class's. */
 		if (derived.func_qualname)
 			h = path_hash(h, derived.func_qualname);
+		if (derived.made_up)
+			h = path_hash(h, derived.made_up);
 	}
 	/* Ids below 16 are the synthetic frames'. */
 	if (h < 16)
@@ -504,6 +587,12 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 	seen = &st->named[h & (USDTPROF_NAMED_CACHE - 1)];
 	if (*seen != h && capture_name(ctx, spec, spec_index, h, &derived))
 		*seen = h;
+	/* Keyed by the code alone: not code keyed by its caller, nor a hit
+	 * whose code did not prove, nor a made-up file's (its addresses are
+	 * reused by other code). */
+	if (*seen == h && derived.value && !derived.caller && !derived.made_up &&
+	    st->code_slot < USDTPROF_CODE_CACHE)
+		st->code_ids[st->code_slot].id = h;
 	return h;
 }
 

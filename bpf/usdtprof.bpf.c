@@ -419,6 +419,9 @@ int BPF_PROG(flush_on_exec, struct task_struct *task)
 	st->switched_out = 0;
 	st->steal_rq = 0;
 	st->steal_mark = 0;
+	/* The new program's code objects may take the old one's addresses. */
+	for (int i = 0; i < USDTPROF_CODE_CACHE; i++)
+		st->code_ids[i].code = 0;
 	return 0;
 }
 

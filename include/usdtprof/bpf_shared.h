@@ -13,6 +13,7 @@
 #define USDTPROF_PATH_CACHE 64
 /* Runtime function ids whose names a thread found captured (direct-mapped). */
 #define USDTPROF_NAMED_CACHE 64
+#define USDTPROF_CODE_CACHE 32 /* a power of two */
 /* Upper bound of the probe_specs array (one entry per attached probe kind). */
 #define USDTPROF_MAX_SPECS 256
 
@@ -333,6 +334,10 @@ struct usdtprof_attach_frame {
 	__u64 offcpu; /* the part of self spent switched out */
 };
 
+struct usdtprof_code_id {
+	__u64 code, func, name, id;
+};
+
 struct usdtprof_thread_stack {
 	__u32 depth;    /* frames in use */
 	__u32 overflow; /* calls entered beyond USDTPROF_MAX_DEPTH, not yet exited */
@@ -363,6 +368,12 @@ struct usdtprof_thread_stack {
 	/* Function ids this thread found in `names` (slot: the id's low bits), so
 	 * that a known function's hit skips the map's lookup; 0 is no id. */
 	__u64 named[USDTPROF_NAMED_CACHE];
+	/* A derived identity read through a frame (CPython's): the id of a code
+	 * object run by a function object, with the probe's name argument, once
+	 * its name is kept (slot: the code's address bits); code 0 is none. */
+	struct usdtprof_code_id code_ids[USDTPROF_CODE_CACHE];
+	__u32 code_slot; /* this hit's slot (known_code); USDTPROF_CODE_CACHE: none */
+	__u32 pad_code;
 };
 
 /* record --per-thread: the parent id of a thread's roots, an id no path has

@@ -1180,7 +1180,8 @@ TEST_CASE("python3.11: nested exec()'d code is apart by its caller, none recursi
 // "<lambda>"; they rename the function objects (Inner.__init__, P.__new__). Before, one row for all,
 // and a dataclass built in another's __post_init__ read as recursion. The function object's name
 // keeps them apart. The calibration reads such a derived identity as the target's hits do (it read
-// objects that were not there, and over-compensated small functions to 0).
+// objects that were not there, and over-compensated small functions to 0). Code objects freed and
+// made again (exec() in a loop) keep their own names.
 TEST_CASE("python3.11: dataclass and namedtuple methods made from text are apart by their class, none recursive",
 	  "[runtimes][names]")
 {
@@ -1204,7 +1205,13 @@ TEST_CASE("python3.11: dataclass and namedtuple methods made from text are apart
 					"        P(i, i)\n"
 					"        Q(i, i)\n"
 					"    print(Outer(7).inner.x, Q(1, 2).d)\n"
-					"main()\n");
+					"def fresh():\n"
+					"    for i in range(200):\n"
+					"        ns = {}\n"
+					"        exec(f'def f{i}(): return {i}', ns)\n"
+					"        ns[f'f{i}']()\n"
+					"main()\n"
+					"fresh()\n");
 	auto [o, data, slack, report] = record_report({kPython311, script});
 	INFO(o.err);
 	REQUIRE(o.out == "7 2\n");
@@ -1220,6 +1227,12 @@ TEST_CASE("python3.11: dataclass and namedtuple methods made from text are apart
 			     "<string>:Inner.__init__")["calls"] == 501);
 	for (const auto &f : report["functions"])
 		REQUIRE(f["name"].get<std::string>().find("__create_fn__.<locals>") == std::string::npos);
+	// Each exec() makes a code object, a function and a name where the last ones were freed: a
+	// thread's ids remembered by code object (and function, and name) never give one the other's.
+	for (int i = 0; i < 200; i++) {
+		INFO(i);
+		REQUIRE(path(report, "dc.py:<module>;dc.py:fresh;<string>:f" + std::to_string(i))["calls"] == 1);
+	}
 	bool derived_kind = false;
 	for (const auto &k : report["calibration"]["kinds"])
 		derived_kind |= k["kind"].get<std::string>().starts_with("value derived");
