@@ -179,7 +179,38 @@ struct derived_hit {
 	__u64 value;
 	__u64 line;
 	__u64 caller;
+	__u64 func_qualname; /* 0 unless the function's name object is not the code's */
 };
+
+/* The object's pointer (and, where the spec reads one, the function object
+ * running it) from the base: one read either way. */
+static __always_inline int derived_object(struct pt_regs *ctx, const struct usdtprof_derived *d, __u64 *object,
+					  __u64 *func)
+{
+	__u64 base = reg_value(ctx, d->reg), words[8] = {}; /* 48 bytes read, a power of two to index */
+	__u32 at = (__u32)(d->object - d->func) / 8;
+
+	*func = 0;
+	if (!d->func_qualname)
+		return bpf_probe_read_user(object, sizeof(*object), (void *)(base + d->object));
+	if (bpf_probe_read_user(words, 6 * sizeof(words[0]), (void *)(base + d->func)))
+		return -1;
+	*object = words[at & 7];
+	*func = words[0];
+	return 0;
+}
+
+/* The function object's qualified name when it is not the code's own (the
+ * code's qualname at `code_qualname`) and the function runs that code. */
+static __always_inline __u64 renamed_qualname(const struct usdtprof_derived *d, __u64 func, __u64 object,
+					      __u64 code_qualname)
+{
+	__u64 named[2]; /* func_qualname, then func_code */
+
+	if (!func || bpf_probe_read_user(named, sizeof(named), (void *)(func + d->func_qualname)))
+		return 0;
+	return named[1] == object && named[0] != code_qualname ? named[0] : 0;
+}
 
 /* A field of the derived object's window, at off bytes into the object; 0
  * when it is not within the window. */
@@ -222,12 +253,13 @@ static __noinline void derived_value(struct pt_regs *ctx, const struct usdtprof_
 	const struct usdtprof_derived *d = &spec->derived;
 	__u32 zero = 0;
 	struct scratch *s;
-	__u64 object;
+	__u64 object, func;
 	__s32 line = 0;
 
 	hit->value = 0;
 	hit->line = 0;
 	hit->caller = 0;
+	hit->func_qualname = 0;
 	if (!d->used)
 		return;
 	if (d->kind == USDTPROF_DERIVED_OWNER) {
@@ -235,13 +267,14 @@ static __noinline void derived_value(struct pt_regs *ctx, const struct usdtprof_
 		return;
 	}
 	s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s || bpf_probe_read_user(&object, sizeof(object), (void *)(reg_value(ctx, d->reg) + d->object)) ||
+	if (!s || derived_object(ctx, d, &object, &func) ||
 	    bpf_probe_read_user(s->window, sizeof(s->window), (void *)(object + d->window)))
 		return;
 	if (window_u64(s->window, d->proof, d->window) + d->text !=
 	    read_arg_slow(ctx, &spec->args[d->proof_arg & (USDTPROF_MAX_IDENT_ARGS - 1)]))
 		return;
 	hit->value = window_u64(s->window, d->value, d->window);
+	hit->func_qualname = renamed_qualname(d, func, object, hit->value);
 	if (d->first_line)
 		line = (__s32)window_u32(s->window, d->first_line, d->window);
 	hit->line = line > 0 ? line : 0;
@@ -260,6 +293,16 @@ static __always_inline void capture_derived(const struct usdtprof_derived *d, __
 	bpf_probe_read_user_str(text, USDTPROF_NAME_LEN, (void *)(derived + d->text));
 }
 
+/* Whether the name's first part, a file, is one made up for exec()'d or
+ * eval()'d text ("<string>", "<timeit-src>"), not a frozen module's. */
+static __always_inline bool made_up_file(const struct usdtprof_name *n)
+{
+	const char *f = n->text[0];
+
+	return f[0] == '<' && !(f[1] == 'f' && f[2] == 'r' && f[3] == 'o' && f[4] == 'z' && f[5] == 'e' &&
+				f[6] == 'n' && f[7] == ' ');
+}
+
 static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
 					 const struct usdtprof_name_part *part, const struct derived_hit *derived,
 					 struct usdtprof_name *n, int i)
@@ -272,7 +315,9 @@ static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtp
 	if (part->type == USDTPROF_PART_NONE)
 		return;
 	if (part->type == USDTPROF_PART_DERIVED) {
-		capture_derived(&spec->derived, derived->value, n->text[i]);
+		capture_derived(&spec->derived,
+				derived->func_qualname && made_up_file(n) ? derived->func_qualname : derived->value,
+				n->text[i]);
 		n->num[i] = derived->line;
 		return;
 	}
@@ -444,6 +489,10 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 		 * line ("<string>:<module>", 1), apart by the caller. */
 		if (derived.caller)
 			h = path_hash(h, derived.caller);
+		/* Methods that exec()'d text made and dataclasses or namedtuple
+		 * renamed: one code name ("<lambda>") for each class's. */
+		if (derived.func_qualname)
+			h = path_hash(h, derived.func_qualname);
 	}
 	/* Ids below 16 are the synthetic frames'. */
 	if (h < 16)

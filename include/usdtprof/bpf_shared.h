@@ -205,7 +205,17 @@ struct usdtprof_derived {
 	__s32 window;
 	__s32 code_flags;
 	__u32 function_flags;
-	__u32 pad2;
+	/* USDTPROF_DERIVED_STRING: the function object running the code (CPython:
+	 * the frame's f_func, `func` bytes into the base, which must lie within
+	 * 40 bytes before the object's pointer), whose qualified name object is
+	 * `func_qualname` bytes in, its code object's pointer 8 bytes after it
+	 * (the proof: the frame's code). Where that name is another object than
+	 * the code's (set after the code was made: dataclasses' and namedtuple's
+	 * exec()'d methods, all "__create_fn__.<locals>.__init__" or "<lambda>"
+	 * in file "<string>"), it is hashed into the function id, and captured
+	 * instead of the code's for a file named like "<string>". 0: not read. */
+	__s32 func;
+	__s32 func_qualname;
 };
 
 struct usdtprof_name_part {

@@ -1175,6 +1175,57 @@ TEST_CASE("python3.11: nested exec()'d code is apart by its caller, none recursi
 	}
 }
 
+// dataclasses and namedtuple make each class's methods by exec()/eval() of text: every dataclass's
+// __init__ is code "<string>:__create_fn__.<locals>.__init__" and every namedtuple's __new__ is a
+// "<lambda>"; they rename the function objects (Inner.__init__, P.__new__). Before, one row for all,
+// and a dataclass built in another's __post_init__ read as recursion. The function object's name
+// keeps them apart. The calibration reads such a derived identity as the target's hits do (it read
+// objects that were not there, and over-compensated small functions to 0).
+TEST_CASE("python3.11: dataclass and namedtuple methods made from text are apart by their class, none recursive",
+	  "[runtimes][names]")
+{
+	std::string script = write_file(temp_dir(), "dc.py",
+					"import collections\n"
+					"from dataclasses import dataclass\n"
+					"@dataclass\n"
+					"class Inner:\n"
+					"    x: int\n"
+					"@dataclass\n"
+					"class Outer:\n"
+					"    y: int\n"
+					"    def __post_init__(self):\n"
+					"        self.inner = Inner(self.y)\n"
+					"P = collections.namedtuple('P', 'a b')\n"
+					"Q = collections.namedtuple('Q', 'c d')\n"
+					"def main():\n"
+					"    for i in range(500):\n"
+					"        Outer(i)\n"
+					"    for i in range(300):\n"
+					"        P(i, i)\n"
+					"        Q(i, i)\n"
+					"    print(Outer(7).inner.x, Q(1, 2).d)\n"
+					"main()\n");
+	auto [o, data, slack, report] = record_report({kPython311, script});
+	INFO(o.err);
+	REQUIRE(o.out == "7 2\n");
+	require_no_anomalies(report);
+	for (auto [name, calls] : std::vector<std::pair<std::string, int>>{
+		     {"<string>:Inner.__init__", 501}, {"<string>:Outer.__init__", 501}, {"<string>:P.__new__", 300},
+		     {"<string>:Q.__new__", 301}}) {
+		INFO(name);
+		REQUIRE(function(report, name)["calls"] == calls);
+		REQUIRE(function(report, name)["recursive"] == false);
+	}
+	REQUIRE(path(report, "dc.py:<module>;dc.py:main;<string>:Outer.__init__;dc.py:Outer.__post_init__;"
+			     "<string>:Inner.__init__")["calls"] == 501);
+	for (const auto &f : report["functions"])
+		REQUIRE(f["name"].get<std::string>().find("__create_fn__.<locals>") == std::string::npos);
+	bool derived_kind = false;
+	for (const auto &k : report["calibration"]["kinds"])
+		derived_kind |= k["kind"].get<std::string>().starts_with("value derived");
+	REQUIRE(derived_kind);
+}
+
 // python:gc__start(generation) / gc__done(objects collected): the exit's argument is no identity.
 // Before, the exit was named by its own arg0 (here 100 or more), never matched its frame, and every
 // later call nested under an open gc__start(2).

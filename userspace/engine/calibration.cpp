@@ -1,4 +1,5 @@
 #include "engine/calibration.h"
+#include "engine/derived_objects.h"
 
 #include <algorithm>
 #include <array>
@@ -78,6 +79,7 @@ constexpr uint64_t kFlushId = 0x200000;
 struct Signature {
 	uint32_t ident, nargs, content_mask, nop5_site;
 	std::array<uint32_t, USDTPROF_MAX_IDENT_ARGS> arg_kinds;
+	uint32_t derived; // 0, or 1 + its usdtprof_derived_kind
 	bool operator==(const Signature &) const = default;
 };
 
@@ -91,7 +93,7 @@ uint32_t identity_args(const usdtprof_probe_spec &s)
 
 Signature signature_of(const usdtprof_probe_spec &s)
 {
-	Signature sig{s.ident, s.nargs, s.content_mask, s.nop5_site, {}};
+	Signature sig{s.ident, s.nargs, s.content_mask, s.nop5_site, {}, s.derived.used ? 1 + s.derived.kind : 0};
 	for (uint32_t i = 0; i < identity_args(s); i++)
 		sig.arg_kinds[i] = s.args[i].kind;
 	return sig;
@@ -112,7 +114,7 @@ std::string ident_name(const Signature &sig)
 
 std::string kind_name(const Signature &sig)
 {
-	return ident_name(sig) + (sig.nop5_site ? " nop5" : "");
+	return ident_name(sig) + (sig.derived ? " derived" : "") + (sig.nop5_site ? " nop5" : "");
 }
 
 // Strings a content or SQL identity reads: as long as typical names and
@@ -137,7 +139,23 @@ struct KindPlan {
 	usdtprof_probe_spec entry{}, exit{};
 	std::array<uint64_t, USDTPROF_MAX_IDENT_ARGS> values{};
 	std::array<uint64_t, USDTPROF_MAX_IDENT_ARGS> cells{}; // what REG_DEREF arguments point to
+	DerivedObjects derived; // what a derived identity reads
 };
+
+// A derived string identity (CPython's) reads objects through a register the
+// calibration site does not set: it reads them through the first argument
+// register the identity leaves free (derived_objects.h).
+void plan_derived(usdtprof_probe_spec &s, KindPlan &plan)
+{
+	const usdtprof_derived &d = s.derived;
+	uint32_t free = identity_args(s);
+	if (!d.used || d.kind != USDTPROF_DERIVED_STRING || free >= USDTPROF_MAX_IDENT_ARGS ||
+	    d.proof_arg >= free || s.args[d.proof_arg].kind == USDTPROF_ARG_CONST)
+		return;
+	uint64_t proved = s.args[d.proof_arg].kind == USDTPROF_ARG_REG ? plan.values[d.proof_arg] : plan.cells[d.proof_arg];
+	s.derived.reg = kArgRegs[free];
+	plan.values[free] = place_derived_objects(d, proved, plan.derived);
+}
 
 usdtprof_probe_spec rewrite(usdtprof_probe_spec s, usdtprof_role role, KindPlan &plan)
 {
@@ -161,6 +179,7 @@ usdtprof_probe_spec rewrite(usdtprof_probe_spec s, usdtprof_role role, KindPlan 
 			plan.values[i] = reinterpret_cast<uintptr_t>(&plan.cells[i]);
 		}
 	}
+	plan_derived(s, plan);
 	// Names are captured once per function: their parts need not be real.
 	for (usdtprof_name_part &p : s.parts) {
 		p.arg = {0, USDTPROF_ARG_CONST, 0, 8, 0};

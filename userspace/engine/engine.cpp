@@ -102,6 +102,35 @@ Result<UniqueFd> attach_uprobe_multi(int prog_fd, int pid, const std::string &ke
 	return UniqueFd(fd);
 }
 
+// The benchmarks' switches (docs/benchmarks.md), read from the environment
+// before the programs load (their read-only data); whether every probe is to
+// run an empty program (the floor).
+static bool bench_knobs(usdtprof_bpf *skel, bool &per_process)
+{
+	bool empty_programs = false;
+	if (const char *floor = getenv("USDTPROF_BENCH_FLOOR"); floor && std::string(floor) == "1") {
+		empty_programs = true;
+		fprintf(stderr, "usdtprof: USDTPROF_BENCH_FLOOR=1: every probe runs an empty program; "
+				"nothing is recorded (docs/benchmarks.md)\n");
+	}
+	if (const char *off = getenv("USDTPROF_BENCH_NO_DURATIONS"); off && std::string(off) == "1") {
+		skel->rodata->durations_off = true;
+		fprintf(stderr, "usdtprof: USDTPROF_BENCH_NO_DURATIONS=1: no duration distributions "
+				"are kept (docs/benchmarks.md)\n");
+	}
+	if (const char *rehash = getenv("USDTPROF_BENCH_SQL_REHASH"); rehash && std::string(rehash) == "1") {
+		skel->rodata->sql_rehash = true;
+		fprintf(stderr, "usdtprof: USDTPROF_BENCH_SQL_REHASH=1: each query__done hashes its text again "
+				"(docs/benchmarks.md)\n");
+	}
+	if (const char *hits = getenv("USDTPROF_BENCH_PROCESS_HITS"); hits && std::string(hits) == "1") {
+		per_process = true;
+		fprintf(stderr, "usdtprof: USDTPROF_BENCH_PROCESS_HITS=1: hits are counted per process "
+				"(docs/benchmarks.md)\n");
+	}
+	return empty_programs;
+}
+
 Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_buffer_bytes, bool offcpu,
 					     bool per_thread, bool per_process)
 {
@@ -116,27 +145,8 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_
 	// (docs/design.md, "Call-path table"); beyond it, time is lost (dropped_ns).
 	bpf_map__set_max_entries(engine->skel_->maps.other_paths, max_paths / 4 + 4096);
 	engine->max_paths_ = max_paths;
-	if (const char *floor = getenv("USDTPROF_BENCH_FLOOR"); floor && std::string(floor) == "1") {
-		engine->empty_programs_ = true;
-		fprintf(stderr, "usdtprof: USDTPROF_BENCH_FLOOR=1: every probe runs an empty program; "
-				"nothing is recorded (docs/benchmarks.md)\n");
-	}
-	if (const char *off = getenv("USDTPROF_BENCH_NO_DURATIONS"); off && std::string(off) == "1") {
-		engine->skel_->rodata->durations_off = true;
-		fprintf(stderr, "usdtprof: USDTPROF_BENCH_NO_DURATIONS=1: no duration distributions "
-				"are kept (docs/benchmarks.md)\n");
-	}
-	if (const char *rehash = getenv("USDTPROF_BENCH_SQL_REHASH"); rehash && std::string(rehash) == "1") {
-		engine->skel_->rodata->sql_rehash = true;
-		fprintf(stderr, "usdtprof: USDTPROF_BENCH_SQL_REHASH=1: each query__done hashes its text again "
-				"(docs/benchmarks.md)\n");
-	}
+	engine->empty_programs_ = bench_knobs(engine->skel_, per_process);
 	engine->skel_->rodata->per_thread = per_thread;
-	if (const char *hits = getenv("USDTPROF_BENCH_PROCESS_HITS"); hits && std::string(hits) == "1") {
-		per_process = true;
-		fprintf(stderr, "usdtprof: USDTPROF_BENCH_PROCESS_HITS=1: hits are counted per process "
-				"(docs/benchmarks.md)\n");
-	}
 	engine->skel_->rodata->per_process = per_process;
 	// Stolen time is taken out of on-CPU time where on-CPU time is kept.
 	if (const char *steal = getenv("USDTPROF_BENCH_NO_STEAL"); steal && std::string(steal) == "1")

@@ -38,35 +38,39 @@ Profile compensate(const Profile &raw, CompensationSummary *summary)
 	return out;
 }
 
-void compensate_in_place(Profile &profile, CompensationSummary *summary)
+namespace {
+
+// Per function, once (not per path): its probe cost and whether it is a [task] frame.
+struct FunctionCost {
+	const ProbeCost *cost = nullptr;
+	bool task = false;
+};
+
+struct FunctionCosts {
+	std::vector<FunctionCost> of;
+	FunctionCost operator()(uint32_t f) const { return f < of.size() ? of[f] : FunctionCost{}; }
+};
+
+FunctionCosts function_costs(const Profile &raw)
 {
-	// Only calls and the tree's shape are read from the raw times: they do not change.
-	const Profile &raw = profile;
-	Profile &out = profile;
-	CompensationSummary s;
-	if (!raw.calibration || raw.calibration->kinds.empty()) {
-		if (summary)
-			*summary = s;
-		return;
-	}
-	s.applied = true;
+	FunctionCosts costs;
+	costs.of.resize(std::max(raw.functions.size(), raw.calibration->function_kinds.size()));
+	for (size_t f = 0; f < costs.of.size(); f++)
+		costs.of[f] = {cost_of(raw, uint32_t(f)), is_task_frame(raw, uint32_t(f))};
+	return costs;
+}
+
+// Per path, side by side (one cache line, one array of 24 bytes a path):
+// what its direct children added to its self time and the spread, and
+// what was removed from its whole subtree, for totals.
+struct Sums {
+	double child_cost = 0, child_spread = 0;
+	uint64_t removed = 0;
+};
+
+std::vector<Sums> children_costs(const Profile &raw, const FunctionCosts &function)
+{
 	size_t n = raw.nodes.size();
-	// Per function, once (not per path): its probe cost and whether it is a [task] frame.
-	struct FunctionCost {
-		const ProbeCost *cost = nullptr;
-		bool task = false;
-	};
-	std::vector<FunctionCost> functions(std::max(raw.functions.size(), raw.calibration->function_kinds.size()));
-	for (size_t f = 0; f < functions.size(); f++)
-		functions[f] = {cost_of(raw, uint32_t(f)), is_task_frame(raw, uint32_t(f))};
-	auto function = [&](uint32_t f) { return f < functions.size() ? functions[f] : FunctionCost{}; };
-	// Per path, side by side (one cache line, one array of 24 bytes a path):
-	// what its direct children added to its self time and the spread, and
-	// what was removed from its whole subtree, for totals.
-	struct Sums {
-		double child_cost = 0, child_spread = 0;
-		uint64_t removed = 0;
-	};
 	std::vector<Sums> sums = huge_vector<Sums>(n);
 	for (size_t i = 0; i < n; i++) {
 		const PathNode &c = raw.nodes[i];
@@ -79,16 +83,19 @@ void compensate_in_place(Profile &profile, CompensationSummary *summary)
 		sums[c.parent].child_cost += double(c.calls) * k->caller_ns;
 		sums[c.parent].child_spread += double(c.calls) * k->caller_spread_ns;
 	}
-	// inside[i]: what was removed within path i's own calls, on their thread
-	// (a [task] frame's subtree ran on another thread: not inside its
-	// creator's durations), for the durations below; only when there are any.
-	std::vector<uint64_t> inside;
-	if (raw.distributions)
-		inside = huge_vector<uint64_t>(n, 0);
-	// From the last path back: children come after their parents, so each
-	// path's subtree has added its removals when its own turn comes; then
-	// its take, its total, and all of it passed on to its parent.
-	for (size_t i = n; i-- > 0;) {
+	return sums;
+}
+
+// From the last path back: children come after their parents, so each
+// path's subtree has added its removals when its own turn comes; then its
+// take, its total, and all of it passed on to its parent. inside[i] (when
+// not empty): what was removed within path i's own calls, on their thread
+// (a [task] frame's subtree ran on another thread: not inside its
+// creator's durations).
+void take_costs(Profile &out, const FunctionCosts &function, std::vector<Sums> &sums, std::vector<uint64_t> &inside,
+		CompensationSummary &s)
+{
+	for (size_t i = out.nodes.size(); i-- > 0;) {
 		PathNode &node = out.nodes[i];
 		FunctionCost f = function(node.function);
 		const ProbeCost *k = f.cost;
@@ -114,15 +121,37 @@ void compensate_in_place(Profile &profile, CompensationSummary *summary)
 				inside[node.parent] += inside[i];
 		}
 	}
-	// Each path's durations shortened by its compensation per call: the
-	// average over its calls (exact for their sum; a single call had more or
-	// fewer probed descendants than the average), never below 0.
-	if (raw.distributions)
-		for (size_t i = 0; i < n && i < out.dists.size(); i++) {
-			const PathNode &node = out.nodes[i];
-			if (node.calls && !out.dists[i].empty())
-				shift_down(out.dists[i], rounded(double(inside[i]) / double(node.calls)));
-		}
+}
+
+// Each path's durations shortened by its compensation per call: the
+// average over its calls (exact for their sum; a single call had more or
+// fewer probed descendants than the average), never below 0.
+void shorten_durations(Profile &out, const std::vector<uint64_t> &inside)
+{
+	for (size_t i = 0; i < out.nodes.size() && i < out.dists.size(); i++) {
+		const PathNode &node = out.nodes[i];
+		if (node.calls && !out.dists[i].empty())
+			shift_down(out.dists[i], rounded(double(inside[i]) / double(node.calls)));
+	}
+}
+
+} // namespace
+
+// Only calls and the tree's shape are read from the raw times: they do not change.
+void compensate_in_place(Profile &profile, CompensationSummary *summary)
+{
+	CompensationSummary s;
+	if (profile.calibration && !profile.calibration->kinds.empty()) {
+		s.applied = true;
+		FunctionCosts function = function_costs(profile);
+		std::vector<Sums> sums = children_costs(profile, function);
+		std::vector<uint64_t> inside;
+		if (profile.distributions)
+			inside = huge_vector<uint64_t>(profile.nodes.size(), 0);
+		take_costs(profile, function, sums, inside, s);
+		if (profile.distributions)
+			shorten_durations(profile, inside);
+	}
 	if (summary)
 		*summary = s;
 }

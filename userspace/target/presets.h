@@ -82,12 +82,14 @@ constexpr const char *kRubyRepairScript = "/run/usdtprof/ruby-repair.rb";
 // object's co_flags (48), co_firstlineno (72), co_name (120) and co_qualname
 // (128) are read in one piece from co_flags on; code without CO_NEWLOCALS
 // (0x2: a module's code, exec()'d or eval()'d code, a class body) is keyed
-// by its caller too.
+// by its caller too. The frame's f_func (0) is read with f_code, and its
+// func_qualname (40, func_code at 48): exec()'d methods that dataclasses and
+// namedtuple rename (__qualname__ "Point.__init__") are apart by it.
 constexpr usdtprof_derived kPython311Qualname = {
 	.used = 1, .reg = USDTPROF_REG_BX, .object = 32, .proof = 120, .proof_arg = 1, .value = 128,
 	.text = 48, .flags = 32, .flag_mask = 0x60, .kind = USDTPROF_DERIVED_STRING, .reg2 = 0, .ep = 0, .me = 0,
 	.svar_me = 0, .owner = 0, .klass = 0, .imemo_mask = 0, .imemo_ment = 0, .imemo_svar = 0, .from = 0, .slot = 0,
-	.first_line = 72, .window = 48, .code_flags = 48, .function_flags = 0x2, .pad2 = 0};
+	.first_line = 72, .window = 48, .code_flags = 48, .function_flags = 0x2, .func = 0, .func_qualname = 40};
 
 // Ruby 3.1's method__entry/return name a singleton method's class, not its
 // singleton class (rb_dtrace_setup takes the attached object): Util.twice
@@ -105,7 +107,7 @@ constexpr usdtprof_derived kRuby31MethodOwner = {
 	.flags = 0, .flag_mask = 0, .kind = USDTPROF_DERIVED_OWNER, .reg2 = USDTPROF_REG_BX, .ep = 32, .me = -16,
 	.svar_me = 8, .owner = 32, .klass = 32, .imemo_mask = 0xf01f, .imemo_ment = 0x601a, .imemo_svar = 0x201a,
 	.from = USDTPROF_FROM_EC, .slot = 0, .first_line = 0, .window = 0, .code_flags = 0, .function_flags = 0,
-	.pad2 = 0};
+	.func = 0, .func_qualname = 0};
 
 // Ruby 3.1's cmethod__entry/return fire outside the C method's frame (before
 // Ruby pushes it, after it pops it), but their callers still hold its method

@@ -1,6 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <cstring>
+#include <string>
+
 #include "engine/calibration.h"
+#include "engine/derived_objects.h"
+#include "target/presets.h"
 
 using namespace usdtprof;
 
@@ -35,4 +40,41 @@ TEST_CASE("calibration: one batch, none, and percentiles between ranks", "[calib
 	CHECK(percentile({10, 20, 30, 40, 50}, 0.1) == Approx(14));
 	CHECK(percentile({50, 10, 40, 20, 30}, 0.9) == Approx(46));
 	CHECK(percentile({7}, 0.9) == 7);
+}
+
+namespace {
+
+template <typename T> T load(uint64_t address)
+{
+	T v;
+	memcpy(&v, reinterpret_cast<const void *>(address), sizeof(v));
+	return v;
+}
+
+} // namespace
+
+// bpf/identity.bpf.h's derived_value, followed by hand through the objects
+// the calibration makes: every read lands in them, the code proves the
+// argument, it is a function's (not keyed by its caller) and its function
+// keeps the code's qualified name (not renamed): the path a target's usual
+// hit takes, at its cost.
+TEST_CASE("calibration: CPython's derived identity reads objects that prove, as a target's hit does", "[calibration]")
+{
+	const usdtprof_derived &d = kPython311Qualname;
+	DerivedObjects o;
+	const uint64_t proved = 0x7fff12345679; // the value the calibration passes as the name argument
+	uint64_t frame = place_derived_objects(d, proved, o);
+	uint64_t code = load<uint64_t>(frame + d.object), function = load<uint64_t>(frame + d.func);
+	REQUIRE(code == reinterpret_cast<uintptr_t>(o.code.data()));
+	REQUIRE(function == reinterpret_cast<uintptr_t>(o.function.data()));
+	REQUIRE(d.window >= 0);
+	REQUIRE(size_t(d.window) + USDTPROF_DERIVED_WINDOW <= sizeof(o.code));
+	CHECK(load<uint64_t>(code + d.proof) + d.text == proved);
+	CHECK((load<uint32_t>(code + d.code_flags) & d.function_flags) != 0);
+	CHECK(load<int32_t>(code + d.first_line) == 1);
+	uint64_t qualname = load<uint64_t>(code + d.value);
+	CHECK((load<uint8_t>(qualname + d.flags) & d.flag_mask) == d.flag_mask);
+	CHECK(std::string(reinterpret_cast<const char *>(qualname + d.text)) == "calibration");
+	CHECK(load<uint64_t>(function + d.func_qualname) == qualname);
+	CHECK(load<uint64_t>(function + d.func_qualname + 8) == code);
 }
