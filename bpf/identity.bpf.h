@@ -183,18 +183,15 @@ struct derived_hit {
 	__u64 made_up;       /* made_up_name_hash's, for a spec that reads a function object */
 };
 
-/* The object's pointer (and, where the spec reads one, the function object
- * running it) from the base: one read either way. */
-static __always_inline int derived_object(struct pt_regs *ctx, const struct usdtprof_derived *d, __u64 *object,
-					  __u64 *func)
+/* A spec with d->func_qualname: the object's pointer and the function
+ * object running it, from the base in one read. */
+static __always_inline int code_and_function(struct pt_regs *ctx, const struct usdtprof_derived *d, __u64 *object,
+					     __u64 *func)
 {
-	__u64 base = reg_value(ctx, d->reg), words[8] = {}; /* 48 bytes read, a power of two to index */
+	__u64 words[8] = {}; /* 48 bytes read, a power of two to index */
 	__u32 at = (__u32)(d->object - d->func) / 8;
 
-	*func = 0;
-	if (!d->func_qualname)
-		return bpf_probe_read_user(object, sizeof(*object), (void *)(base + d->object));
-	if (bpf_probe_read_user(words, 6 * sizeof(words[0]), (void *)(base + d->func)))
+	if (bpf_probe_read_user(words, 6 * sizeof(words[0]), (void *)(reg_value(ctx, d->reg) + d->func)))
 		return -1;
 	*object = words[at & 7];
 	*func = words[0];
@@ -248,6 +245,14 @@ static __always_inline __u64 caller_function(const struct usdtprof_probe_spec *s
 	return func < 16 ? 0 : func;
 }
 
+/* Whether a file name (its first 8 bytes) is one made up for exec()'d or
+ * eval()'d text ("<string>", "<timeit-src>"), not a frozen module's. */
+static __always_inline bool made_up_file(const char *f)
+{
+	return f[0] == '<' && !(f[1] == 'f' && f[2] == 'r' && f[3] == 'o' && f[4] == 'z' && f[5] == 'e' &&
+				f[6] == 'n' && f[7] == ' ');
+}
+
 /* Code of a made-up file ("<string>", not "<frozen ...>": exec()'d or
  * eval()'d text) is made and freed as the program runs, and the allocator
  * gives a new code object, function and name the addresses of the ones
@@ -266,8 +271,7 @@ static __noinline __u64 made_up_name_hash(const struct usdtprof_probe_spec *spec
 	char f[8];
 	int i;
 
-	if (!name || bpf_probe_read_user(f, sizeof(f), (void *)file) || f[0] != '<' ||
-	    (f[1] == 'f' && f[2] == 'r' && f[3] == 'o' && f[4] == 'z' && f[5] == 'e' && f[6] == 'n' && f[7] == ' '))
+	if (!name || bpf_probe_read_user(f, sizeof(f), (void *)file) || !made_up_file(f))
 		return 0;
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	/* The string's state byte and, 16 bytes on, its text (CPython's compact ASCII). */
@@ -290,7 +294,7 @@ __noinline int derived_value(struct pt_regs *ctx, const struct usdtprof_probe_sp
 	const struct usdtprof_derived *d;
 	__u32 zero = 0;
 	struct scratch *s;
-	__u64 object, func;
+	__u64 object, func = 0;
 	__s32 line = 0;
 
 	if (!spec || !st || !hit)
@@ -313,7 +317,7 @@ __noinline int derived_value(struct pt_regs *ctx, const struct usdtprof_probe_sp
 			return 0;
 		object = st->code_ids[st->code_slot].code;
 		func = st->code_ids[st->code_slot].func;
-	} else if (derived_object(ctx, d, &object, &func)) {
+	} else if (bpf_probe_read_user(&object, sizeof(object), (void *)(reg_value(ctx, d->reg) + d->object))) {
 		return 0;
 	}
 	s = bpf_map_lookup_elem(&scratch, &zero);
@@ -346,16 +350,6 @@ static __always_inline void capture_derived(const struct usdtprof_derived *d, __
 	bpf_probe_read_user_str(text, USDTPROF_NAME_LEN, (void *)(derived + d->text));
 }
 
-/* Whether the name's first part, a file, is one made up for exec()'d or
- * eval()'d text ("<string>", "<timeit-src>"), not a frozen module's. */
-static __always_inline bool made_up_file(const struct usdtprof_name *n)
-{
-	const char *f = n->text[0];
-
-	return f[0] == '<' && !(f[1] == 'f' && f[2] == 'r' && f[3] == 'o' && f[4] == 'z' && f[5] == 'e' &&
-				f[6] == 'n' && f[7] == ' ');
-}
-
 static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
 					 const struct usdtprof_name_part *part, const struct derived_hit *derived,
 					 struct usdtprof_name *n, int i)
@@ -369,7 +363,7 @@ static __always_inline void capture_part(struct pt_regs *ctx, const struct usdtp
 		return;
 	if (part->type == USDTPROF_PART_DERIVED) {
 		capture_derived(&spec->derived,
-				derived->func_qualname && made_up_file(n) ? derived->func_qualname : derived->value,
+				derived->func_qualname && made_up_file(n->text[0]) ? derived->func_qualname : derived->value,
 				n->text[i]);
 		n->num[i] = derived->line;
 		return;
@@ -513,7 +507,6 @@ static __always_inline __u64 sql_statement(struct pt_regs *ctx, const struct usd
 	return h;
 }
 
-/* The function id of a runtime probe's hit, its name captured on first sight. */
 /* A spec that reads a function object (CPython's): the frame's code and
  * function objects, read once here into the thread's slot for the code
  * (st->code_slot, where derived_value takes them). The slot's id is the
@@ -531,7 +524,7 @@ static __noinline __u64 known_code(struct pt_regs *ctx, const struct usdtprof_pr
 
 	st->code_slot = USDTPROF_CODE_CACHE; /* none */
 	if (!d->used || d->kind != USDTPROF_DERIVED_STRING || !d->func_qualname ||
-	    derived_object(ctx, d, &object, &func) || !object)
+	    code_and_function(ctx, d, &object, &func) || !object)
 		return 0;
 	name = read_arg_slow(ctx, &spec->args[d->proof_arg & (USDTPROF_MAX_IDENT_ARGS - 1)]);
 	i = ((object >> 4) ^ (object >> 12)) & (USDTPROF_CODE_CACHE - 1);
@@ -546,6 +539,7 @@ static __noinline __u64 known_code(struct pt_regs *ctx, const struct usdtprof_pr
 	return 0;
 }
 
+/* The function id of a runtime probe's hit, its name captured on first sight. */
 static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
 					 __u32 spec_index, struct usdtprof_thread_stack *st)
 {
