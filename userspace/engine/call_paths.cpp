@@ -85,7 +85,8 @@ public:
 		   const std::map<uint32_t, uint64_t> &label_parents, const ThreadNamer &thread_name)
 		: profile_(profile), records_(records), lookup_(lookup), process_roots_(process_roots),
 		  label_parents_(label_parents), thread_name_(thread_name), by_path_(records.size()),
-		  locations_(profile.locations), node_of_(huge_vector<uint32_t>(records.size(), kNoParent)),
+		  id_of_(huge_vector<uint32_t>(records.size(), 0)), locations_(profile.locations),
+		  node_of_(huge_vector<uint32_t>(records.size(), kNoParent)),
 		  parent_at_(huge_vector<uint32_t>(records.size(), IdIndex::kNone))
 	{
 		// A node per record (and a few labels): no regrowth copying a million nodes.
@@ -100,6 +101,7 @@ public:
 
 	size_t run()
 	{
+		name_functions();
 		profile_.distributions = true;
 		fit_dists(profile_);
 		reserve_huge(profile_.dists, profile_.nodes.capacity());
@@ -123,22 +125,55 @@ private:
 		return it->second;
 	}
 
-	uint32_t function_of(const PathStats &s)
+	// Each distinct function id (process, id) named once, before any node:
+	// a lambda's name depends on what it calls (JavaLambdaNames).
+	void name_functions()
 	{
-		auto [it, added] = func_index_.try_emplace({s.tgid, s.func}, 0);
-		if (added) {
-			bool cut = false;
-			FunctionName name = function_name(lookup_, s.tgid, s.func, &cut);
-			it->second = add_function(name);
-			names_cut_ += cut;
+		for (size_t i = 0; i < records_.size(); i++) {
+			const PathStats &s = records_[i].stats;
+			auto [it, added] = func_index_.try_emplace({s.tgid, s.func}, uint32_t(ids_.size()));
+			if (added) {
+				bool cut = false;
+				ids_.push_back({s.tgid, function_name(lookup_, s.tgid, s.func, &cut), kNoFunction});
+				names_cut_ += cut;
+			}
+			id_of_[i] = it->second;
+		}
+		rename_lambdas();
+	}
+
+	// A lambda's hidden class named by the method its methods call, from
+	// each record's caller (only when some function is a lambda's).
+	void rename_lambdas()
+	{
+		std::vector<bool> lambda(ids_.size());
+		for (size_t id = 0; id < ids_.size(); id++)
+			lambda[id] = JavaLambdaNames::is_lambda(ids_[id].name.name);
+		if (std::find(lambda.begin(), lambda.end(), true) == lambda.end())
+			return;
+		JavaLambdaNames lambdas;
+		for (size_t i = 0; i < records_.size(); i++)
+			if (uint32_t p = parent_at_[i]; p != IdIndex::kNone && lambda[id_of_[p]])
+				lambdas.add_call(records_[i].stats.tgid, ids_[id_of_[p]].name.name, ids_[id_of_[i]].name.name);
+		for (size_t id = 0; id < ids_.size(); id++)
+			if (lambda[id])
+				ids_[id].name.name = lambdas.name(ids_[id].tgid, ids_[id].name.name);
+	}
+
+	uint32_t function_of(size_t record)
+	{
+		NamedId &id = ids_[id_of_[record]];
+		if (id.function == kNoFunction) {
+			id.function = add_function(id.name);
 			if (profile_.calibration) {
 				std::vector<int32_t> &kinds = profile_.calibration->function_kinds;
 				kinds.resize(profile_.functions.size(), -1);
-				if (kinds[it->second] < 0)
-					kinds[it->second] = name.cost_kind;
+				if (kinds[id.function] < 0)
+					kinds[id.function] = id.name.cost_kind;
 			}
+			id.name = {}; // in profile_.functions now
 		}
-		return it->second;
+		return id.function;
 	}
 
 	// Paths whose parent was dropped (the map was full) hang under one
@@ -207,15 +242,16 @@ private:
 	// The node of a path whose parent is parent_at (a record or kNone): a
 	// root's parent is its process's label or none, or (thread set) its
 	// thread's frame.
-	PathNode node_of_path(const PathStats &s, uint32_t parent_at, bool &thread)
+	PathNode node_of_path(size_t record, uint32_t parent_at, bool &thread)
 	{
+		const PathStats &s = records_[record].stats;
 		PathNode node;
 		thread = parent_at == IdIndex::kNone && s.parent && is_thread_root(s.parent, s.tgid);
 		node.parent = !s.parent ? root_parent(s.tgid)
 			      : parent_at != IdIndex::kNone ? node_of_[parent_at]
 			      : thread ? thread_parent(s.tgid, thread_root_tid(s.parent))
 				       : orphan_parent(s.tgid);
-		node.function = function_of(s);
+		node.function = function_of(record);
 		node.pid = int32_t(s.tgid);
 		node.calls = s.calls;
 		node.open = s.open;
@@ -243,7 +279,7 @@ private:
 				continue;
 			const PathStats &s = records_[at].stats;
 			bool thread = false;
-			PathNode node = node_of_path(s, parent_at_[at], thread);
+			PathNode node = node_of_path(at, parent_at_[at], thread);
 			if (node_of_[at] != kNoParent)
 				continue; // placed by root_parent, under a label's parent
 			node_of_[at] = uint32_t(profile_.nodes.size());
@@ -266,7 +302,16 @@ private:
 	std::map<std::pair<uint32_t, uint32_t>, uint32_t> thread_root_;
 	size_t names_cut_ = 0;
 	IdIndex by_path_; // path id -> its record
-	std::unordered_map<std::pair<uint32_t, uint64_t>, uint32_t, FunctionIdHash> func_index_;
+	// A function id of a process, its name, and its function once a node has it.
+	static constexpr uint32_t kNoFunction = UINT32_MAX;
+	struct NamedId {
+		uint32_t tgid;
+		FunctionName name;
+		uint32_t function; // kNoFunction until then
+	};
+	std::unordered_map<std::pair<uint32_t, uint64_t>, uint32_t, FunctionIdHash> func_index_; // -> ids_
+	std::vector<NamedId> ids_;
+	std::vector<uint32_t> id_of_; // each record's, an index into ids_
 	std::map<std::pair<std::string, std::string>, uint32_t> name_index_;
 	std::vector<std::string> locations_;
 	std::map<uint32_t, uint32_t> dropped_root_;

@@ -49,7 +49,8 @@ Distribution distribution_of(const PathStats &s);
 // Appends the records to profile.nodes, parents before children (the tree is
 // rebuilt from each record's parent path id), each distinct function id
 // resolved once by function_name() (functions with the same name and location
-// are one; profile.locations is filled when any has a location). A
+// are one; profile.locations is filled when any has a location), a Java
+// lambda's hidden class then named by the method it calls (JavaLambdaNames). A
 // record whose parent is missing (dropped when the map was full) goes under a
 // "[parent dropped]" root of its process.
 // The roots of a process in process_roots hang under one frame of the name

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
+#include <vector>
 
 
 #include "target/probe_roles.h"
@@ -246,6 +248,126 @@ std::string java_class_name(std::string_view internal)
 		}
 	std::replace(cls.begin(), cls.end(), '/', '.');
 	return cls;
+}
+
+namespace {
+
+// The length of the hidden class of a lambda's method, "pkg.Srv$$Lambda$11"
+// of "pkg.Srv$$Lambda$11.apply(Object):Object" (its host class "pkg.Srv"
+// before the "$$Lambda"), 0 for any other name: a class named "$$Lambda$"
+// and digits, or "$$Lambda" (JDK 21's, its number gone with its address).
+// A method's name holds no '.', its parameters' simple names none before '('.
+size_t lambda_class(std::string_view name)
+{
+	std::string_view head = name.substr(0, name.find('('));
+	size_t dot = head.rfind('.');
+	if (dot == std::string_view::npos)
+		return 0;
+	std::string_view cls = head.substr(0, dot);
+	size_t at = cls.rfind("$$Lambda");
+	if (at == std::string_view::npos || at == 0)
+		return 0;
+	std::string_view number = cls.substr(at + strlen("$$Lambda"));
+	if (!number.empty() && (number.size() < 2 || number[0] != '$' ||
+				number.find_first_not_of("0123456789", 1) != std::string_view::npos))
+		return 0;
+	return dot;
+}
+
+// A conversion the JVM's lambda factory adds around the method a reference
+// names (boxing an int result, unboxing an Integer argument):
+// java.lang.Integer.valueOf(int):Integer, java.lang.Integer.intValue().
+bool boxing_conversion(std::string_view callee)
+{
+	static const std::string_view primitives[] = {"boolean", "byte", "char", "short", "int", "long", "float", "double"};
+	static const std::string_view wrappers[] = {"Boolean", "Byte", "Character", "Short", "Integer",
+						    "Long", "Float", "Double", "Number"};
+	if (!callee.starts_with("java.lang."))
+		return false;
+	callee.remove_prefix(strlen("java.lang."));
+	size_t dot = callee.find('.');
+	std::string_view cls = callee.substr(0, dot == std::string_view::npos ? 0 : dot);
+	if (std::find(std::begin(wrappers), std::end(wrappers), cls) == std::end(wrappers))
+		return false;
+	std::string_view method = callee.substr(dot + 1);
+	for (std::string_view p : primitives)
+		if (method == std::string(p) + "Value()" || method == "valueOf(" + std::string(p) + "):" + std::string(cls))
+			return true;
+	return false;
+}
+
+// The methods a hidden class's methods call that name it: what ran inside it
+// but is not its code left out (a class's initialisation, synthetic frames
+// such as "[other]"), then boxing conversions when another method is left.
+std::vector<std::string> lambda_targets(const std::set<std::string> &callees)
+{
+	std::vector<std::string> kept;
+	for (const std::string &c : callees)
+		if (!c.starts_with("[") && !c.ends_with(".<clinit>()"))
+			kept.push_back(c);
+	if (kept.size() > 1)
+		std::erase_if(kept, [](const std::string &c) { return boxing_conversion(c); });
+	return kept;
+}
+
+// The callee as a lambda's class shows it: without its class when it is the
+// host's, a javac lambda body (lambda$main$3, unique in its class) without
+// its parameters too.
+std::string lambda_tag(std::string_view host, const std::string &callee)
+{
+	if (callee.size() <= host.size() || !callee.starts_with(host) || callee[host.size()] != '.')
+		return callee;
+	std::string own = callee.substr(host.size() + 1);
+	return own.starts_with("lambda$") ? own.substr(0, own.find('(')) : own;
+}
+
+} // namespace
+
+bool JavaLambdaNames::is_lambda(std::string_view name)
+{
+	return lambda_class(name) != 0;
+}
+
+void JavaLambdaNames::add_call(uint32_t tgid, const std::string &lambda, const std::string &callee)
+{
+	// Its constructor calls Object.<init>() (a serializable one's
+	// writeReplace, SerializedLambda's): not what it stands for.
+	size_t end = lambda_class(lambda);
+	std::string_view method = std::string_view(lambda).substr(end);
+	if (end == 0 || method.starts_with(".<init>(") || method.starts_with(".writeReplace("))
+		return;
+	std::string cls = lambda.substr(0, end);
+	if (!callee.starts_with(cls + ".")) // its own methods: none stands for it
+		callees_[{tgid, cls}].insert(callee);
+}
+
+void JavaLambdaNames::resolve()
+{
+	resolved_ = true;
+	std::map<std::pair<uint32_t, std::string>, int> named; // (tgid, new class) -> hidden classes given it
+	for (const auto &[key, callees] : callees_) {
+		std::vector<std::string> targets = lambda_targets(callees);
+		if (targets.size() != 1)
+			continue;
+		std::string host = key.second.substr(0, key.second.rfind("$$Lambda"));
+		std::string renamed = host + "$$Lambda[" + lambda_tag(host, targets[0]) + "]";
+		renamed_[key] = renamed;
+		named[{key.first, renamed}]++;
+	}
+	// Two hidden classes of one process given one name (two references to
+	// one method) keep their numbers: never one row.
+	std::erase_if(renamed_, [&](const auto &r) { return named[{r.first.first, r.second}] > 1; });
+}
+
+std::string JavaLambdaNames::name(uint32_t tgid, const std::string &name)
+{
+	if (!resolved_)
+		resolve();
+	size_t end = lambda_class(name);
+	if (end == 0)
+		return name;
+	auto it = renamed_.find({tgid, name.substr(0, end)});
+	return it == renamed_.end() ? name : it->second + name.substr(end);
 }
 
 // An object (or array) return type, ":String", "" for a primitive or void

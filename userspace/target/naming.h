@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -49,9 +51,44 @@ std::string simplify_function_name(const std::string &name);
 // HotSpot's names as reports show them: "pkg.Class.method(int,String[])",
 // overloads apart, an object return type after a colon
 // ("pkg.Class.get():String", bridge methods apart); a hidden class (a lambda's) without the address that
-// changes every run ("Srv$$Lambda$11+0x0000000800c01000" -> "Srv$$Lambda$11").
+// changes every run ("Srv$$Lambda$11+0x0000000800c01000" -> "Srv$$Lambda$11"; then
+// renamed by what it calls: JavaLambdaNames).
 std::string java_method_name(std::string_view cls, std::string_view method, std::string_view descriptor);
 std::string java_class_name(std::string_view internal);
+// A lambda's hidden class named by what it calls, not by the number the JVM
+// gives it in the order lambdas are made (two threads making them, or any
+// change in start-up order, swap the numbers between runs). A hidden class's
+// method calls one method: the body javac made for a lambda expression
+// (Srv.lambda$main$3) or the method a reference names (String::length),
+// with at most boxing conversions and a class's initialisation beside it
+// (its constructor calls Object.<init>(): not counted, but named alike).
+//   Srv$$Lambda$11.apply(Object):Object -> Srv$$Lambda[lambda$main$3].apply(Object):Object
+//   Srv$$Lambda$12.applyAsInt(Object)   -> Srv$$Lambda[java.lang.String.length()].applyAsInt(Object)
+// the callee's class left out when it is the lambda's own, a javac body's
+// parameters too (its name is unique in its class). A hidden class keeps its
+// number when its methods call none or several methods, or when another of
+// its process would get its name (two references to one method): two
+// lambdas are never one row, one is never two within a profile.
+class JavaLambdaNames {
+public:
+	// Whether name is a method of a lambda's hidden class as
+	// java_method_name gives it ("pkg.Srv$$Lambda$11.apply(Object):Object").
+	static bool is_lambda(std::string_view name);
+	// A call, in process tgid, from a lambda's method (is_lambda) to callee.
+	void add_call(uint32_t tgid, const std::string &lambda, const std::string &callee);
+	// The name of a function of process tgid, once every call is added: a
+	// lambda's method with its hidden class renamed; any other name as it is.
+	std::string name(uint32_t tgid, const std::string &name);
+
+private:
+	void resolve();
+	// (tgid, hidden class) -> the methods its methods call; then its new name
+	// ("" to keep its own).
+	std::map<std::pair<uint32_t, std::string>, std::set<std::string>> callees_;
+	std::map<std::pair<uint32_t, std::string>, std::string> renamed_;
+	bool resolved_ = false;
+};
+
 // A method descriptor's parameters, "(Ljava/lang/String;I)V" -> "(String,int)";
 // one cut short ends in "...)".
 std::string java_parameters(std::string_view descriptor);

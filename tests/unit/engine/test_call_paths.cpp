@@ -284,3 +284,32 @@ TEST_CASE("call paths: with --per-thread each thread's roots hang under one fram
 	CHECK(q.nodes[0].total_ns == 60);
 	CHECK(q.nodes[1].total_ns == 60);
 }
+
+TEST_CASE("call paths: a Java lambda's hidden class is named by what it calls, per process, numbered when it "
+	  "calls nothing")
+{
+	// main(0x10) -> Srv$$Lambda$11 (0x20) -> lambda$main$1 (0x30); main -> Srv$$Lambda$12 (0x21),
+	// whose body's path was never recorded; another process where the JVM numbered the lambda that
+	// calls lambda$main$1 12 (and made no other), calling it twice.
+	std::vector<PathRecord> records = {record(1, 0, 0x10), record(2, 1, 0x20), record(3, 2, 0x30),
+					   record(4, 1, 0x21), record(5, 0, 0x10, 200), record(6, 5, 0x21, 200, 2),
+					   record(7, 6, 0x30, 200, 2)};
+	std::map<uint64_t, std::string> names = {{0x10, "Srv.main(String[])"},
+						 {0x20, "Srv$$Lambda$11.apply(Object):Object"},
+						 {0x21, "Srv$$Lambda$12.apply(Object):Object"},
+						 {0x30, "Srv.lambda$main$1(Object):Object"}};
+	Profile p;
+	add_call_paths(p, records,
+		       [&](uint32_t, uint64_t func) -> Result<FunctionName> { return FunctionName{names.at(func), ""}; });
+	REQUIRE(p.nodes.size() == 7);
+	std::vector<std::string> named;
+	for (uint32_t i = 0; i < p.nodes.size(); i++)
+		named.push_back(name_of(p, i));
+	const std::string lambda = "Srv$$Lambda[lambda$main$1].apply(Object):Object";
+	REQUIRE(named == std::vector<std::string>{"Srv.main(String[])", lambda, "Srv.lambda$main$1(Object):Object",
+						  "Srv$$Lambda$12.apply(Object):Object", "Srv.main(String[])",
+						  lambda, "Srv.lambda$main$1(Object):Object"});
+	// One function for both processes' lambda, as for any name.
+	REQUIRE(std::count(p.functions.begin(), p.functions.end(), lambda) == 1);
+	REQUIRE(p.nodes[5].calls == 2);
+}

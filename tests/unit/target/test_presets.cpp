@@ -5,6 +5,7 @@
 #include <fstream>
 #include <string>
 
+#include "target/naming.h"
 #include "target/presets.h"
 
 using namespace usdtprof;
@@ -90,6 +91,97 @@ TEST_CASE("java: hidden classes (lambdas) are named without their address", "[pr
 	// Only an address at the end is cut.
 	CHECK(java_class_name("a/b+0xyz") == "a.b+0xyz");
 	CHECK(java_class_name("pkg/Plain") == "pkg.Plain");
+}
+
+TEST_CASE("java: a lambda's hidden class is named by the method it calls, the same whatever order lambdas were "
+	  "made in", "[presets]")
+{
+	const std::string apply = ".apply(Object):Object", body0 = "Srv.lambda$main$0(Object):Object",
+			  body1 = "Srv.lambda$main$1(Object):Object";
+	// Two runs: two threads made the lambdas in either order, so the JVM numbered them either way.
+	JavaLambdaNames first, second;
+	first.add_call(7, "Srv$$Lambda$11" + apply, body0);
+	first.add_call(7, "Srv$$Lambda$12" + apply, body1);
+	second.add_call(9, "Srv$$Lambda$12" + apply, body0);
+	second.add_call(9, "Srv$$Lambda$11" + apply, body1);
+	CHECK(first.name(7, "Srv$$Lambda$11" + apply) == "Srv$$Lambda[lambda$main$0]" + apply);
+	CHECK(second.name(9, "Srv$$Lambda$12" + apply) == "Srv$$Lambda[lambda$main$0]" + apply);
+	CHECK(first.name(7, "Srv$$Lambda$12" + apply) == "Srv$$Lambda[lambda$main$1]" + apply);
+	CHECK(second.name(9, "Srv$$Lambda$11" + apply) == "Srv$$Lambda[lambda$main$1]" + apply);
+	// Its constructor, which calls Object.<init>() once, is named with its class.
+	first.add_call(7, "Srv$$Lambda$11.<init>()", "java.lang.Object.<init>()");
+	CHECK(first.name(7, "Srv$$Lambda$11.<init>()") == "Srv$$Lambda[lambda$main$0].<init>()");
+	// Other names, and other processes' lambdas, as they are.
+	CHECK(first.name(7, body0) == body0);
+	CHECK(first.name(8, "Srv$$Lambda$11" + apply) == "Srv$$Lambda$11" + apply);
+}
+
+TEST_CASE("java: a method reference's hidden class is named by the method it names, boxing and class "
+	  "initialisation left out", "[presets]")
+{
+	JavaLambdaNames lambdas;
+	// Function<Integer,Integer> f = Srv::twice, twice(int) returning int: unboxed, called, boxed.
+	for (const char *callee : {"java.lang.Integer.intValue()", "pkg.Srv.twice(int)", "java.lang.Integer.valueOf(int):Integer"})
+		lambdas.add_call(7, "pkg.Srv$$Lambda$13.apply(Object):Object", callee);
+	// ToIntFunction<String> f = String::length, and Foo::bar initialising Foo at its first call.
+	lambdas.add_call(7, "pkg.Srv$$Lambda$14.applyAsInt(Object)", "java.lang.String.length()");
+	lambdas.add_call(7, "pkg.Srv$$Lambda$15.run()", "pkg.Foo.<clinit>()");
+	lambdas.add_call(7, "pkg.Srv$$Lambda$15.run()", "pkg.Foo.bar()");
+	// IntFunction<Integer> f = Integer::valueOf: the conversion is the method named.
+	lambdas.add_call(7, "pkg.Srv$$Lambda$16.apply(int):Object", "java.lang.Integer.valueOf(int):Integer");
+	// A nested host class; its body's own class left out.
+	lambdas.add_call(7, "Srv$Inner$$Lambda$17.run()", "Srv$Inner.lambda$go$0()");
+	CHECK(lambdas.name(7, "pkg.Srv$$Lambda$13.apply(Object):Object") == "pkg.Srv$$Lambda[twice(int)].apply(Object):Object");
+	CHECK(lambdas.name(7, "pkg.Srv$$Lambda$14.applyAsInt(Object)") ==
+	      "pkg.Srv$$Lambda[java.lang.String.length()].applyAsInt(Object)");
+	CHECK(lambdas.name(7, "pkg.Srv$$Lambda$15.run()") == "pkg.Srv$$Lambda[pkg.Foo.bar()].run()");
+	CHECK(lambdas.name(7, "pkg.Srv$$Lambda$16.apply(int):Object") ==
+	      "pkg.Srv$$Lambda[java.lang.Integer.valueOf(int):Integer].apply(int):Object");
+	CHECK(lambdas.name(7, "Srv$Inner$$Lambda$17.run()") == "Srv$Inner$$Lambda[lambda$go$0].run()");
+	// A bridge method of a hidden class that called nothing recorded is named with its class.
+	CHECK(lambdas.name(7, "pkg.Srv$$Lambda$13.apply(Integer):Integer") ==
+	      "pkg.Srv$$Lambda[twice(int)].apply(Integer):Integer");
+}
+
+TEST_CASE("java: two lambdas are never one name: one calling none or several methods, or named like "
+	  "another, keeps its number", "[presets]")
+{
+	JavaLambdaNames lambdas;
+	// Two references to String::length in one class: one name would merge them, in this process.
+	lambdas.add_call(7, "Srv$$Lambda$20.applyAsInt(Object)", "java.lang.String.length()");
+	lambdas.add_call(7, "Srv$$Lambda$21.applyAsInt(Object)", "java.lang.String.length()");
+	lambdas.add_call(8, "Srv$$Lambda$20.applyAsInt(Object)", "java.lang.String.length()");
+	// Function<Integer,Integer> f = Integer::valueOf: two conversions, neither the one named.
+	lambdas.add_call(7, "Srv$$Lambda$22.apply(Object):Object", "java.lang.Integer.intValue()");
+	lambdas.add_call(7, "Srv$$Lambda$22.apply(Object):Object", "java.lang.Integer.valueOf(int):Integer");
+	// Only an [other] frame (the path table was full) under it.
+	lambdas.add_call(7, "Srv$$Lambda$23.run()", "[other]");
+	CHECK(lambdas.name(7, "Srv$$Lambda$20.applyAsInt(Object)") == "Srv$$Lambda$20.applyAsInt(Object)");
+	CHECK(lambdas.name(7, "Srv$$Lambda$21.applyAsInt(Object)") == "Srv$$Lambda$21.applyAsInt(Object)");
+	CHECK(lambdas.name(8, "Srv$$Lambda$20.applyAsInt(Object)") ==
+	      "Srv$$Lambda[java.lang.String.length()].applyAsInt(Object)");
+	CHECK(lambdas.name(7, "Srv$$Lambda$22.apply(Object):Object") == "Srv$$Lambda$22.apply(Object):Object");
+	CHECK(lambdas.name(7, "Srv$$Lambda$23.run()") == "Srv$$Lambda$23.run()");
+	CHECK(lambdas.name(7, "Srv$$Lambda$24.run()") == "Srv$$Lambda$24.run()"); // no call recorded
+	// A callee in a class whose name merely starts with the host's keeps its class.
+	JavaLambdaNames other;
+	other.add_call(7, "Srv$$Lambda$1.run()", "SrvX.lambda$go$0()");
+	CHECK(other.name(7, "Srv$$Lambda$1.run()") == "Srv$$Lambda[SrvX.lambda$go$0()].run()");
+}
+
+TEST_CASE("java: which names are a lambda's hidden class's methods", "[presets]")
+{
+	CHECK(JavaLambdaNames::is_lambda("Srv$$Lambda$11.apply(Object):Object"));
+	CHECK(JavaLambdaNames::is_lambda("pkg.Srv$$Lambda.run()")); // JDK 21: no number
+	CHECK(JavaLambdaNames::is_lambda("Srv$$Lambda$3.run"));	    // cut before its parameters
+	CHECK_FALSE(JavaLambdaNames::is_lambda("Srv.lambda$main$0(int)"));
+	CHECK_FALSE(JavaLambdaNames::is_lambda("Srv$$LambdaX.run()"));
+	CHECK_FALSE(JavaLambdaNames::is_lambda("Srv$$Lambda$.run()"));
+	CHECK_FALSE(JavaLambdaNames::is_lambda("Srv$$Lambda$1x.run()"));
+	CHECK_FALSE(JavaLambdaNames::is_lambda("$$Lambda$1.run()"));
+	CHECK_FALSE(JavaLambdaNames::is_lambda("java.lang.invoke.LambdaForm$MH.invoke(Object)"));
+	CHECK_FALSE(JavaLambdaNames::is_lambda("Srv$$Lambda$1"));
+	CHECK_FALSE(JavaLambdaNames::is_lambda("app.py:main.<locals>.<lambda>:12"));
 }
 
 TEST_CASE("presets: quirks are their rows' hooks; every row names its probes", "[presets]")
