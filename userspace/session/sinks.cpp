@@ -46,12 +46,49 @@ void ProfileFileSink::write(ProfileOutput &out)
 		 out.profile.nodes.size(), (unsigned long long)calls, out.profile.duration_ns / 1e9);
 }
 
+namespace {
+
+// The names of the events' functions, each (process, id) looked up once; a
+// Java lambda's hidden class by the method it calls, as the profile names it
+// (JavaLambdaNames): here what its thread entered while it was on top.
+std::map<std::pair<uint32_t, uint64_t>, std::string> event_names(const EventLog &log, const NameLookup &lookup)
+{
+	std::map<std::pair<uint32_t, uint64_t>, std::string> names;
+	std::map<uint32_t, std::vector<const std::string *>> stacks; // by thread
+	JavaLambdaNames lambdas;
+	bool any = false;
+	for (const usdtprof_event &e : log.events) {
+		if (e.type != USDTPROF_EV_ENTER && e.type != USDTPROF_EV_EXIT)
+			continue;
+		auto [it, added] = names.try_emplace({e.pid, e.func});
+		if (added) {
+			it->second = function_name(lookup, e.pid, e.func).name;
+			any |= JavaLambdaNames::is_lambda(it->second);
+		}
+		std::vector<const std::string *> &stack = stacks[e.tid];
+		if (e.type == USDTPROF_EV_EXIT) {
+			if (!stack.empty())
+				stack.pop_back();
+			continue;
+		}
+		if (!stack.empty() && JavaLambdaNames::is_lambda(*stack.back()))
+			lambdas.add_call(e.pid, *stack.back(), it->second);
+		stack.push_back(&it->second);
+	}
+	if (any)
+		for (auto &[id, name] : names)
+			name = lambdas.name(id.first, name);
+	return names;
+}
+
+} // namespace
+
 TraceInput timeline_input(const EventLog &log, const TraceNames &names, const std::vector<ProfileProcess> &processes)
 {
 	TraceInput input;
 	input.start_ns = names.start_ns;
 	input.stop_ns = names.stop_ns;
-	std::map<std::pair<uint32_t, uint64_t>, FunctionName> functions;
+	std::map<std::pair<uint32_t, uint64_t>, std::string> functions = event_names(log, names.functions);
 	for (const usdtprof_event &e : log.events) {
 		TraceEvent ev;
 		ev.ts_ns = e.ts;
@@ -59,10 +96,7 @@ TraceInput timeline_input(const EventLog &log, const TraceNames &names, const st
 		ev.tid = e.tid;
 		ev.type = static_cast<usdtprof_event_type>(e.type);
 		if (ev.type == USDTPROF_EV_ENTER || ev.type == USDTPROF_EV_EXIT) {
-			auto [it, added] = functions.try_emplace({e.pid, e.func});
-			if (added)
-				it->second = function_name(names.functions, e.pid, e.func);
-			ev.name = it->second.name;
+			ev.name = functions[{e.pid, e.func}];
 		} else if (ev.type == USDTPROF_EV_SPAN_START || ev.type == USDTPROF_EV_SPAN_END) {
 			auto span = names.spans.find(uint32_t(e.func));
 			if (span == names.spans.end())

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -261,6 +262,32 @@ TEST_CASE("timeline_input: functions named once each, spans by their specs, task
 	log.max_events = log.events.size();
 	log.add(event(17, 5, USDTPROF_EV_EXIT, 0x200));
 	CHECK(timeline_input(log, names, {}).max_events_reached);
+}
+
+TEST_CASE("timeline_input: a Java lambda's hidden class is named by the method it calls, as in the profile",
+	  "[sinks]")
+{
+	// Thread 5: main -> Srv$$Lambda$11 -> its body; then Srv$$Lambda$12, whose body no event shows.
+	// Thread 6 enters the body with nothing open (its lambda entered before the recording).
+	EventLog log{100, {}, 0};
+	for (auto [ts, tid, type, func] : std::vector<std::tuple<uint64_t, uint32_t, usdtprof_event_type, uint64_t>>{
+		     {1, 5, USDTPROF_EV_ENTER, 0x10}, {2, 5, USDTPROF_EV_ENTER, 0x20}, {3, 6, USDTPROF_EV_ENTER, 0x30},
+		     {4, 5, USDTPROF_EV_ENTER, 0x30}, {5, 5, USDTPROF_EV_EXIT, 0x30}, {6, 5, USDTPROF_EV_EXIT, 0x20},
+		     {7, 5, USDTPROF_EV_ENTER, 0x21}, {8, 5, USDTPROF_EV_EXIT, 0x21}, {9, 5, USDTPROF_EV_EXIT, 0x10}})
+		log.add(event(ts, tid, type, func));
+	std::map<uint64_t, std::string> functions = {{0x10, "Srv.main(String[])"}, {0x20, "Srv$$Lambda$11.run()"},
+						     {0x21, "Srv$$Lambda$12.run()"}, {0x30, "Srv.lambda$main$0()"}};
+	TraceNames names{0, 10, 0,
+			 [&](uint32_t, uint64_t func) -> Result<FunctionName> { return FunctionName{functions.at(func), ""}; },
+			 {}, {}};
+	TraceInput in = timeline_input(log, names, {});
+	std::vector<std::string> named;
+	for (const TraceEvent &e : in.events)
+		named.push_back(e.name);
+	CHECK(named == std::vector<std::string>{"Srv.main(String[])", "Srv$$Lambda[lambda$main$0].run()",
+						"Srv.lambda$main$0()", "Srv.lambda$main$0()", "Srv.lambda$main$0()",
+						"Srv$$Lambda[lambda$main$0].run()", "Srv$$Lambda$12.run()",
+						"Srv$$Lambda$12.run()", "Srv.main(String[])"});
 }
 
 TEST_CASE("TraceFileSink writes a valid Chrome trace of the events; an unknown format is a usage error",
