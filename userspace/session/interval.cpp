@@ -142,7 +142,7 @@ IntervalDelta PathDeltas::next(std::vector<PathRecord> totals, const std::functi
 	reserve_huge(fresh, totals.size()); // address space: only what is used is touched
 	AliveCache is_alive(alive);
 	LastRead was(last_);
-	bool any_gained = false;
+	size_t gainers = 0;
 	for (size_t i = 0; i < totals.size(); i++) {
 		PathRecord &r = totals[i];
 		bool lives = is_alive(r.stats.tgid);
@@ -159,11 +159,12 @@ IntervalDelta PathDeltas::next(std::vector<PathRecord> totals, const std::functi
 			tracked[j] = lives;
 		}
 		if (gained(r.stats))
-			kept[i] = kGained, any_gained = true;
+			kept[i] = kGained, gainers++;
 	}
 	// Ancestors of what gained, with nothing gained themselves: up to the
-	// first one already kept (whose own ancestors are walked from it).
-	if (any_gained) {
+	// first one already kept (whose own ancestors are walked from it). None
+	// when nothing gained, or everything did.
+	if (gainers && gainers < totals.size()) {
 		IdIndex now(totals.size());
 		for (size_t i = 0; i < totals.size(); i++)
 			now.set(totals[i].path, uint32_t(i));
