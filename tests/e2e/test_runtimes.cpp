@@ -1053,6 +1053,13 @@ TEST_CASE("python3.11: calls per function equal cProfile's ncalls for the same s
 	auto report = report_json(data);
 	REQUIRE(report["anomalies"]["exit_mismatch"] == 0);
 	REQUIRE(report["anomalies"]["exit_no_frame"] == 0);
+	// The semaphore held up for the entries, never probed, slows every line the interpreter
+	// runs: the report says that cost is not compensated.
+	REQUIRE(report["calibration"]["held_semaphores"] == nlohmann::json::array({"python:line"}));
+	Output text = run({e2e::usdtprof(), "report", data});
+	REQUIRE(text.status == 0);
+	REQUIRE_THAT(text.out, Contains("not compensated: what the semaphores usdtprof held up cost the runtime "
+					"(python:line;"));
 	// Counted alike: every generator resume of gen (4), the class bodies and <module> (1 each).
 	for (const auto &[name, calls] : ncalls) {
 		INFO(name);

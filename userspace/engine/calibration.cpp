@@ -142,6 +142,31 @@ struct KindPlan {
 	DerivedObjects derived; // what a derived identity reads
 };
 
+// A derived owner (Ruby 3.1's) reads the class the probe names (a memory
+// argument beside the identity's) and an execution context or method entry
+// from registers the calibration site does not set: the class through the
+// register of its own index, the base through the next one free, so that
+// the reads reach a method entry owned by that class, as a call of one of
+// its own methods does (derived_objects.h). Left to chance, they faulted or
+// stopped early, and Ruby's calibrated cost was not the target's.
+void plan_owner(usdtprof_probe_spec &s, KindPlan &plan)
+{
+	usdtprof_derived &d = s.derived;
+	uint32_t free = identity_args(s);
+	uint32_t base = d.proof_arg == free ? free + 1 : free;
+	if (d.proof_arg < free || d.proof_arg >= USDTPROF_MAX_IDENT_ARGS || base >= USDTPROF_MAX_IDENT_ARGS ||
+	    s.args[d.proof_arg].kind != USDTPROF_ARG_REG_DEREF)
+		return;
+	OwnerPlace at = place_owner_objects(d, plan.derived.owner);
+	usdtprof_arg_spec &klass = s.args[d.proof_arg];
+	klass.reg = kArgRegs[d.proof_arg];
+	klass.offset = 0;
+	plan.cells[d.proof_arg] = at.klass;
+	plan.values[d.proof_arg] = reinterpret_cast<uintptr_t>(&plan.cells[d.proof_arg]);
+	d.reg = d.reg2 = kArgRegs[base]; // the target's second register is tried only when the first fails
+	plan.values[base] = at.base;
+}
+
 // A derived string identity (CPython's) reads objects through a register the
 // calibration site does not set: it reads them through the first argument
 // register the identity leaves free (derived_objects.h).
@@ -149,6 +174,8 @@ void plan_derived(usdtprof_probe_spec &s, KindPlan &plan)
 {
 	const usdtprof_derived &d = s.derived;
 	uint32_t free = identity_args(s);
+	if (d.used && d.kind == USDTPROF_DERIVED_OWNER)
+		return plan_owner(s, plan);
 	if (!d.used || d.kind != USDTPROF_DERIVED_STRING || free >= USDTPROF_MAX_IDENT_ARGS ||
 	    d.proof_arg >= free || s.args[d.proof_arg].kind == USDTPROF_ARG_CONST)
 		return;

@@ -42,4 +42,25 @@ uint64_t place_derived_objects(const usdtprof_derived &d, uint64_t proved, Deriv
 	return address(o.frame);
 }
 
+OwnerPlace place_owner_objects(const usdtprof_derived &d, OwnerObjects &o)
+{
+	// The environment pointer points into its array's middle: the method
+	// entry lies below it (d.me < 0).
+	constexpr int64_t kEnvironmentMiddle = 32;
+	uint64_t ep = address(o.environment) + kEnvironmentMiddle;
+	put(o.context, d.object, address(o.control_frame));
+	put(o.control_frame, d.ep, ep);
+	put(o.environment, kEnvironmentMiddle + d.me, address(o.method_entry));
+	put(o.method_entry, 0, d.imemo_ment);
+	put(o.method_entry, d.owner, address(o.klass));
+	put(o.klass, d.value, address(o.klass) + 1); // a singleton class that is not the class
+	bool entry = d.from == USDTPROF_FROM_ENTRY || d.from == USDTPROF_FROM_SLOT_ENTRY;
+	uint64_t reached = entry ? address(o.method_entry) : address(o.context);
+	if (d.from == USDTPROF_FROM_SLOT_ENTRY || d.from == USDTPROF_FROM_SLOT_EC) {
+		o.slot = reached;
+		return {reinterpret_cast<uintptr_t>(&o.slot) - uint64_t(int64_t(d.slot)), address(o.klass)};
+	}
+	return {reached, address(o.klass)};
+}
+
 } // namespace usdtprof

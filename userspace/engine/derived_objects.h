@@ -13,7 +13,16 @@
 
 namespace usdtprof {
 
+// Ruby 3.1's (USDTPROF_DERIVED_OWNER): an execution context whose control
+// frame's environment holds a method entry owned by the class the probe's
+// arguments name, as a call of one of the class's own methods has.
+struct OwnerObjects {
+	std::array<uint64_t, 8> context{}, control_frame{}, environment{}, method_entry{}, klass{};
+	uint64_t slot = 0; // what a site whose base is in a stack slot finds there
+};
+
 struct DerivedObjects {
+	OwnerObjects owner;
 	std::array<uint64_t, 8> frame{};
 	std::array<uint64_t, 32> code{};
 	std::array<uint64_t, 8> function{};
@@ -26,5 +35,13 @@ struct DerivedObjects {
 // function object that keeps the code's qualified name. Returns the base
 // (the frame's address) to pass in d.reg.
 uint64_t place_derived_objects(const usdtprof_derived &d, uint64_t proved, DerivedObjects &o);
+
+// Lays out o as d reads it (USDTPROF_DERIVED_OWNER, from where d.from
+// says, d.slot bytes past the base for a slot): the base to pass in d.reg,
+// and the class to pass as args[d.proof_arg] (the method entry's owner).
+struct OwnerPlace {
+	uint64_t base, klass;
+};
+OwnerPlace place_owner_objects(const usdtprof_derived &d, OwnerObjects &o);
 
 } // namespace usdtprof

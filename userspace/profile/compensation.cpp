@@ -183,4 +183,33 @@ std::string compensation_line(const Profile &raw, const CompensationSummary &sum
 	return out;
 }
 
+std::vector<std::string> held_semaphores(const Profile &profile)
+{
+	std::vector<std::string> out;
+	for (const ProfileProbe &p : profile.probes) {
+		std::string name = p.provider + ":" + p.name;
+		if (p.role == "semaphore" && std::find(out.begin(), out.end(), name) == out.end())
+			out.push_back(name);
+	}
+	return out;
+}
+
+std::string held_semaphore_line(const Profile &profile)
+{
+	std::string names;
+	bool python_line = false;
+	for (const std::string &name : held_semaphores(profile)) {
+		names += (names.empty() ? "" : ", ") + name;
+		python_line |= name == "python:line";
+	}
+	if (names.empty())
+		return "";
+	return "not compensated: what the semaphores usdtprof held up cost the runtime (" + names +
+	       "; not probed, held so that the probes recorded fire)" +
+	       (python_line ? ": under python:line's, CPython 3.11 traces every line it runs, which makes line-heavy "
+			      "code several times slower (docs/benchmarks.md)"
+			    : "") +
+	       "\n";
+}
+
 } // namespace usdtprof

@@ -31,5 +31,12 @@ void compensate_in_place(Profile &profile, CompensationSummary *summary = nullpt
 // One line for reports: the costs taken out, what is left uncompensated,
 // the clamped count; "" without calibration.
 std::string compensation_line(const Profile &raw, const CompensationSummary &summary);
+// The probes a recording held the semaphore of without probing them
+// ("provider:name"): held so that the runtime fires the probes it records
+// (CPython 3.11's python:line), they make it run slower between probes,
+// which no calibration measures.
+std::vector<std::string> held_semaphores(const Profile &profile);
+// What held_semaphores says in a report, "" for none.
+std::string held_semaphore_line(const Profile &profile);
 
 } // namespace usdtprof

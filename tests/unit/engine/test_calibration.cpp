@@ -78,3 +78,39 @@ TEST_CASE("calibration: CPython's derived identity reads objects that prove, as 
 	CHECK(load<uint64_t>(function + d.func_qualname) == qualname);
 	CHECK(load<uint64_t>(function + d.func_qualname + 8) == code);
 }
+
+// bpf/identity.bpf.h's owner_verdict, followed by hand through the objects
+// the calibration makes for Ruby 3.1's probes, from each place a site finds
+// its base: every read lands in them and reaches a method entry whose owner
+// is the class the probe names (Foo#m, the usual hit), without the second
+// register's try.
+TEST_CASE("calibration: Ruby's derived owner reads reach a method entry of the class the probe names",
+	  "[calibration]")
+{
+	for (uint32_t from : {USDTPROF_FROM_EC, USDTPROF_FROM_ENTRY, USDTPROF_FROM_SLOT_ENTRY, USDTPROF_FROM_SLOT_EC}) {
+		CAPTURE(from);
+		usdtprof_derived d = kRuby31MethodOwner;
+		d.from = from;
+		d.slot = from == USDTPROF_FROM_SLOT_ENTRY || from == USDTPROF_FROM_SLOT_EC ? 0x58 : 0;
+		OwnerObjects o;
+		OwnerPlace at = place_owner_objects(d, o);
+		REQUIRE(at.klass == reinterpret_cast<uintptr_t>(o.klass.data()));
+		uint64_t base = at.base;
+		if (from == USDTPROF_FROM_SLOT_ENTRY || from == USDTPROF_FROM_SLOT_EC)
+			base = load<uint64_t>(base + d.slot);
+		uint64_t me = base;
+		if (from == USDTPROF_FROM_EC || from == USDTPROF_FROM_SLOT_EC) {
+			uint64_t frame = load<uint64_t>(base + d.object);
+			REQUIRE(frame == reinterpret_cast<uintptr_t>(o.control_frame.data()));
+			uint64_t ep = load<uint64_t>(frame + d.ep);
+			me = load<uint64_t>(ep + d.me);
+		}
+		REQUIRE(me == reinterpret_cast<uintptr_t>(o.method_entry.data()));
+		CHECK((load<uint64_t>(me) & d.imemo_mask) == d.imemo_ment);
+		CHECK((load<uint64_t>(me) & d.imemo_mask) != d.imemo_svar);
+		CHECK(load<uint64_t>(me + d.owner) == at.klass);
+		uint64_t singleton = load<uint64_t>(at.klass + d.value);
+		CHECK(singleton != 0);
+		CHECK(singleton != at.klass);
+	}
+}

@@ -265,3 +265,24 @@ TEST_CASE("reports: durations agree with compensated totals; --raw shows them as
 	CHECK(text.find("68.0 us") != std::string::npos);
 	CHECK(text.find("as measured: probe overhead included") != std::string::npos);
 }
+
+TEST_CASE("reports say a semaphore held up without its probe slows the runtime, uncompensated", "[compensation][report]")
+{
+	Profile p;
+	CHECK(held_semaphores(p).empty());
+	CHECK(held_semaphore_line(p).empty());
+	p.probes.push_back({"/usr/bin/python3.11", "python", "function__entry", "entry", 2});
+	CHECK(held_semaphore_line(p).empty());
+	// One per probe, though a process tree holds it in several files and processes.
+	p.probes.push_back({"/usr/bin/python3.11", "python", "line", "semaphore", 1});
+	p.probes.push_back({"/opt/py/libpython3.11.so", "python", "line", "semaphore", 1});
+	CHECK(held_semaphores(p) == std::vector<std::string>{"python:line"});
+	std::string line = held_semaphore_line(p);
+	CHECK(line.starts_with("not compensated: what the semaphores usdtprof held up cost the runtime (python:line;"));
+	CHECK(line.find("CPython 3.11 traces every line") != std::string::npos);
+	p.probes.push_back({"/usr/lib/libx.so", "x", "y", "semaphore", 1});
+	CHECK(held_semaphores(p) == std::vector<std::string>{"python:line", "x:y"});
+	Profile other;
+	other.probes.push_back({"/usr/lib/libx.so", "x", "y", "semaphore", 1});
+	CHECK(held_semaphore_line(other).find("CPython") == std::string::npos);
+}
