@@ -231,7 +231,9 @@ $(OUTPUT)/bench/churn: tools/bench/churn.c include/usdtprof/usdtprof.h | deps
 
 # Not part of `make test`: figures go to docs/benchmarks.md. The monitor's benches scale
 # down with PGB_ROUNDS, PGB_SECONDS, SOAK_SECONDS (see their headers). BASELINE_PATH_BENCH=
-# another build's path_bench runs record_stop.sh's replays beside ours.
+# another build's path_bench runs record_stop.sh's replays and monitor_interval.sh's intervals
+# beside ours (for --monitor: this tools/bench/path_bench.cpp built against that build's headers
+# and libusdtprof.a, as docs/benchmarks.md says).
 bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed \
 	$(OUTPUT)/bench/loop_probed_nop1 $(OUTPUT)/bench/pingpong \
 	$(USDTPROF) $(OUTPUT)/bench/churn $(GEN_PROFILE) $(OUTPUT)/bench/path_bench $(OUTPUT)/bench/path_fill \
@@ -239,6 +241,7 @@ bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/lo
 	tools/bench/profile_scale.sh $(USDTPROF) $(GEN_PROFILE)
 	$(OUTPUT)/bench/path_bench $(OUTPUT)/bench/path_fill
 	tools/bench/record_stop.sh $(OUTPUT)/bench/path_bench $(OUTPUT)/bench/path_fill $(BASELINE_PATH_BENCH)
+	tools/bench/monitor_interval.sh $(OUTPUT)/bench/path_bench $(OUTPUT)/bench/path_fill $(BASELINE_PATH_BENCH)
 	$(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed \
 		$(OUTPUT)/bench/loop_probed_nop1 $(OUTPUT)/bench/pingpong
 	USDTPROF=$(USDTPROF) tools/bench-runtimes.sh 100000 3

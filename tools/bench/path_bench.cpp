@@ -5,6 +5,7 @@
 //
 //   path_bench PATH_FILL [B] [ROUNDS [SAVE_DIR]]
 //   path_bench --replay SAVE_DIR [PROFILE]
+//   path_bench --monitor PATH_FILL [B [FILL_ROUNDS]]
 //
 // ROUNDS 0: only what record's stop pays (one batched read, then
 // add_call_paths), timed; SAVE_DIR keeps that read (records.bin, the records
@@ -12,6 +13,17 @@
 // --replay can run add_call_paths again on the same recording (two builds
 // side by side, tools/bench/record_stop.sh) and write the profile
 // (PROFILE) for cmp.
+//
+// --monitor: what a `monitor` interval pays for a million paths
+// (MonitorSession::run's steps, each timed): `path_fill B FILL_ROUNDS` makes
+// the same 1 + B + B^2 paths FILL_ROUNDS times (default 3), stopped between
+// rounds; after each round an interval reads the table (read_paths and a
+// look at each process), takes the deltas (PathDeltas), names them into the
+// interval's profile (add_call_paths with the FunctionNamer), and writes its
+// files (trim_profile at monitor's default 32 MB, then each monitor format,
+// rendered as IntervalFilesSink does); after the first round, an interval in
+// which nothing ran too. The last interval, after path_fill's exit, reports
+// and forgets what is left. The deltas must add up to every path's calls.
 //
 // PATH_FILL (tools/bench/path_fill.c) runs under the engine's own probes, as
 // `record` attaches them, and makes 1 + B + B^2 call paths (B = 1000: 1,001,001)
@@ -25,19 +37,26 @@
 // key by key alternately, timed per path. Kernel memory: the tables' memlock
 // (fdinfo, the kernel's own accounting) empty and full, per path.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <map>
 #include <set>
+#include <signal.h>
 #include <string>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <vector>
 
 #include "engine/call_paths.h"
 #include "profile/profile.h"
 #include "engine/engine.h"
 #include "engine/probes.h"
+#include "report/formats.h"
+#include "session/interval.h"
 #include "target/process.h"
 
 using namespace usdtprof;
@@ -148,12 +167,164 @@ int replay(const std::string &dir, const char *profile_path)
 	return 0;
 }
 
+long peak_rss_mb()
+{
+	rusage u;
+	getrusage(RUSAGE_SELF, &u);
+	return u.ru_maxrss / 1024;
+}
+
+struct IntervalCost {
+	Timed read, delta, named, files;
+	size_t records = 0, reported = 0, forgotten = 0;
+	uint64_t calls = 0, file_bytes = 0;
+	long rss_read = 0, rss_delta = 0, rss_named = 0; // peak RSS after each step, MB
+};
+
+// One monitor interval, as MonitorSession::run does it (the window's end
+// bumps the flush epoch; no sleep: path_fill is stopped or gone).
+// The naming includes the namer's making: monitor makes one per interval
+// (the names captured so far, the maps read then).
+// Engine::read_paths into out's memory where the build has it (monitor's
+// read since it does), else into a new vector (a baseline build's).
+template <class E> void read_into(const E &engine, std::vector<PathRecord> &out)
+{
+	if constexpr (requires { engine.read_paths(out, true); })
+		engine.read_paths(out, true);
+	else
+		out = engine.read_paths();
+}
+
+// The read fills the last interval's records again (read_buffer), as
+// monitor's does.
+IntervalCost monitor_interval(Engine &engine, PathDeltas &deltas, const std::function<FunctionNamer()> &make_namer,
+			      std::vector<PathRecord> &read_buffer)
+{
+	IntervalCost c;
+	engine.bump_flush_epoch();
+	std::vector<PathRecord> records = std::move(read_buffer);
+	std::set<uint32_t> dead, alive;
+	c.read = timed([&] {
+		read_into(engine, records);
+		for (const PathRecord &r : records) // each process looked at once, as read_records does
+			if (!dead.count(r.stats.tgid) && !alive.count(r.stats.tgid))
+				(process_exists(int(r.stats.tgid)) ? alive : dead).insert(r.stats.tgid);
+	});
+	c.rss_read = peak_rss_mb();
+	c.records = records.size();
+	IntervalDelta delta;
+	c.delta = timed([&] { delta = deltas.next(std::move(records), [&](uint32_t tgid) { return !dead.count(tgid); }); });
+	c.rss_delta = peak_rss_mb();
+	Profile profile;
+	c.named = timed([&] {
+		FunctionNamer namer = make_namer();
+		add_call_paths(profile, delta.records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); });
+	});
+	c.rss_named = peak_rss_mb();
+	for (const PathNode &n : profile.nodes)
+		c.calls += n.calls;
+	c.files = timed([&] {
+		if (trim_profile(profile, 32ull << 20))
+			die("the interval's profile was trimmed");
+		for (const Format &f : formats())
+			if (f.uses & kUseMonitor)
+				c.file_bytes += render_profile(f, profile, ReportOptions{}).size();
+	});
+	engine.delete_paths(delta.forget);
+	read_buffer = std::move(delta.records);
+	c.reported = profile.nodes.size();
+	c.forgotten = delta.forget.size();
+	return c;
+}
+
+void print_interval(const char *what, const IntervalCost &c)
+{
+	printf("| %s | %zu | %zu | %.3f (%.3f) | %.3f (%.3f) | %.3f (%.3f) | **%.3f (%.3f)** | %.3f (%.3f) | %.1f MB | %ld, %ld, %ld, %ld MB |\n",
+	       what, c.records, c.reported, c.read.wall, c.read.cpu, c.delta.wall, c.delta.cpu, c.named.wall,
+	       c.named.cpu, c.read.wall + c.delta.wall + c.named.wall, c.read.cpu + c.delta.cpu + c.named.cpu,
+	       c.files.wall, c.files.cpu, double(c.file_bytes) / 1e6, c.rss_read, c.rss_delta, c.rss_named, peak_rss_mb());
+	fflush(stdout);
+}
+
+// Waits until the child has stopped itself (true) or exited (false).
+bool wait_stopped(int pid)
+{
+	int status;
+	while (waitpid(pid, &status, WUNTRACED) < 0)
+		if (errno != EINTR)
+			die("waitpid: " + std::string(strerror(errno)));
+	if (WIFSTOPPED(status))
+		return true;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		die("path_fill failed");
+	return false;
+}
+
+int monitor_bench(const char *fill, int b, int fill_rounds)
+{
+	const uint32_t max_paths = 1u << 20;
+	auto child = HeldChild::launch({fill, std::to_string(b), std::to_string(fill_rounds)});
+	if (!child)
+		die(child.error().message);
+	auto loaded = Engine::load(max_paths);
+	if (!loaded)
+		die(loaded.error().message);
+	Engine &engine = **loaded;
+	int pid = child->pid();
+	auto maps = read_proc_maps(pid);
+	if (!maps)
+		die(maps.error().message);
+	TargetFiles opened;
+	auto sites = find_sites(opened.of_process(pid, *maps), pid, native_probe_roles());
+	AttachedProbes attached = attach_sites(engine, sites);
+	if (auto r = child->release(); !r)
+		die(r.error().message);
+	PathDeltas deltas;
+	std::vector<PathRecord> read_buffer;
+	printf("monitor intervals of path_fill %d %d (%d paths a round), elapsed (CPU) s:\n\n", b, fill_rounds,
+	       1 + b + b * b);
+	printf("| interval | paths read | paths reported | read | deltas | naming | read + deltas + naming "
+	       "| files (.data, .pb.gz) | files' bytes | peak RSS after the read, deltas, naming, files |\n|---|---|---|---|---|---|---|---|---|---|\n");
+	uint64_t calls = 0;
+	for (int round = 1;; round++) {
+		bool stopped = wait_stopped(pid);
+		if (!stopped)
+			engine.stop();
+		auto namer = [&] { return FunctionNamer(attached, engine.read_names(), {{pid, *maps}}, opened); };
+		IntervalCost c = monitor_interval(engine, deltas, namer, read_buffer);
+		calls += c.calls;
+		std::string what = stopped ? "after round " + std::to_string(round) : "path_fill gone (forgotten)";
+		print_interval(what.c_str(), c);
+		if (stopped && round == 1) {
+			IntervalCost idle = monitor_interval(engine, deltas, namer, read_buffer);
+			calls += idle.calls;
+			print_interval("nothing ran", idle);
+		}
+		if (!stopped)
+			break;
+		kill(pid, SIGCONT);
+	}
+	child->wait();
+	uint64_t expected = uint64_t(fill_rounds) * uint64_t(1 + b + b * b);
+	if (calls != expected)
+		die("the intervals' calls add up to " + std::to_string(calls) + ", not " + std::to_string(expected));
+	if (size_t left = engine.read_paths().size())
+		die(std::to_string(left) + " paths left after the last interval");
+	auto a = engine.anomalies();
+	if (a[USDTPROF_ANOM_AGG_FULL] || a[USDTPROF_ANOM_DROPPED_NS])
+		die("the table overflowed: agg_full " + std::to_string(a[USDTPROF_ANOM_AGG_FULL]));
+	printf("\nthe intervals' calls add up to %llu, every path's, none lost\n", (unsigned long long)calls);
+	return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
 	if (argc > 2 && std::string(argv[1]) == "--replay")
 		return replay(argv[2], argc > 3 ? argv[3] : nullptr);
+	if (argc > 2 && std::string(argv[1]) == "--monitor")
+		return monitor_bench(argv[2], argc > 3 ? atoi(argv[3]) : 1000, argc > 4 ? atoi(argv[4]) : 3);
 	if (argc < 2)
 		die("usage: path_bench PATH_FILL [B] [ROUNDS [SAVE_DIR]] | --replay SAVE_DIR [PROFILE]");
 	int b = argc > 2 ? atoi(argv[2]) : 1000;

@@ -3,7 +3,12 @@
  * 1 + B + B^2 distinct call paths (1,001,001 at B = 1000), one call each, no
  * work inside. The names are literals ("f000" ... "f999") in one array, so
  * each has its own address (the function's id) and a name usdtprof reads
- * from the binary. */
+ * from the binary.
+ * `path_fill B ROUNDS` (path_bench --monitor) makes the same calls ROUNDS
+ * times, the same paths each time, and stops itself (SIGSTOP) after each
+ * round but the last: the bench reads the table there, as a monitor interval
+ * would, and resumes it (SIGCONT). */
+#include <signal.h>
 #include <stdlib.h>
 #include <usdtprof/usdtprof.h>
 
@@ -16,18 +21,23 @@ static const char names[] = D3("f"); /* "f000\0f001\0...f999\0": 5 bytes each */
 int main(int argc, char **argv)
 {
 	int b = argc > 1 ? atoi(argv[1]) : 1000;
+	int rounds = argc > 2 ? atoi(argv[2]) : 1;
 
-	if (b < 1 || b > 1000)
+	if (b < 1 || b > 1000 || rounds < 1)
 		return 2;
-	USDTPROF_ENTER("main");
-	for (int i = 0; i < b; i++) {
-		USDTPROF_ENTER(names + 5 * i);
-		for (int j = 0; j < b; j++) {
-			USDTPROF_ENTER(names + 5 * j);
-			USDTPROF_EXIT(names + 5 * j);
+	for (int r = 0; r < rounds; r++) {
+		if (r)
+			raise(SIGSTOP);
+		USDTPROF_ENTER("main");
+		for (int i = 0; i < b; i++) {
+			USDTPROF_ENTER(names + 5 * i);
+			for (int j = 0; j < b; j++) {
+				USDTPROF_ENTER(names + 5 * j);
+				USDTPROF_EXIT(names + 5 * j);
+			}
+			USDTPROF_EXIT(names + 5 * i);
 		}
-		USDTPROF_EXIT(names + 5 * i);
+		USDTPROF_EXIT("main");
 	}
-	USDTPROF_EXIT("main");
 	return 0;
 }

@@ -666,13 +666,20 @@ uint64_t map_memlock(int fd)
 
 std::vector<PathRecord> Engine::read_paths(bool batched) const
 {
+	std::vector<PathRecord> out;
+	read_paths(out, batched);
+	return out;
+}
+
+void Engine::read_paths(std::vector<PathRecord> &out, bool batched) const
+{
 	// Room for both tables full, in huge pages, reserved (not touched) up
 	// front: growing the vector by doubling copied its hundreds of MB and
 	// faulted in each 4 KiB page (1M paths: reading took 4 s of CPU instead
 	// of ~1). Each record is kept compact (PathStats): the pages the kernel
 	// zeroes on first touch were most of the rest.
 	// (Address space only: a refusal, for a huge --max-paths, just grows it.)
-	std::vector<PathRecord> out;
+	out.clear();
 	try {
 		reserve_huge(out, size_t(bpf_map__max_entries(skel_->maps.paths)) +
 					  bpf_map__max_entries(skel_->maps.other_paths));
@@ -680,7 +687,6 @@ std::vector<PathRecord> Engine::read_paths(bool batched) const
 	}
 	read_path_map(bpf_map__fd(skel_->maps.paths), out, batched);
 	read_path_map(bpf_map__fd(skel_->maps.other_paths), out, batched);
-	return out;
 }
 
 uint64_t Engine::path_tables_bytes() const

@@ -7,9 +7,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <unordered_set>
 
+#include "base/huge_pages.h"
+#include "base/id_index.h"
 #include "base/sink.h"
 
 namespace usdtprof {
@@ -60,58 +63,144 @@ bool gained(const PathStats &d)
 	return d.calls || d.open || d.self_ns || d.total_ns;
 }
 
+// Whether each process is alive, asked once per process: records come
+// grouped by nothing, so the last answer is kept beside the cache.
+class AliveCache {
+public:
+	explicit AliveCache(const std::function<bool(uint32_t)> &alive) : alive_(alive) {}
+	bool operator()(uint32_t tgid)
+	{
+		if (tgid == last_tgid_ && known_)
+			return last_;
+		auto [it, fresh] = seen_.try_emplace(tgid, true);
+		if (fresh)
+			it->second = alive_(tgid);
+		known_ = true;
+		last_tgid_ = tgid;
+		return last_ = it->second;
+	}
+	const std::map<uint32_t, bool> &seen() const { return seen_; }
+
+private:
+	const std::function<bool(uint32_t)> &alive_;
+	std::map<uint32_t, bool> seen_;
+	bool known_ = false, last_ = false;
+	uint32_t last_tgid_ = 0;
+};
+
+// A path kept only for the tree: nothing gained.
+void clear_gain(PathStats &s)
+{
+	s.calls = s.open = s.self_ns = s.total_ns = s.self_offcpu_ns = 0;
+	s.min_ns = s.max_ns = 0;
+	s.buckets.clear();
+}
+
+// Where each path of a read was in the last one. The kernel's map is read
+// bucket by bucket, in the same order from one read to the next for the
+// paths it kept, and last_ keeps that order (paths first seen are appended):
+// each path is looked for first right after the last one found; the index
+// of last_ is built only when that misses.
+class LastRead {
+public:
+	explicit LastRead(const std::vector<PathRecord> &last) : last_(last) {}
+	uint32_t find(uint64_t path)
+	{
+		if (next_ < last_.size() && last_[next_].path == path)
+			return uint32_t(next_++);
+		if (!index_) {
+			index_.emplace(last_.size());
+			for (size_t j = 0; j < last_.size(); j++)
+				index_->set(last_[j].path, uint32_t(j));
+		}
+		uint32_t j = index_->find(path);
+		if (j != IdIndex::kNone)
+			next_ = j + 1;
+		return j;
+	}
+
+private:
+	const std::vector<PathRecord> &last_;
+	size_t next_ = 0;
+	std::optional<IdIndex> index_;
+};
+
 } // namespace
 
-IntervalDelta PathDeltas::next(const std::vector<PathRecord> &totals, const std::function<bool(uint32_t)> &alive)
+// In place: each of totals becomes its gain (minus its last totals, which
+// it replaces in last_); those that gained nothing and are no gainer's
+// ancestor are dropped; what is left, in the order read, is the delta.
+IntervalDelta PathDeltas::next(std::vector<PathRecord> totals, const std::function<bool(uint32_t)> &alive)
 {
 	IntervalDelta out;
-	std::unordered_map<uint64_t, const PathRecord *> by_path;
-	for (const PathRecord &r : totals)
-		by_path[r.path] = &r;
-	std::unordered_map<uint64_t, PathStats> delta;
-	for (const PathRecord &r : totals) {
-		auto last = last_.find(r.path);
-		PathStats d = last == last_.end() ? r.stats : minus(r.stats, last->second);
-		if (gained(d))
-			delta[r.path] = d;
-		last_[r.path] = r.stats;
-	}
-	// Ancestors of what gained, with nothing gained themselves.
-	std::unordered_set<uint64_t> placed;
-	for (const auto &[path, d] : delta) {
-		for (uint64_t p = path; p && placed.insert(p).second;) {
-			auto it = by_path.find(p);
-			if (it == by_path.end())
-				break;
-			PathStats s = it->second->stats;
-			auto gain = delta.find(p);
-			if (gain != delta.end())
-				s = gain->second;
-			else {
-				s.calls = s.open = s.self_ns = s.total_ns = s.self_offcpu_ns = 0;
-				s.min_ns = s.max_ns = 0;
-				s.buckets.clear();
-			}
-			out.records.push_back({p, s});
-			p = it->second->stats.parent;
-		}
-	}
-	std::map<uint32_t, bool> alive_cache;
-	for (const PathRecord &r : totals) {
-		auto [it, fresh] = alive_cache.try_emplace(r.stats.tgid, true);
-		if (fresh)
-			it->second = alive(r.stats.tgid);
-		if (!it->second) {
+	// Per record of totals: gained, an ancestor of one (nothing gained) or
+	// dropped; per path of last_: still in the map, its process alive.
+	enum : uint8_t { kDropped, kGained, kAncestor };
+	std::vector<uint8_t> kept = huge_vector<uint8_t>(totals.size(), kDropped);
+	std::vector<uint8_t> tracked = huge_vector<uint8_t>(last_.size(), 0);
+	std::vector<PathRecord> fresh; // paths first seen now, their totals
+	reserve_huge(fresh, totals.size()); // address space: only what is used is touched
+	AliveCache is_alive(alive);
+	LastRead was(last_);
+	size_t gainers = 0;
+	for (size_t i = 0; i < totals.size(); i++) {
+		PathRecord &r = totals[i];
+		bool lives = is_alive(r.stats.tgid);
+		if (!lives)
 			out.forget.push_back(r.path);
-			last_.erase(r.path);
+		uint32_t j = was.find(r.path);
+		if (j == IdIndex::kNone) {
+			if (lives)
+				fresh.push_back(r);
+		} else {
+			PathStats gain = minus(r.stats, last_[j].stats);
+			last_[j].stats = std::move(r.stats);
+			r.stats = std::move(gain);
+			tracked[j] = lives;
+		}
+		if (gained(r.stats))
+			kept[i] = kGained, gainers++;
+	}
+	// Ancestors of what gained, with nothing gained themselves: up to the
+	// first one already kept (whose own ancestors are walked from it). None
+	// when nothing gained, or everything did.
+	if (gainers && gainers < totals.size()) {
+		IdIndex now(totals.size());
+		for (size_t i = 0; i < totals.size(); i++)
+			now.set(totals[i].path, uint32_t(i));
+		for (size_t i = 0; i < totals.size(); i++) {
+			if (kept[i] != kGained)
+				continue;
+			for (uint64_t parent = totals[i].stats.parent; parent;) {
+				uint32_t a = now.find(parent);
+				if (a == IdIndex::kNone || kept[a] != kDropped)
+					break;
+				kept[a] = kAncestor;
+				clear_gain(totals[a].stats);
+				parent = totals[a].stats.parent;
+			}
 		}
 	}
-	for (const auto &[tgid, is_alive] : alive_cache)
-		if (!is_alive)
+	// Paths no longer in the map (deleted) or of processes gone are no
+	// longer tracked; those first seen are.
+	size_t left = 0;
+	for (size_t j = 0; j < last_.size(); j++)
+		if (tracked[j])
+			last_[left++] = std::move(last_[j]);
+	last_.resize(left);
+	if (last_.empty())
+		last_ = std::move(fresh);
+	else
+		last_.insert(last_.end(), std::make_move_iterator(fresh.begin()), std::make_move_iterator(fresh.end()));
+	size_t delta = 0;
+	for (size_t i = 0; i < totals.size(); i++)
+		if (kept[i] != kDropped)
+			totals[delta++] = std::move(totals[i]);
+	totals.resize(delta);
+	out.records = std::move(totals);
+	for (const auto &[tgid, lives] : is_alive.seen())
+		if (!lives)
 			out.gone.push_back(tgid);
-	// Paths no longer in the map (deleted) are no longer tracked.
-	for (auto it = last_.begin(); it != last_.end();)
-		it = by_path.count(it->first) ? std::next(it) : last_.erase(it);
 	return out;
 }
 

@@ -27,13 +27,19 @@ struct IntervalDelta {
 // The kernel's totals only grow: a path's gain is its total now minus its
 // total at the last read. Nothing is counted twice, and what the kernel adds
 // while the map is read is in the next delta.
+// At a million paths an interval's read is a million records: next() takes
+// them (by value: moved in), turns them into the deltas in place and keeps
+// the totals it subtracts next time in one flat array, looked up through an
+// open-addressed index (IdIndex). unordered_maps of the totals, the gains and
+// the ancestors placed cost 3.5-4.8 s of CPU an interval and ~500 MB
+// (docs/benchmarks.md, "What a monitor interval pays for a million paths").
 class PathDeltas {
 public:
-	IntervalDelta next(const std::vector<PathRecord> &totals, const std::function<bool(uint32_t tgid)> &alive);
+	IntervalDelta next(std::vector<PathRecord> totals, const std::function<bool(uint32_t tgid)> &alive);
 	size_t tracked() const { return last_.size(); }
 
 private:
-	std::unordered_map<uint64_t, PathStats> last_;
+	std::vector<PathRecord> last_; // each path's totals at the last read
 };
 
 // The share of the time probes may stay attached so that their estimated

@@ -302,6 +302,9 @@ private:
 
 	std::mt19937_64 rng_{std::random_device{}()};
 	PathDeltas deltas_;
+	// The last interval's records: the next read empties them and fills the same pages
+	// (Engine::read_paths).
+	std::vector<PathRecord> read_buffer_;
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> last_anomalies_{};
 	MonitorHealth health_;
 	CostBaseline last_; // at the end of the last interval
@@ -703,7 +706,8 @@ std::vector<PathRecord> MonitorSession::read_records(std::set<uint32_t> &dead)
 		for (const auto &[p, process] : processes())
 			if (!process_exists(p))
 				dead.insert(uint32_t(p));
-	std::vector<PathRecord> records = engine().read_paths();
+	std::vector<PathRecord> records = std::move(read_buffer_);
+	engine().read_paths(records);
 	bool died = false;
 	std::set<uint32_t> alive; // each process looked at once (a read of /proc/PID/stat)
 	for (const PathRecord &r : records)
@@ -714,7 +718,7 @@ std::vector<PathRecord> MonitorSession::read_records(std::set<uint32_t> &dead)
 				died = dead.insert(r.stats.tgid).second;
 		}
 	if (died)
-		records = engine().read_paths();
+		engine().read_paths(records);
 	return records;
 }
 
@@ -858,7 +862,7 @@ void MonitorSession::run()
 			fair_ ? fair_->smallest_share(iv.begin, iv.finished)
 			      : std::clamp(double(attached_ns) / double(std::max<uint64_t>(1, iv.finished - iv.begin)), 0.0, 1.0);
 
-		IntervalDelta delta = deltas_.next(records, [&](uint32_t tgid) { return !dead.count(tgid); });
+		IntervalDelta delta = deltas_.next(std::move(records), [&](uint32_t tgid) { return !dead.count(tgid); });
 		size_t names_cut = 0;
 		Profile profile = interval_profile(iv, delta, dead, attached_share, &names_cut);
 		health_.probe_hits += hits;
@@ -873,6 +877,7 @@ void MonitorSession::run()
 		publish(iv, profile, names_cut);
 		// What is reported of processes that are gone is forgotten: the maps stay bounded.
 		engine().delete_paths(delta.forget);
+		read_buffer_ = std::move(delta.records); // the read's memory, for the next one
 		for (uint32_t tgid : dead) {
 			engine().delete_names(tgid);
 			engine().forget_attach(int(tgid));
