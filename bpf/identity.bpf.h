@@ -315,8 +315,8 @@ __noinline int derived_value(struct pt_regs *ctx, const struct usdtprof_probe_sp
 		/* Read by known_code, into the thread's slot for the code. */
 		if (st->code_slot >= USDTPROF_CODE_CACHE)
 			return 0;
-		object = st->code_ids[st->code_slot].code;
-		func = st->code_ids[st->code_slot].func;
+		object = st->code_hit.code;
+		func = st->code_hit.func;
 	} else if (bpf_probe_read_user(&object, sizeof(object), (void *)(reg_value(ctx, d->reg) + d->object))) {
 		return 0;
 	}
@@ -509,11 +509,12 @@ static __always_inline __u64 sql_statement(struct pt_regs *ctx, const struct usd
 
 /* A spec that reads a function object (CPython's): the frame's code and
  * function objects, read once here into the thread's slot for the code
- * (st->code_slot, where derived_value takes them). The slot's id is the
- * code's when it held this code, run by this function object, with this
- * name argument (an interned string, alive with the code): then nothing
- * more is read or hashed. Otherwise the slot is claimed for it, its id 0
- * until runtime_function knows it. The id, 0 for none. */
+ * (st->code_hit, where derived_value takes them; st->code_slot, the
+ * slot of the code's address bits). The slot's id is the code's when it
+ * holds this code, run by this function object, with this name argument
+ * (an interned string, alive with the code): then nothing more is read or
+ * hashed. Otherwise runtime_function gives the slot to it once its id is
+ * known, if it can be cached. The id, 0 for none. */
 static __noinline __u64 known_code(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
 				   struct usdtprof_thread_stack *st)
 {
@@ -530,12 +531,11 @@ static __noinline __u64 known_code(struct pt_regs *ctx, const struct usdtprof_pr
 	i = ((object >> 4) ^ (object >> 12)) & (USDTPROF_CODE_CACHE - 1);
 	slot = &st->code_ids[i];
 	st->code_slot = i;
-	if (slot->code == object && slot->func == func && slot->name == name)
+	if (slot->code == object && slot->func == func && slot->name == name && slot->id)
 		return slot->id;
-	slot->code = object;
-	slot->func = func;
-	slot->name = name;
-	slot->id = 0;
+	st->code_hit.code = object;
+	st->code_hit.func = func;
+	st->code_hit.name = name;
 	return 0;
 }
 
@@ -592,8 +592,14 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 	 * whose code did not prove, nor a made-up file's (its addresses are
 	 * reused by other code). */
 	if (*seen == h && derived.value && !derived.caller && !derived.made_up &&
-	    st->code_slot < USDTPROF_CODE_CACHE)
-		st->code_ids[st->code_slot].id = h;
+	    st->code_slot < USDTPROF_CODE_CACHE) {
+		struct usdtprof_code_id *slot = &st->code_ids[st->code_slot];
+
+		slot->code = st->code_hit.code;
+		slot->func = st->code_hit.func;
+		slot->name = st->code_hit.name;
+		slot->id = h;
+	}
 	return h;
 }
 

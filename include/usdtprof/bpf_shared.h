@@ -372,6 +372,11 @@ struct usdtprof_thread_stack {
 	 * object run by a function object, with the probe's name argument, once
 	 * its name is kept (slot: the code's address bits); code 0 is none. */
 	struct usdtprof_code_id code_ids[USDTPROF_CODE_CACHE];
+	/* This hit's code, function and name argument (known_code), which
+	 * derived_value reads on; they take the slot only once their id is
+	 * known and cacheable, so code that never is (a made-up file's, code
+	 * keyed by its caller) does not evict the code cached there. */
+	struct usdtprof_code_id code_hit;
 	__u32 code_slot; /* this hit's slot (known_code); USDTPROF_CODE_CACHE: none */
 	__u32 pad_code;
 };

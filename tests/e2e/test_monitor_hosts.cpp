@@ -528,6 +528,69 @@ TEST_CASE("monitor --all: a profiled process that execs is planned again: its ne
 	REQUIRE(labelled(profiles, pid, "nested"));
 }
 
+// Before, a process that exec'd a program without probes was forgotten at once: the file of
+// the interval it exec'd in did not describe it unless it had made calls in it.
+TEST_CASE("monitor --all: a profiled process that execs a program without probes is described in the interval "
+	  "of its exec, with its share up to it, and in none after",
+	  "[monitor][hosts]")
+{
+	std::string out = temp_dir() + "/exec-none";
+	// fork_exec quiet-exec: held, then execs sleep (no probes) before any probe of its own fires.
+	Background p({target("fork_exec"), "--wait", "quiet-exec", "/bin/sleep", "30"});
+	p.wait_for_line("ready");
+	const int pid = p.pid();
+	Background mon(monitor_all("0.3", out));
+	mon.wait_for_line("--all: profiling pid " + std::to_string(pid) + " (fork_exec)", true);
+	auto files = [&] {
+		size_t n = 0;
+		std::error_code ec;
+		for (const auto &e : std::filesystem::directory_iterator(out, ec))
+			n += e.path().extension() == ".data";
+		return n;
+	};
+	// Exec'd in the second interval or later (one file written): monitored before it.
+	for (int i = 0; i < 600 && files() < 1; i++)
+		usleep(100000);
+	REQUIRE(kill(pid, SIGUSR1) == 0);
+	mon.wait_for_line("exec'd a program without probes of the presets: no longer profiled", true);
+	// Two interval files more: the exec's and one after it.
+	const size_t seen = files();
+	for (int i = 0; i < 600 && files() < seen + 2; i++)
+		usleep(100000);
+	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
+	REQUIRE(mon.wait() == 0);
+	REQUIRE(kill(pid, SIGKILL) == 0);
+	p.wait();
+	std::string err = mon.rest_of_stderr();
+	INFO(err);
+	auto profiles = interval_profiles(out);
+	REQUIRE(profiles.size() >= 3);
+	size_t whole = 0, part = 0, after = 0;
+	for (const usdtprof::Profile &prof : profiles) {
+		auto it = std::find_if(prof.processes.begin(), prof.processes.end(),
+				       [&](const usdtprof::ProfileProcess &q) { return q.pid == pid; });
+		for (const usdtprof::PathNode &n : prof.nodes)
+			REQUIRE(n.pid != pid); // it never made a call
+		if (it == prof.processes.end()) {
+			after += part > 0;
+			continue;
+		}
+		INFO("share " << it->sampled_fraction);
+		REQUIRE(part == 0); // described up to its exec's interval, never after
+		REQUIRE(it->comm == "fork_exec");
+		if (it->sampled_fraction < 1) {
+			REQUIRE(it->sampled_fraction > 0);
+			part++;
+		} else {
+			whole++;
+		}
+	}
+	INFO(whole << " intervals attached all along, " << part << " with the exec, " << after << " after");
+	REQUIRE(whole >= 1);
+	REQUIRE(part == 1);
+	REQUIRE(after >= 1);
+}
+
 TEST_CASE("monitor --all: a profiled process that execs a program with probes mid-interval has its own share of "
 	  "that interval: its old program's part and its new program's from its attach, not the gap between",
 	  "[monitor][hosts]")

@@ -3,6 +3,7 @@
  *                exits; parent_fn waits for it, calls parent_leaf, exits.
  *   exec PROG..: main -> before_exec execs PROG with its arguments (no EXIT).
  *   after-exec:  main -> after_exec: for exec of this program.
+ *   quiet-exec PROG..: execs PROG with its arguments before any probe fires.
  *   children N:  main -> parent_fn forks N children; each prints "child PID",
  *                waits for its SIGUSR1, calls child_fn 3 times and exits;
  *                parent_fn waits for them all, calls parent_leaf, exits.
@@ -57,6 +58,10 @@ int main(int argc, char **argv)
 {
 	int arg = hold_if_asked(argc, argv);
 	const char *mode = argc > arg ? argv[arg] : "fork";
+	if (strcmp(mode, "quiet-exec") == 0 && argc > arg + 1) {
+		execv(argv[arg + 1], argv + arg + 1);
+		return 127;
+	}
 	USDTPROF_ENTER("main");
 	if (strcmp(mode, "fork") == 0) {
 		USDTPROF_ENTER("parent_fn");

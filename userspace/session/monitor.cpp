@@ -286,6 +286,19 @@ private:
 	std::optional<HostProcesses> host_; // --all's processes
 	std::optional<ProcessWindows> fair_; // -p A,B and --all: a window per process
 	std::set<uint32_t> gone_before_;     // fair_: the processes seen gone at the last interval's end
+	// --all: processes that exec'd a program without probes: no longer profiled, but
+	// described in the file of the interval they exec'd in (their share: up to the exec),
+	// calls or not; not in an interval that began after their exec.
+	struct ExecLeft {
+		ProfileProcess process;
+		uint64_t exec_ns;
+	};
+	std::map<int, ExecLeft> exec_left_;
+	bool exec_left_in(int pid, const Interval &iv) const
+	{
+		auto it = exec_left_.find(pid);
+		return it != exec_left_.end() && it->second.exec_ns >= iv.begin && !processes().count(pid);
+	}
 
 	std::mt19937_64 rng_{std::random_device{}()};
 	PathDeltas deltas_;
@@ -411,7 +424,13 @@ void MonitorSession::discover()
 		// Found and exec'd in one batch of events: its sites are in more, not yet attached.
 		std::erase_if(sites_, [&](const FoundSite &f) { return f.pid == pid; });
 		std::erase_if(more, [&](const FoundSite &f) { return f.pid == pid; });
+		auto described = processes().find(pid); // replan forgets it
+		std::optional<ProfileProcess> before;
+		if (described != processes().end())
+			before = described->second;
 		std::vector<FoundSite> again = host_->replan(pid, sites_.size() + more.size());
+		if (again.empty() && before)
+			exec_left_[pid] = {*before, exec.ns};
 		more.insert(more.end(), again.begin(), again.end());
 	}
 	if (more.empty())
@@ -721,10 +740,16 @@ Profile MonitorSession::interval_profile(const Interval &iv, const IntervalDelta
 	for (const auto &[pid, p] : processes())
 		if (!tgids.count(uint32_t(pid)) && monitored(pid, dead))
 			described.push_back(uint32_t(pid));
+	for (const auto &[pid, left] : exec_left_)
+		if (!tgids.count(uint32_t(pid)) && exec_left_in(pid, iv))
+			described.push_back(uint32_t(pid));
 	auto comms = engine().read_process_comms();
 	for (uint32_t tgid : described) {
 		auto known = processes().find(int(tgid));
-		profile.processes.push_back(known != processes().end() ? known->second : describe_process(int(tgid), comms));
+		auto left = exec_left_.find(int(tgid));
+		profile.processes.push_back(known != processes().end() ? known->second
+					    : left != exec_left_.end() ? left->second.process
+									: describe_process(int(tgid), comms));
 		if (fair_) // each its own window; the profile's share is the smallest
 			profile.processes.back().sampled_fraction =
 				std::max(fair_->attached_share(int(tgid), iv.begin, iv.finished), 1e-6);
@@ -755,6 +780,10 @@ std::vector<ProcessShare> MonitorSession::process_shares(const Interval &iv, con
 	for (const auto &[pid, p] : processes())
 		if (monitored(pid, dead))
 			out.push_back({pid, p.comm, p.container_id,
+				       std::max(fair_->attached_share(pid, iv.begin, iv.finished), 1e-6)});
+	for (const auto &[pid, left] : exec_left_)
+		if (exec_left_in(pid, iv))
+			out.push_back({pid, left.process.comm, left.process.container_id,
 				       std::max(fair_->attached_share(pid, iv.begin, iv.finished), 1e-6)});
 	return out;
 }
@@ -840,6 +869,7 @@ void MonitorSession::run()
 		health_.duty_cycle = attached_share;
 		health_.process_shares = process_shares(iv, dead);
 		gone_before_ = dead;
+		exec_left_.clear(); // described in the interval of their exec only
 		health_.estimated_overhead_ratio = budget.overhead;
 		health_.profiled_cpu_ns += budget.target_cpu_ns;
 		health_.probe_cost_ns += budget.probe_ns;
