@@ -260,23 +260,42 @@ bool wait_stopped(int pid)
 	return false;
 }
 
-int monitor_bench(const char *fill, int b, int fill_rounds)
+// path_fill launched and held, an engine of 1 << 20 paths loaded, its
+// native probes attached (released by the caller).
+struct HeldFill {
+	HeldChild child;
+	std::unique_ptr<Engine> engine;
+	std::vector<Mapping> maps;
+	TargetFiles opened;
+	AttachedProbes attached;
+};
+
+std::unique_ptr<HeldFill> held_fill(const std::vector<std::string> &argv)
 {
-	const uint32_t max_paths = 1u << 20;
-	auto child = HeldChild::launch({fill, std::to_string(b), std::to_string(fill_rounds)});
+	auto child = HeldChild::launch(argv);
 	if (!child)
 		die(child.error().message);
-	auto loaded = Engine::load(max_paths);
+	auto loaded = Engine::load(1u << 20);
 	if (!loaded)
 		die(loaded.error().message);
-	Engine &engine = **loaded;
-	int pid = child->pid();
-	auto maps = read_proc_maps(pid);
+	auto maps = read_proc_maps(child->pid());
 	if (!maps)
 		die(maps.error().message);
-	TargetFiles opened;
-	auto sites = find_sites(opened.of_process(pid, *maps), pid, native_probe_roles());
-	AttachedProbes attached = attach_sites(engine, sites);
+	auto f = std::unique_ptr<HeldFill>(new HeldFill{std::move(*child), std::move(*loaded), std::move(*maps), {}, {}});
+	int pid = f->child.pid();
+	f->attached = attach_sites(*f->engine, find_sites(f->opened.of_process(pid, f->maps), pid, native_probe_roles()));
+	return f;
+}
+
+int monitor_bench(const char *fill, int b, int fill_rounds)
+{
+	auto held = held_fill({fill, std::to_string(b), std::to_string(fill_rounds)});
+	Engine &engine = *held->engine;
+	HeldChild *child = &held->child;
+	int pid = child->pid();
+	const std::vector<Mapping> *maps = &held->maps;
+	TargetFiles &opened = held->opened;
+	AttachedProbes &attached = held->attached;
 	if (auto r = child->release(); !r)
 		die(r.error().message);
 	PathDeltas deltas;
@@ -329,22 +348,13 @@ int main(int argc, char **argv)
 		die("usage: path_bench PATH_FILL [B] [ROUNDS [SAVE_DIR]] | --replay SAVE_DIR [PROFILE]");
 	int b = argc > 2 ? atoi(argv[2]) : 1000;
 	int rounds = argc > 3 ? atoi(argv[3]) : 5;
-	const uint32_t max_paths = 1u << 20;
-
-	auto child = HeldChild::launch({argv[1], std::to_string(b)});
-	if (!child)
-		die(child.error().message);
-	auto loaded = Engine::load(max_paths);
-	if (!loaded)
-		die(loaded.error().message);
-	Engine &engine = **loaded;
+	auto held = held_fill({argv[1], std::to_string(b)});
+	Engine &engine = *held->engine;
 	uint64_t empty_bytes = engine.path_tables_bytes();
-	auto maps = read_proc_maps(child->pid());
-	if (!maps)
-		die(maps.error().message);
-	TargetFiles opened;
-	auto sites = find_sites(opened.of_process(child->pid(), *maps), child->pid(), native_probe_roles());
-	AttachedProbes attached = attach_sites(engine, sites);
+	HeldChild *child = &held->child;
+	const std::vector<Mapping> *maps = &held->maps;
+	TargetFiles &opened = held->opened;
+	AttachedProbes &attached = held->attached;
 	Timed fill;
 	fill = timed([&] {
 		if (auto r = child->release(); !r)
