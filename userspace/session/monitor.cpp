@@ -165,7 +165,8 @@ struct MonitorOutputs {
 			pusher = std::move(*p);
 		}
 		sinks.push_back(std::make_unique<IntervalFilesSink>(o.dir, kPrefix,
-								    IntervalFileLimits{o.keep, o.max_bytes, o.max_age_s}));
+								    IntervalFileLimits{o.keep, o.max_bytes, o.max_age_s},
+								    pusher != nullptr));
 		sinks.push_back(std::make_unique<MetricsSink>(metrics, server.get(), health));
 		if (pusher)
 			sinks.push_back(std::make_unique<PushSink>(*pusher));
