@@ -265,7 +265,7 @@ private:
 	{
 		return !dead.count(uint32_t(pid)) || !gone_before_.count(uint32_t(pid));
 	}
-	Profile interval_profile(const Interval &iv, const IntervalDelta &delta, const std::set<uint32_t> &dead,
+	Profile interval_profile(const Interval &iv, IntervalDelta &delta, const std::set<uint32_t> &dead,
 				 double attached_share, size_t *names_cut);
 	std::vector<ProcessShare> process_shares(const Interval &iv, const std::set<uint32_t> &dead) const;
 	void publish(const Interval &iv, Profile &profile, size_t names_cut);
@@ -720,7 +720,7 @@ std::vector<PathRecord> MonitorSession::read_records(std::set<uint32_t> &dead)
 	return records;
 }
 
-Profile MonitorSession::interval_profile(const Interval &iv, const IntervalDelta &delta,
+Profile MonitorSession::interval_profile(const Interval &iv, IntervalDelta &delta,
 					 const std::set<uint32_t> &dead, double attached_share, size_t *names_cut)
 {
 	Profile profile;
@@ -759,6 +759,11 @@ Profile MonitorSession::interval_profile(const Interval &iv, const IntervalDelta
 	}
 	apply_titles(profile.processes, engine().read_process_titles());
 	*names_cut = session_.add_paths(profile, delta.records, session_.namer(maps()));
+	// Named: the profile holds the gains now. Their memory goes back before
+	// the files are written: at a million paths the read's 117 MB kept for
+	// the next read put the peak RSS at ~335 MB, not ~295
+	// (docs/benchmarks.md, "What a monitor interval pays...").
+	std::vector<PathRecord>().swap(delta.records);
 	// The kernel's counters are cumulative; an interval shows its own.
 	auto anomalies = engine().anomalies();
 	for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
@@ -863,11 +868,6 @@ void MonitorSession::run()
 		IntervalDelta delta = deltas_.next(std::move(records), [&](uint32_t tgid) { return !dead.count(tgid); });
 		size_t names_cut = 0;
 		Profile profile = interval_profile(iv, delta, dead, attached_share, &names_cut);
-		// Named: the profile holds the gains now. Their memory goes back
-		// before the files are written: at a million paths the read's 117 MB
-		// kept for the next read put the peak RSS at ~335 MB, not ~290
-		// (docs/benchmarks.md, "What a monitor interval pays...").
-		std::vector<PathRecord>().swap(delta.records);
 		health_.probe_hits += hits;
 		health_.duty_cycle = attached_share;
 		health_.process_shares = process_shares(iv, dead);
