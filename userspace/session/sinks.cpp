@@ -149,8 +149,8 @@ void IntervalFilesSink::write(ProfileOutput &out)
 	for (const Format &f : formats()) {
 		if (!(f.uses & kUseMonitor))
 			continue;
-		// At a million paths the .data and .pb.gz were 30 MB and 15 MB,
-		// held whole, each rendered from its own copy of the profile.
+		// Streamed: at a million paths (30 MB of files) each was rendered
+		// whole, from its own copy of the profile, before it was written.
 		bool keep = keep_pprof_ && f.name == std::string("pprof");
 		StringSink kept;
 		// Names usdtprof chose: replaced, never followed or written through.
@@ -160,6 +160,8 @@ void IntervalFilesSink::write(ProfileOutput &out)
 		});
 		if (!r)
 			log_line("%s", r.error().message.c_str());
+		if (!r && keep && kept.text.empty()) // no file made (its directory gone): the push still has it
+			write_format(f, out.profile, ReportOptions{}, kept);
 		if (keep)
 			out.rendered["pprof"] = std::move(kept.text);
 	}

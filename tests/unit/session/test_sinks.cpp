@@ -196,6 +196,10 @@ TEST_CASE("IntervalFilesSink: one file per monitor format under the interval's s
 	REQUIRE(unpushed.rendered.empty());
 	REQUIRE(read_all(alone + "/app-20261203T041500123Z.pb.gz") == first.rendered.at("pprof"));
 	fs::remove_all(alone);
+	// Its directory gone: no file, but a push still has the pprof.
+	ProfileOutput homeless{p, 1796271300123000000};
+	IntervalFilesSink(alone, "app-", IntervalFileLimits{.keep = 1}, true).write(homeless);
+	REQUIRE(homeless.rendered.at("pprof") == first.rendered.at("pprof"));
 
 	// keep = 1: the next interval's files replace the first's.
 	ProfileOutput second{p, 1796271310123000000};
