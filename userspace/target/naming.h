@@ -104,7 +104,10 @@ std::string java_object_return(std::string_view descriptor);
 std::string python_file_name(const std::string &path);
 // Whether a Python code object's file is no file but code exec()'d or
 // eval()'d under a made-up name ("<string>", "<stdin>", "<timeit-src>",
-// "<doctest ...>"): not a frozen module ("<frozen os>"), not a path.
+// "<doctest ...>"): not a frozen module ("<frozen os>"), not a path. The
+// kernel side tells such files by their first 8 bytes alone (made_up_file in
+// bpf/identity.bpf.h, which keys their code by its name's text too): change
+// the two together.
 bool python_exec_file(const std::string &file);
 // Whether a co_qualname names a lambda, comprehension or generator
 // expression ("<lambda>", "main.<locals>.<lambda>"): all of one scope have
