@@ -217,6 +217,13 @@ struct usdtprof_derived {
 	 * instead of the code's for a file named like "<string>". 0: not read. */
 	__s32 func;
 	__s32 func_qualname;
+	/* USDTPROF_DERIVED_OWNER: offset in the class (args[proof_arg]) of a
+	 * number no other class of the process ever has, given at its making
+	 * (Ruby 3.1's class serial): a thread keeps the hash of a class's name
+	 * by its address and that number (code_ids), so a known class's name is
+	 * not read again. 0: the name is read and hashed at every hit. */
+	__s32 class_serial;
+	__u32 pad_derived;
 };
 
 struct usdtprof_name_part {
