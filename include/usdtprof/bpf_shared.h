@@ -377,7 +377,9 @@ struct usdtprof_thread_stack {
 	__u64 named[USDTPROF_NAMED_CACHE];
 	/* A derived identity read through a frame (CPython's): the id of a code
 	 * object run by a function object, with the probe's name argument, once
-	 * its name is kept (slot: the code's address bits); code 0 is none. */
+	 * its name is kept (slot: the code's address bits); code 0 is none.
+	 * Ruby's (USDTPROF_DERIVED_OWNER, owner_identity): a class's address
+	 * (code), its serial with the top bit set (func) and its name's hash (id). */
 	struct usdtprof_code_id code_ids[USDTPROF_CODE_CACHE];
 	/* This hit's code, function and name argument (known_code), which
 	 * derived_value reads on; they take the slot only once their id is
