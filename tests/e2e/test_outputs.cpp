@@ -317,6 +317,30 @@ TEST_CASE("outputs: -o follows our own symlinks, refuses another user's, writes 
 	REQUIRE(S_ISLNK(lstat_of("/dev/stdout").st_mode));
 }
 
+TEST_CASE("outputs: -o - is stdout for report, export and diff, as without -o; no file named -", "[outputs]")
+{
+	Scratch s;
+	const std::string dash = fs::current_path() / "-";
+	REQUIRE(!fs::exists(dash));
+	const std::vector<std::vector<std::string>> commands = {
+		{e2e::usdtprof(), "report", s.profile},
+		{e2e::usdtprof(), "report", s.profile, "--format", "json"},
+		{e2e::usdtprof(), "export", s.profile, "--format", "folded"},
+		{e2e::usdtprof(), "diff", s.profile, s.profile}};
+	for (std::vector<std::string> args : commands) {
+		INFO(args[1] << " " << args.back());
+		Output plain = run(args);
+		args.insert(args.end(), {"-o", "-"});
+		Output o = run(args);
+		INFO(o.err);
+		REQUIRE(plain.status == 0);
+		REQUIRE(o.status == 0);
+		REQUIRE(lines(o.out) >= 2);
+		REQUIRE(o.out == plain.out);
+		REQUIRE(!fs::exists(dash));
+	}
+}
+
 TEST_CASE("outputs: -o naming a directory, a block device, a socket or a missing directory: one line, exit 1, "
 	  "nothing changed",
 	  "[outputs][security]")

@@ -40,7 +40,7 @@ Command add_diff_command(CLI::App &parent)
 	app->add_option("--format", a->format, "text, json or html (one self-contained page: a differential flame graph and the table)")
 		->capture_default_str()
 		->check(CLI::IsMember({"text", "json", "html"}));
-	app->add_option("-o,--output", a->output, "Write here instead of stdout (--format html: diff.html)");
+	app->add_option("-o,--output", a->output, "Write here instead of stdout ('-': stdout; --format html: a file such as diff.html)");
 	return {app, [a] {
 			a->options.time = *parse_time_mode(a->time);
 			refuse_output_over_inputs(a->output, {a->base, a->now});

@@ -31,7 +31,7 @@ Command add_export_command(CLI::App &parent)
 	app->add_option("--format", a->format, describe_formats(kUseExport))
 		->required()
 		->check(CLI::IsMember(format_names(kUseExport)));
-	app->add_option("-o,--output", a->output, "Write here instead of stdout");
+	app->add_option("-o,--output", a->output, "Write here instead of stdout ('-': stdout)");
 	app->add_flag("--raw", a->raw, "Times as measured, the probes' own cost included (default: compensated)");
 	app->add_option("--time", a->time, "Time domain: wall, cpu (on-CPU part) or offcpu. folded: the weights; "
 			"pprof: the default sample type (each part is a sample type)")
@@ -39,7 +39,7 @@ Command add_export_command(CLI::App &parent)
 		->check(CLI::IsMember({"wall", "cpu", "offcpu"}));
 	return {app, [a] {
 			const Format &format = *find_format(a->format, kUseExport);
-			if (format.binary && a->output.empty() && isatty(STDOUT_FILENO))
+			if (format.binary && output_is_stdout(a->output) && isatty(STDOUT_FILENO))
 				throw UserError(a->format + " output is binary: not writing it to a terminal (use -o FILE or a pipe)");
 			refuse_output_over_inputs(a->output, input_paths(a->in));
 			Profile profile = load_inputs(a->in, a->raw);

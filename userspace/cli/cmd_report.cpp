@@ -48,7 +48,7 @@ Command add_report_command(CLI::App &parent)
 	app->add_option("--format", a->format, describe_formats(kUseReport))
 		->capture_default_str()
 		->check(CLI::IsMember(format_names(kUseReport)));
-	app->add_option("-o,--output", a->output, "Write here instead of stdout (--format html: report.html)");
+	app->add_option("-o,--output", a->output, "Write here instead of stdout ('-': stdout; --format html: a file such as report.html)");
 	return {app, [a] {
 			auto sort = parse_sort_key(a->sort);
 			if (!sort)

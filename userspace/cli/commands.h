@@ -44,9 +44,12 @@ std::vector<std::string> input_paths(const InputArgs &in);
 // The inputs as error messages name them: "usdtprof.data", "a.data b.data".
 std::string inputs_name(const InputArgs &in);
 
+// Whether -o means stdout: no -o, or "-" (as perf, pprof and gzip read it;
+// a file named "-" is ./-).
+inline bool output_is_stdout(const std::string &output) { return output.empty() || output == "-"; }
 // Writes what produce makes to -o's file (write_output: replaced atomically,
-// never through a link; a device or FIFO written through) or, without -o, to
-// stdout. Throws UserError.
+// never through a link; a device or FIFO written through) or to stdout
+// (output_is_stdout). Throws UserError.
 void write_result(const std::string &output, const OutputProducer &produce);
 // Throws a usage error when -o names a regular file the command reads (an input
 // profile, or a profile in an input monitor directory, through any link):

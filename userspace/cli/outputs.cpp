@@ -36,7 +36,7 @@ void refuse_output_over_inputs(const std::string &output, const std::vector<std:
 {
 	struct stat target;
 	// Only a regular file is replaced (write_output); a device or FIFO is written through.
-	if (output.empty() || stat(output.c_str(), &target) != 0 || !S_ISREG(target.st_mode))
+	if (output_is_stdout(output) || stat(output.c_str(), &target) != 0 || !S_ISREG(target.st_mode))
 		return;
 	for (const std::string &input : inputs)
 		if (std::string named = input_named_by(output, input); !named.empty())
@@ -47,7 +47,7 @@ void refuse_output_over_inputs(const std::string &output, const std::vector<std:
 
 void write_result(const std::string &output, const OutputProducer &produce)
 {
-	if (output.empty()) {
+	if (output_is_stdout(output)) {
 		// A large output (folded stacks of a million paths: 0.9 GB) into a
 		// pipe in stdio's 4 KiB writes was a fifth of its time: 1 MiB ones.
 		// A pipe's default 64 KiB made each of them 16 writes, each waking

@@ -367,7 +367,13 @@ std::string JavaLambdaNames::name(uint32_t tgid, const std::string &name)
 	if (end == 0)
 		return name;
 	auto it = renamed_.find({tgid, name.substr(0, end)});
-	return it == renamed_.end() ? name : it->second + name.substr(end);
+	if (it == renamed_.end())
+		return name;
+	// Names are at most kMaxNameBytes (cap_name): one whose callee would
+	// take it over keeps its number, as its own name was, never cut into
+	// another's.
+	std::string renamed = it->second + name.substr(end);
+	return renamed.size() <= kMaxNameBytes ? renamed : name;
 }
 
 // An object (or array) return type, ":String", "" for a primitive or void

@@ -167,6 +167,16 @@ TEST_CASE("java: two lambdas are never one name: one calling none or several met
 	JavaLambdaNames other;
 	other.add_call(7, "Srv$$Lambda$1.run()", "SrvX.lambda$go$0()");
 	CHECK(other.name(7, "Srv$$Lambda$1.run()") == "Srv$$Lambda[SrvX.lambda$go$0()].run()");
+	// A callee whose name would take the lambda's over the names' limit (two
+	// such lambdas cut to one prefix would be one row): the number kept.
+	JavaLambdaNames longer;
+	const std::string near_limit = "a." + std::string(kMaxNameBytes - 10, 'x') + "()";
+	const std::string short_one = "a." + std::string(kMaxNameBytes - 80, 'x') + "()";
+	longer.add_call(7, "Srv$$Lambda$2.run()", near_limit);
+	longer.add_call(7, "Srv$$Lambda$3.run()", short_one);
+	CHECK(longer.name(7, "Srv$$Lambda$2.run()") == "Srv$$Lambda$2.run()");
+	CHECK(longer.name(7, "Srv$$Lambda$3.run()") == "Srv$$Lambda[" + short_one + "].run()");
+	CHECK(longer.name(7, "Srv$$Lambda$3.run()").size() <= kMaxNameBytes);
 }
 
 TEST_CASE("java: which names are a lambda's hidden class's methods", "[presets]")
