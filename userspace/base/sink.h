@@ -59,4 +59,19 @@ private:
 	Sink &next_;
 };
 
+// Writes everything to two sinks, in turn.
+class TeeSink : public Sink {
+public:
+	TeeSink(Sink &first, Sink &second) : first_(first), second_(second) {}
+	void write(const char *data, size_t size) override
+	{
+		first_.write(data, size);
+		second_.write(data, size);
+	}
+	using Sink::write;
+
+private:
+	Sink &first_, &second_;
+};
+
 } // namespace usdtprof

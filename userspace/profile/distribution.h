@@ -72,6 +72,7 @@ public:
 	value_type &back() { return data()[size_ - 1]; }
 	const value_type &back() const { return data()[size_ - 1]; }
 	void clear() { size_ = 0; }
+	void truncate(size_t n) { size_ = uint32_t(std::min<size_t>(n, size_)); } // the first n kept
 	void reserve(size_t n)
 	{
 		if (n <= capacity_)

@@ -286,6 +286,19 @@ void drop_distributions(Profile &profile)
 	profile.dists = {};
 }
 
+Profile copy_without_distributions(Profile &profile)
+{
+	// Set aside while the rest is copied, given back whatever happens.
+	struct Aside {
+		Profile &p;
+		std::vector<Distribution> dists = std::move(p.dists);
+		~Aside() { p.dists = std::move(dists); }
+	} aside{profile};
+	Profile copy = profile;
+	copy.distributions = false;
+	return copy;
+}
+
 void fit_dists(Profile &profile)
 {
 	if (profile.distributions)

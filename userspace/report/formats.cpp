@@ -23,13 +23,15 @@ const Format kFormats[] = {
 	 .writes = "one self-contained page: flame graph, table, sandwich; docs/html.md", .uses = kUseReport,
 	 .profile = html_report},
 	{.name = "folded", .extension = ".folded",
-	 .writes = "flamegraph.pl, speedscope; weights in nanoseconds", .uses = kUseExport, .profile = folded_stacks},
+	 .writes = "flamegraph.pl, speedscope; weights in nanoseconds", .uses = kUseExport, .profile = folded_stacks,
+	 .drops_distributions = true},
 	{.name = "data", .extension = ".data", .writes = "usdtprof's own profile file, times as measured",
 	 .uses = kUseMonitor, .binary = true,
-	 .profile = [](Profile measured, const ReportOptions &, Sink &out) { write_profile(measured, out); }},
+	 .profile = [](Profile measured, const ReportOptions &, Sink &out) { write_profile(measured, out); },
+	 .as_is = [](const Profile &measured, const ReportOptions &, Sink &out) { write_profile(measured, out); }},
 	{.name = "pprof", .extension = ".pb.gz",
 	 .writes = "gzipped protobuf for go tool pprof; binary: use -o or a pipe", .uses = kUseExport | kUseMonitor,
-	 .binary = true, .profile = pprof_profile},
+	 .binary = true, .profile = pprof_profile, .drops_distributions = true},
 	{.name = "chrome", .extension = ".json", .writes = "Perfetto, chrome://tracing", .uses = kUseTrace,
 	 .timeline = render_chrome_trace},
 	{.name = "speedscope", .extension = ".speedscope.json", .writes = "speedscope's evented format",
@@ -55,6 +57,15 @@ std::vector<std::string> format_names(unsigned use)
 		if (f.uses & use)
 			names.push_back(f.name);
 	return names;
+}
+
+void write_format(const Format &format, Profile &measured, const ReportOptions &options, Sink &out)
+{
+	if (format.as_is)
+		format.as_is(measured, options, out);
+	else
+		format.profile(format.drops_distributions ? copy_without_distributions(measured) : Profile(measured), options,
+			       out);
 }
 
 std::string render_profile(const Format &format, const Profile &measured, const ReportOptions &options)

@@ -33,6 +33,9 @@ struct Format {
 	// million paths), and write into out as they go, never holding a large
 	// output whole; timelines get the events.
 	void (*profile)(Profile measured, const ReportOptions &options, Sink &out) = nullptr;
+	// Formats that only read the profile: given it as it is, no copy (write_format).
+	void (*as_is)(const Profile &measured, const ReportOptions &options, Sink &out) = nullptr;
+	bool drops_distributions = false; // never shows durations: its copy made without them
 	std::string (*timeline)(const TraceInput &input) = nullptr;
 };
 
@@ -42,7 +45,12 @@ const Format *find_format(const std::string &name, unsigned use);
 std::vector<std::string> format_names(unsigned use);
 // "name (writes), name (writes)" for --help.
 std::string describe_formats(unsigned use);
-// A format of a profile's output as one string (tests, monitor's small intervals).
+// A format of a profile into out as it is made: from measured itself where the
+// format only reads it, else from a copy (without the durations where it drops
+// them: a million paths' 40 MB not copied to be freed); measured is left as it
+// was. Monitor's interval files, streamed (docs/design.md, "Continuous monitoring").
+void write_format(const Format &format, Profile &measured, const ReportOptions &options, Sink &out);
+// A format of a profile's output as one string (tests).
 std::string render_profile(const Format &format, const Profile &measured, const ReportOptions &options);
 
 } // namespace usdtprof

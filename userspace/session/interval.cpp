@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <sys/stat.h>
@@ -19,43 +20,35 @@ namespace usdtprof {
 
 namespace {
 
-// The buckets of now less those of before (both in bucket order); a count
-// only grows.
-Buckets minus(const Buckets &now, const Buckets &before)
+// now becomes its gain since before: the counts subtract (a count only
+// grows; the buckets of both are in bucket order); an extreme is exact when
+// the interval set it, else bounded by the interval's own buckets.
+void subtract(PathStats &now, const PathStats &before)
 {
-	Buckets left;
-	const BucketCount *was = before.begin();
-	for (auto [b, n] : now) {
-		while (was != before.end() && was->first < b)
+	now.calls -= before.calls;
+	now.open -= before.open;
+	now.self_ns -= before.self_ns;
+	now.total_ns -= before.total_ns;
+	now.self_offcpu_ns -= before.self_offcpu_ns;
+	size_t left = 0;
+	const BucketCount *was = before.buckets.begin();
+	for (auto [b, n] : now.buckets) {
+		while (was != before.buckets.end() && was->first < b)
 			was++;
-		uint64_t had = was != before.end() && was->first == b ? was->second : 0;
+		uint64_t had = was != before.buckets.end() && was->first == b ? was->second : 0;
 		if (n > had)
-			left.emplace_back(b, n - had);
+			now.buckets[left++] = {b, n - had};
 	}
-	return left;
-}
-
-PathStats minus(const PathStats &now, const PathStats &before)
-{
-	PathStats d = now;
-	d.calls -= before.calls;
-	d.open -= before.open;
-	d.self_ns -= before.self_ns;
-	d.total_ns -= before.total_ns;
-	d.self_offcpu_ns -= before.self_offcpu_ns;
-	// The interval's durations: the counts subtract; an extreme is exact
-	// when the interval set it, else bounded by the interval's own buckets.
-	d.buckets = minus(now.buckets, before.buckets);
-	if (d.buckets.empty()) {
-		d.min_ns = d.max_ns = 0;
-		return d;
+	now.buckets.truncate(left);
+	if (left == 0) {
+		now.min_ns = now.max_ns = 0;
+		return;
 	}
-	uint32_t lowest = d.buckets[0].first, highest = d.buckets.back().first;
+	uint32_t lowest = now.buckets[0].first, highest = now.buckets.back().first;
 	if (before.max_ns && now.min_ns >= before.min_ns)
-		d.min_ns = std::max<uint64_t>(now.min_ns, dist_bucket_low(lowest));
+		now.min_ns = std::max<uint64_t>(now.min_ns, dist_bucket_low(lowest));
 	if (before.max_ns && now.max_ns <= before.max_ns)
-		d.max_ns = std::min<uint64_t>(now.max_ns, dist_bucket_high(highest) - 1);
-	return d;
+		now.max_ns = std::min<uint64_t>(now.max_ns, dist_bucket_high(highest) - 1);
 }
 
 bool gained(const PathStats &d)
@@ -96,71 +89,142 @@ void clear_gain(PathStats &s)
 	s.buckets.clear();
 }
 
-// Where each path of a read was in the last one. The kernel's map is read
-// bucket by bucket, in the same order from one read to the next for the
-// paths it kept, and last_ keeps that order (paths first seen are appended):
-// each path is looked for first right after the last one found; the index
-// of last_ is built only when that misses.
-class LastRead {
-public:
-	explicit LastRead(const std::vector<PathRecord> &last) : last_(last) {}
-	uint32_t find(uint64_t path)
-	{
-		if (next_ < last_.size() && last_[next_].path == path)
-			return uint32_t(next_++);
-		if (!index_) {
-			index_.emplace(last_.size());
-			for (size_t j = 0; j < last_.size(); j++)
-				index_->set(last_[j].path, uint32_t(j));
-		}
-		uint32_t j = index_->find(path);
-		if (j != IdIndex::kNone)
-			next_ = j + 1;
-		return j;
-	}
+} // namespace
 
-private:
-	const std::vector<PathRecord> &last_;
-	size_t next_ = 0;
-	std::optional<IdIndex> index_;
-};
+namespace {
+
+void put_varint(uint8_t *&at, uint64_t v)
+{
+	while (v >= 0x80) {
+		*at++ = uint8_t(v) | 0x80;
+		v >>= 7;
+	}
+	*at++ = uint8_t(v);
+}
+
+// Written by put_varint into memory of ours: no check of its end.
+uint64_t get_varint(const uint8_t *&at)
+{
+	uint64_t v = 0;
+	for (int shift = 0;; shift += 7) {
+		uint8_t byte = *at++;
+		v |= uint64_t(byte & 0x7f) << shift;
+		if (!(byte & 0x80))
+			return v;
+	}
+}
+
+uint64_t get_id(const uint8_t *at)
+{
+	uint64_t id;
+	memcpy(&id, at, sizeof id);
+	return id;
+}
+
+// The path at `at`: its totals into out; returns where the next one starts.
+size_t unpack(const std::vector<uint8_t> &bytes, size_t at, PathStats &out)
+{
+	const uint8_t *p = bytes.data() + at + sizeof(uint64_t);
+	for (uint64_t *field : {&out.calls, &out.open, &out.self_ns, &out.total_ns, &out.self_offcpu_ns, &out.min_ns,
+				&out.max_ns})
+		*field = get_varint(p);
+	out.buckets.clear();
+	for (uint64_t n = get_varint(p); n; n--) {
+		uint32_t b = uint32_t(get_varint(p));
+		out.buckets.emplace_back(b, get_varint(p));
+	}
+	return size_t(p - bytes.data());
+}
+
+// The bytes of a path's id, its seven counts (each at most 10 bytes as a
+// varint) and its number of buckets.
+constexpr size_t kPackedFixed = sizeof(uint64_t) + 7 * 10 + 10;
+constexpr size_t kPackedBucket = 5 + 10;
 
 } // namespace
 
-// In place: each of totals becomes its gain (minus its last totals, which
-// it replaces in last_); those that gained nothing and are no gainer's
-// ancestor are dropped; what is left, in the order read, is the delta.
+void PackedTotals::reserve(size_t paths)
+{
+	// Address space: only the pages written are touched. ~30 bytes a path
+	// measured (path_fill); more grows the vector.
+	reserve_huge(bytes_, paths * 48);
+}
+
+void PackedTotals::append(uint64_t path, const PathStats &s)
+{
+	uint8_t packed[kPackedFixed];
+	uint8_t *p = packed;
+	memcpy(p, &path, sizeof path);
+	p += sizeof path;
+	for (uint64_t field : {s.calls, s.open, s.self_ns, s.total_ns, s.self_offcpu_ns, s.min_ns, s.max_ns})
+		put_varint(p, field);
+	put_varint(p, s.buckets.size());
+	bytes_.insert(bytes_.end(), packed, p);
+	for (auto [b, n] : s.buckets) {
+		uint8_t bucket[kPackedBucket], *q = bucket;
+		put_varint(q, b);
+		put_varint(q, n);
+		bytes_.insert(bytes_.end(), bucket, q);
+	}
+	count_++;
+}
+
+bool PackedTotals::Finder::find(uint64_t path, PathStats &out)
+{
+	const std::vector<uint8_t> &bytes = t_.bytes_;
+	if (at_ < bytes.size() && get_id(bytes.data() + at_) == path) {
+		at_ = unpack(bytes, at_, out);
+		return true;
+	}
+	if (t_.empty())
+		return false;
+	if (!index_) {
+		index_.emplace(t_.count_);
+		offsets_.reserve(t_.count_);
+		PathStats skipped;
+		for (size_t at = 0; at < bytes.size(); at = unpack(bytes, at, skipped)) {
+			index_->set(get_id(bytes.data() + at), uint32_t(offsets_.size()));
+			offsets_.push_back(at);
+		}
+	}
+	uint32_t j = index_->find(path);
+	if (j == IdIndex::kNone)
+		return false;
+	at_ = unpack(bytes, offsets_[j], out);
+	return true;
+}
+
+// In place: each of totals becomes its gain (minus its last totals); those
+// that gained nothing and are no gainer's ancestor are dropped; what is
+// left, in the order read, is the delta. The totals of the paths of
+// processes alive are packed, in the order read, for the next one.
 IntervalDelta PathDeltas::next(std::vector<PathRecord> totals, const std::function<bool(uint32_t)> &alive)
 {
 	IntervalDelta out;
 	// Per record of totals: gained, an ancestor of one (nothing gained) or
-	// dropped; per path of last_: still in the map, its process alive.
+	// dropped.
 	enum : uint8_t { kDropped, kGained, kAncestor };
 	std::vector<uint8_t> kept = huge_vector<uint8_t>(totals.size(), kDropped);
-	std::vector<uint8_t> tracked = huge_vector<uint8_t>(last_.size(), 0);
-	std::vector<PathRecord> fresh; // paths first seen now, their totals
-	reserve_huge(fresh, totals.size()); // address space: only what is used is touched
+	PackedTotals packed;
+	packed.reserve(totals.size());
 	AliveCache is_alive(alive);
-	LastRead was(last_);
+	PackedTotals::Finder was(last_);
+	PathStats before;
 	size_t gainers = 0;
 	for (size_t i = 0; i < totals.size(); i++) {
 		PathRecord &r = totals[i];
-		bool lives = is_alive(r.stats.tgid);
-		if (!lives)
+		// Paths no longer in the map (deleted) or of processes gone are no
+		// longer kept; those first seen are.
+		if (is_alive(r.stats.tgid))
+			packed.append(r.path, r.stats);
+		else
 			out.forget.push_back(r.path);
-		uint32_t j = was.find(r.path);
-		if (j == IdIndex::kNone) {
-			if (lives)
-				fresh.push_back(r);
-		} else {
-			PathStats gain = minus(r.stats, last_[j].stats);
-			last_[j].stats = std::move(r.stats);
-			r.stats = std::move(gain);
-			tracked[j] = lives;
-		}
+		if (was.find(r.path, before))
+			subtract(r.stats, before);
 		if (gained(r.stats))
 			kept[i] = kGained, gainers++;
 	}
+	last_ = std::move(packed);
 	// Ancestors of what gained, with nothing gained themselves: up to the
 	// first one already kept (whose own ancestors are walked from it). None
 	// when nothing gained, or everything did.
@@ -181,17 +245,6 @@ IntervalDelta PathDeltas::next(std::vector<PathRecord> totals, const std::functi
 			}
 		}
 	}
-	// Paths no longer in the map (deleted) or of processes gone are no
-	// longer tracked; those first seen are.
-	size_t left = 0;
-	for (size_t j = 0; j < last_.size(); j++)
-		if (tracked[j])
-			last_[left++] = std::move(last_[j]);
-	last_.resize(left);
-	if (last_.empty())
-		last_ = std::move(fresh);
-	else
-		last_.insert(last_.end(), std::make_move_iterator(fresh.begin()), std::make_move_iterator(fresh.end()));
 	size_t delta = 0;
 	for (size_t i = 0; i < totals.size(); i++)
 		if (kept[i] != kDropped)

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/id_index.h"
 #include "engine/call_paths.h"
 
 namespace usdtprof {
@@ -24,22 +25,60 @@ struct IntervalDelta {
 
 };
 
+// Each path's totals as last read, packed for the next delta: its id, then
+// only what a gain subtracts (the counts, the extremes, the nonzero buckets)
+// as LEB128 varints, most of them a byte or two: ~30 bytes a path where a
+// PathRecord is 112. Written in the order read, read back in that order.
+class PackedTotals {
+public:
+	void reserve(size_t paths);
+	void append(uint64_t path, const PathStats &s);
+	size_t size() const { return count_; }
+	size_t bytes() const { return bytes_.size(); }
+	bool empty() const { return count_ == 0; }
+
+	// Where each path is, by its id: read through in order, each path looked
+	// for first right after the last one found (the kernel's map is read
+	// bucket by bucket, the same order from one read to the next for the
+	// paths it kept); an open-addressed index of them is built only when
+	// that misses.
+	class Finder {
+	public:
+		explicit Finder(const PackedTotals &totals) : t_(totals) {}
+		// The totals of path into out (its buckets' memory reused); false
+		// when it was not read last time.
+		bool find(uint64_t path, PathStats &out);
+
+	private:
+		const PackedTotals &t_;
+		size_t at_ = 0;   // the byte offset of the next path in order
+		std::vector<size_t> offsets_; // of each path, with the index
+		std::optional<IdIndex> index_;
+	};
+
+private:
+	std::vector<uint8_t> bytes_;
+	size_t count_ = 0;
+};
+
 // The kernel's totals only grow: a path's gain is its total now minus its
 // total at the last read. Nothing is counted twice, and what the kernel adds
 // while the map is read is in the next delta.
 // At a million paths an interval's read is a million records: next() takes
 // them (by value: moved in), turns them into the deltas in place and keeps
-// the totals it subtracts next time in one flat array, looked up through an
-// open-addressed index (IdIndex). unordered_maps of the totals, the gains and
-// the ancestors placed cost 3.5-4.8 s of CPU an interval and ~500 MB
+// what it subtracts next time packed (PackedTotals, ~30 MB at 1M paths).
+// unordered_maps of the totals, the gains and the ancestors placed cost
+// 3.5-4.8 s of CPU an interval and ~500 MB; a flat array of the totals as
+// PathRecords, 112 MB and, in the first interval, a copy of every record
 // (docs/benchmarks.md, "What a monitor interval pays for a million paths").
 class PathDeltas {
 public:
 	IntervalDelta next(std::vector<PathRecord> totals, const std::function<bool(uint32_t tgid)> &alive);
 	size_t tracked() const { return last_.size(); }
+	size_t tracked_bytes() const { return last_.bytes(); }
 
 private:
-	std::vector<PathRecord> last_; // each path's totals at the last read
+	PackedTotals last_; // each path's totals at the last read, in the order read
 };
 
 // The share of the time probes may stay attached so that their estimated

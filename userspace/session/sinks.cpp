@@ -149,12 +149,21 @@ void IntervalFilesSink::write(ProfileOutput &out)
 	for (const Format &f : formats()) {
 		if (!(f.uses & kUseMonitor))
 			continue;
-		std::string text = render_profile(f, out.profile, ReportOptions{});
+		// Streamed: at a million paths (30 MB of files) each was rendered
+		// whole, from its own copy of the profile, before it was written.
+		bool keep = keep_pprof_ && f.name == std::string("pprof");
+		StringSink kept;
 		// Names usdtprof chose: replaced, never followed or written through.
-		if (auto r = write_file_atomically(base + f.extension, text); !r)
+		auto r = write_file_atomically(base + f.extension, [&](Sink &file) {
+			TeeSink both(file, kept);
+			write_format(f, out.profile, ReportOptions{}, keep ? static_cast<Sink &>(both) : file);
+		});
+		if (!r)
 			log_line("%s", r.error().message.c_str());
-		if (f.name == std::string("pprof"))
-			out.rendered["pprof"] = std::move(text);
+		if (!r && keep && kept.text.empty()) // no file made (its directory gone): the push still has it
+			write_format(f, out.profile, ReportOptions{}, kept);
+		if (keep)
+			out.rendered["pprof"] = std::move(kept.text);
 	}
 	apply_retention(dir_, prefix_, monitor_extensions(), limits_.keep, limits_.max_bytes, limits_.max_age_s);
 }

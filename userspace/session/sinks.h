@@ -117,16 +117,19 @@ struct IntervalFileLimits {
 std::string interval_stamp(int64_t unix_ns);
 
 // A monitor's files: DIR/PREFIX<stamp>.<extension> for every format monitor
-// writes (formats.h), "pprof" left in out.rendered; then the retention.
+// writes (formats.h), each written into its file as it is made (write_format),
+// never held whole; "pprof" kept in out.rendered too when keep_pprof (a push
+// follows); then the retention.
 class IntervalFilesSink : public ProfileSink {
 public:
-	IntervalFilesSink(std::string dir, std::string prefix, IntervalFileLimits limits)
-		: dir_(std::move(dir)), prefix_(std::move(prefix)), limits_(limits) {}
+	IntervalFilesSink(std::string dir, std::string prefix, IntervalFileLimits limits, bool keep_pprof)
+		: dir_(std::move(dir)), prefix_(std::move(prefix)), limits_(limits), keep_pprof_(keep_pprof) {}
 	void write(ProfileOutput &out) override;
 
 private:
 	std::string dir_, prefix_;
 	IntervalFileLimits limits_;
+	bool keep_pprof_;
 };
 
 // /metrics: each interval compensated into the registry, then the health

@@ -164,8 +164,12 @@ TEST_CASE("IntervalFilesSink: one file per monitor format under the interval's s
 			extensions.push_back(f.extension);
 	REQUIRE(extensions.size() >= 2);
 
-	IntervalFilesSink sink(dir, "app-", IntervalFileLimits{.keep = 1});
+	p.distributions = true;
+	fit_dists(p);
+	p.dists.at(0) = Distribution{150000, 150000, {{dist_bucket_of(150000), 1}}};
+	IntervalFilesSink sink(dir, "app-", IntervalFileLimits{.keep = 1}, true);
 	ProfileOutput first{p, 1796271300123000000};
+	size_t dists = p.dists.size();
 	sink.write(first);
 	for (const std::string &ext : extensions)
 		REQUIRE(fs::exists(dir + "/app-20261203T041500123Z" + ext));
@@ -175,6 +179,27 @@ TEST_CASE("IntervalFilesSink: one file per monitor format under the interval's s
 	auto data = load_profile(dir + "/app-20261203T041500123Z.data");
 	REQUIRE(data);
 	REQUIRE(data->nodes.size() == p.nodes.size());
+	// Streamed into the files, the bytes each format renders whole; the
+	// profile left as it was, its durations too.
+	REQUIRE(dists > 0);
+	REQUIRE(p.dists.size() == dists);
+	REQUIRE(p.dists[0].max_ns == 150000);
+	REQUIRE(data->dists.at(0).max_ns == 150000);
+	for (const Format &f : formats())
+		if (f.uses & kUseMonitor)
+			REQUIRE(read_all(dir + "/app-20261203T041500123Z" + f.extension) ==
+				render_profile(f, p, ReportOptions{}));
+	// No push: the pprof is not kept.
+	std::string alone = temp_dir();
+	ProfileOutput unpushed{p, 1796271300123000000};
+	IntervalFilesSink(alone, "app-", IntervalFileLimits{.keep = 1}, false).write(unpushed);
+	REQUIRE(unpushed.rendered.empty());
+	REQUIRE(read_all(alone + "/app-20261203T041500123Z.pb.gz") == first.rendered.at("pprof"));
+	fs::remove_all(alone);
+	// Its directory gone: no file, but a push still has the pprof.
+	ProfileOutput homeless{p, 1796271300123000000};
+	IntervalFilesSink(alone, "app-", IntervalFileLimits{.keep = 1}, true).write(homeless);
+	REQUIRE(homeless.rendered.at("pprof") == first.rendered.at("pprof"));
 
 	// keep = 1: the next interval's files replace the first's.
 	ProfileOutput second{p, 1796271310123000000};
