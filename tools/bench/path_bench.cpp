@@ -195,10 +195,8 @@ template <class E> void read_into(const E &engine, std::vector<PathRecord> &out)
 		out = engine.read_paths();
 }
 
-// Whether this build's monitor streams its files (write_format) and gives
-// the read's memory back once its gains are named; a baseline build before
-// it renders each file whole and reads the next interval into the last
-// one's records.
+// Whether this build's monitor streams its files (write_format); a
+// baseline build before it renders each file whole.
 template <class P> constexpr bool streams_files()
 {
 	return requires(const Format &format, P &profile, Sink &out) { write_format(format, profile, ReportOptions{}, out); };
@@ -217,8 +215,7 @@ template <class P> size_t file_bytes(const Format &format, P &profile)
 }
 
 // The read fills the last interval's records again (read_buffer), as
-// monitor's did before it streamed its files; since, the records are
-// given back once named.
+// monitor's does.
 IntervalCost monitor_interval(Engine &engine, PathDeltas &deltas, const std::function<FunctionNamer()> &make_namer,
 			      std::vector<PathRecord> &read_buffer)
 {
@@ -243,8 +240,6 @@ IntervalCost monitor_interval(Engine &engine, PathDeltas &deltas, const std::fun
 		add_call_paths(profile, delta.records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); });
 	});
 	c.rss_named = peak_rss_mb();
-	if constexpr (streams_files<Profile>())
-		std::vector<PathRecord>().swap(delta.records);
 	for (const PathNode &n : profile.nodes)
 		c.calls += n.calls;
 	c.files = timed([&] {

@@ -143,10 +143,9 @@ public:
 	// of paths per system call) where the kernel has them, else, or when
 	// batched is false (the bench compares the two), one key at a time.
 	std::vector<PathRecord> read_paths(bool batched = true) const;
-	// The same into out, emptied first: its memory is used again (a new
-	// vector's fresh pages, ~110 MB at a million paths, were a fifth of the
-	// read's CPU). monitor used to read each interval into the last one's
-	// records; it now gives them back once named, for a lower peak RSS.
+	// The same into out, emptied first: its memory is used again. monitor
+	// reads the table every interval; at a million paths the fresh pages
+	// of a new vector (~110 MB) were a fifth of the read's CPU.
 	void read_paths(std::vector<PathRecord> &out, bool batched = true) const;
 	// What the two path tables hold in kernel memory now, by the kernel's
 	// own accounting (memlock in the maps' fdinfo, from their contents on

@@ -265,7 +265,7 @@ private:
 	{
 		return !dead.count(uint32_t(pid)) || !gone_before_.count(uint32_t(pid));
 	}
-	Profile interval_profile(const Interval &iv, IntervalDelta &delta, const std::set<uint32_t> &dead,
+	Profile interval_profile(const Interval &iv, const IntervalDelta &delta, const std::set<uint32_t> &dead,
 				 double attached_share, size_t *names_cut);
 	std::vector<ProcessShare> process_shares(const Interval &iv, const std::set<uint32_t> &dead) const;
 	void publish(const Interval &iv, Profile &profile, size_t names_cut);
@@ -303,6 +303,9 @@ private:
 
 	std::mt19937_64 rng_{std::random_device{}()};
 	PathDeltas deltas_;
+	// The last interval's records: the next read empties them and fills the same pages
+	// (Engine::read_paths).
+	std::vector<PathRecord> read_buffer_;
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> last_anomalies_{};
 	MonitorHealth health_;
 	CostBaseline last_; // at the end of the last interval
@@ -704,7 +707,7 @@ std::vector<PathRecord> MonitorSession::read_records(std::set<uint32_t> &dead)
 		for (const auto &[p, process] : processes())
 			if (!process_exists(p))
 				dead.insert(uint32_t(p));
-	std::vector<PathRecord> records;
+	std::vector<PathRecord> records = std::move(read_buffer_);
 	engine().read_paths(records);
 	bool died = false;
 	std::set<uint32_t> alive; // each process looked at once (a read of /proc/PID/stat)
@@ -720,7 +723,7 @@ std::vector<PathRecord> MonitorSession::read_records(std::set<uint32_t> &dead)
 	return records;
 }
 
-Profile MonitorSession::interval_profile(const Interval &iv, IntervalDelta &delta,
+Profile MonitorSession::interval_profile(const Interval &iv, const IntervalDelta &delta,
 					 const std::set<uint32_t> &dead, double attached_share, size_t *names_cut)
 {
 	Profile profile;
@@ -759,11 +762,6 @@ Profile MonitorSession::interval_profile(const Interval &iv, IntervalDelta &delt
 	}
 	apply_titles(profile.processes, engine().read_process_titles());
 	*names_cut = session_.add_paths(profile, delta.records, session_.namer(maps()));
-	// Named: the profile holds the gains now. Their memory goes back before
-	// the files are written: at a million paths the read's 117 MB kept for
-	// the next read put the peak RSS at ~335 MB, not ~295
-	// (docs/benchmarks.md, "What a monitor interval pays...").
-	std::vector<PathRecord>().swap(delta.records);
 	// The kernel's counters are cumulative; an interval shows its own.
 	auto anomalies = engine().anomalies();
 	for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
@@ -880,6 +878,7 @@ void MonitorSession::run()
 		publish(iv, profile, names_cut);
 		// What is reported of processes that are gone is forgotten: the maps stay bounded.
 		engine().delete_paths(delta.forget);
+		read_buffer_ = std::move(delta.records); // the read's memory, for the next one
 		for (uint32_t tgid : dead) {
 			engine().delete_names(tgid);
 			engine().forget_attach(int(tgid));
