@@ -110,22 +110,35 @@ static __always_inline __u64 read_user_u64(__u64 addr)
 	return v;
 }
 
+/* The first `owner` + 8 bytes of an object (a method entry or a special-
+ * variable slot: both keep their flags first), in one read; false when the
+ * offsets are not within 40 bytes (no method entry of Ruby 3.1's layout). */
+static __always_inline bool read_entry(const struct usdtprof_derived *d, __u64 at, __u64 *w)
+{
+	__u32 n = d->owner;
+
+	if (n > 32 || d->svar_me < 0 || d->svar_me > n)
+		return false;
+	return !bpf_probe_read_user(w, n + 8, (void *)at);
+}
+
 /* The owner of the method entry me (USDTPROF_DERIVED_OWNER), or of the one
  * a special-variable slot in its place holds; 0 when it is no method entry. */
 static __always_inline __u64 entry_owner(const struct usdtprof_derived *d, __u64 me)
 {
-	__u64 flags;
+	__u64 w[5] = {};
+	__u32 svar_me = d->svar_me >> 3, owner = d->owner >> 3;
 
-	if (!me)
+	if (!me || svar_me > 4 || owner > 4 || !read_entry(d, me, w))
 		return 0;
-	flags = read_user_u64(me);
-	if ((flags & d->imemo_mask) == d->imemo_svar) {
-		me = read_user_u64(me + d->svar_me);
-		flags = me ? read_user_u64(me) : 0;
+	if ((w[0] & d->imemo_mask) == d->imemo_svar) {
+		me = w[svar_me];
+		if (!me || !read_entry(d, me, w))
+			return 0;
 	}
-	if ((flags & d->imemo_mask) != d->imemo_ment)
+	if ((w[0] & d->imemo_mask) != d->imemo_ment)
 		return 0;
-	return read_user_u64(me + d->owner);
+	return w[owner];
 }
 
 /* The owner of the method running on the execution context ec, 0 when what
@@ -140,19 +153,18 @@ static __always_inline __u64 method_owner(const struct usdtprof_derived *d, __u6
 }
 
 /* USDTPROF_DERIVED_OWNER: whether the method the probe names is its class's
- * singleton method; 0 when what the site leads to (d->from: through the
- * execution context in either register, or a method entry or execution
- * context in a register or stack slot chosen for this site) is no method
- * entry whose owner is the class or its singleton class. */
-static __always_inline __u64 owner_verdict(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec)
+ * singleton method, given the class and its singleton class; 0 when what
+ * the site leads to (d->from: through the execution context in either
+ * register, or a method entry or execution context in a register or stack
+ * slot chosen for this site) is no method entry whose owner is the class or
+ * its singleton class. */
+static __always_inline __u64 owner_verdict_of(struct pt_regs *ctx, const struct usdtprof_derived *d, __u64 klass,
+					      __u64 singleton)
 {
-	const struct usdtprof_derived *d = &spec->derived;
-	__u64 klass = read_arg_slow(ctx, &spec->args[d->proof_arg & (USDTPROF_MAX_IDENT_ARGS - 1)]);
-	__u64 singleton, owner, base;
+	__u64 owner, base;
 
 	if (!klass)
 		return 0;
-	singleton = read_user_u64(klass + d->value);
 	base = reg_value(ctx, d->reg);
 	if (d->from == USDTPROF_FROM_SLOT_ENTRY || d->from == USDTPROF_FROM_SLOT_EC)
 		base = read_user_u64(base + d->slot);
@@ -170,6 +182,17 @@ static __always_inline __u64 owner_verdict(struct pt_regs *ctx, const struct usd
 	return 0;
 }
 
+/* owner_verdict_of, the class read from args[proof_arg]. */
+static __always_inline __u64 owner_verdict(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec)
+{
+	const struct usdtprof_derived *d = &spec->derived;
+	__u64 klass = read_arg_slow(ctx, &spec->args[d->proof_arg & (USDTPROF_MAX_IDENT_ARGS - 1)]);
+
+	if (!klass)
+		return 0;
+	return owner_verdict_of(ctx, d, klass, read_user_u64(klass + d->value));
+}
+
 /* The derived identity of a hit (spec->derived): its value, 0 when the spec
  * has none or the object reached does not prove to be the one the arguments
  * came from (another build keeps it elsewhere, a string not in its compact
@@ -181,6 +204,7 @@ struct derived_hit {
 	__u64 caller;
 	__u64 func_qualname; /* 0 unless the function's name object is not the code's */
 	__u64 made_up;       /* made_up_name_hash's, for a spec that reads a function object */
+	__u64 ident;         /* owner_identity's: the id before the verdict; 0: not found so */
 };
 
 /* A spec with d->func_qualname: the object's pointer and the function
@@ -305,6 +329,7 @@ __noinline int derived_value(struct pt_regs *ctx, const struct usdtprof_probe_sp
 	hit->caller = 0;
 	hit->func_qualname = 0;
 	hit->made_up = 0;
+	hit->ident = 0;
 	if (!d->used)
 		return 0;
 	if (d->kind == USDTPROF_DERIVED_OWNER) {
@@ -336,6 +361,104 @@ __noinline int derived_value(struct pt_regs *ctx, const struct usdtprof_probe_sp
 	/* Last: it reads into the scratch window too. */
 	if (d->func_qualname)
 		hit->made_up = made_up_name_hash(spec, hit, read_arg_slow(ctx, &spec->args[0]));
+	return 0;
+}
+
+/* Whether a spec's class name (arg 0, hashed by content), method name (arg
+ * 1, by value) and class (args[proof_arg], d->klass bytes past arg 0) are
+ * 8-byte values at one register's address plus offsets, as Ruby 3.1's
+ * probes pass its ruby_dtrace_method_hook_args: then one read takes them. */
+static __always_inline bool owner_args_together(const struct usdtprof_probe_spec *spec)
+{
+	const struct usdtprof_derived *d = &spec->derived;
+	const struct usdtprof_arg_spec *name = &spec->args[0], *method = &spec->args[1];
+	const struct usdtprof_arg_spec *klass = &spec->args[d->proof_arg & (USDTPROF_MAX_IDENT_ARGS - 1)];
+	__u32 content = spec->content_mask & ~USDTPROF_CONTENT_ANON(0);
+
+	return d->used && d->kind == USDTPROF_DERIVED_OWNER && d->class_serial > 0 && spec->nargs == 2 &&
+	       content == 1 && name->kind == USDTPROF_ARG_REG_DEREF && method->kind == USDTPROF_ARG_REG_DEREF &&
+	       klass->kind == USDTPROF_ARG_REG_DEREF && name->size == 8 && method->size == 8 && klass->size == 8 &&
+	       method->reg == name->reg && klass->reg == name->reg && method->offset == name->offset + 8 &&
+	       klass->offset == name->offset + d->klass;
+}
+
+/* Marks a class serial in a code_ids slot: no code object's function
+ * pointer (CPython's use of the slots) has the top bit set. */
+#define OWNER_SERIAL_TAG (1ull << 63)
+
+/* A class name's hash (content_hash), and whether a thread may keep it for
+ * its class: a name that starts with neither '#' (a class without a name,
+ * or inside one: "#<Class:0x...>", which becomes "Foo" once assigned to a
+ * constant) nor '<' ("<unknown>"). Ruby 3.1 never changes a class's name
+ * otherwise: `__classpath__`, once set, stays. */
+static __always_inline __u64 class_name_hash(__u64 name, bool anon, bool *keep)
+{
+	__u64 h = content_hash(name, anon);
+	__u32 zero = 0;
+	struct scratch *s;
+
+	*keep = false;
+	if (h == FNV_OFFSET)
+		return h; /* unreadable or empty */
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	*keep = s && s->sql[0] != '#' && s->sql[0] != '<';
+	return h;
+}
+
+/* USDTPROF_DERIVED_OWNER with its arguments together (owner_args_together)
+ * and a class serial: the hit's id before the verdict (hit->ident, 0 when
+ * not found so: the caller hashes as before) and the verdict (hit->value),
+ * in six user-memory reads where a known class's hit made eleven and read
+ * and hashed its name: the arguments in one read, the class's first 40
+ * bytes (its singleton class and serial), the execution context's way to
+ * the method entry (three) and the entry's flags and owner (one). A thread
+ * keeps each class's name hash in its code_ids slots, keyed by the class's
+ * address and serial: a class's serial is never another's (Ruby counts
+ * them up), so a class freed and another made at its address misses.
+ * Global: verified once, on its own. Returns 0. */
+__noinline int owner_identity(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
+			      struct usdtprof_thread_stack *st, struct derived_hit *hit)
+{
+	const struct usdtprof_derived *d;
+	__u64 args[5] = {}, cls[5] = {}, klass, singleton, serial, name_hash;
+	struct usdtprof_code_id *slot;
+	__u32 k, n, value, serial_at;
+	bool keep;
+
+	if (!spec || !st || !hit)
+		return 0;
+	hit->ident = 0;
+	hit->value = 0;
+	d = &spec->derived;
+	if (!owner_args_together(spec))
+		return 0;
+	k = d->klass;
+	value = d->value;
+	serial_at = d->class_serial;
+	if (k < 16 || k > 32 || value > 32 || serial_at > 32)
+		return 0;
+	n = value > serial_at ? value : serial_at;
+	if (bpf_probe_read_user(args, k + 8, (void *)(reg_value(ctx, spec->args[0].reg) + spec->args[0].offset)))
+		return 0;
+	klass = args[k >> 3];
+	if (!klass || bpf_probe_read_user(cls, n + 8, (void *)klass))
+		return 0;
+	singleton = cls[value >> 3];
+	serial = cls[serial_at >> 3] | OWNER_SERIAL_TAG;
+	slot = &st->code_ids[((klass >> 3) ^ (klass >> 11)) & (USDTPROF_CODE_CACHE - 1)];
+	if (slot->code == klass && slot->func == serial) {
+		name_hash = slot->id;
+	} else {
+		name_hash = class_name_hash(args[0], spec->content_mask & USDTPROF_CONTENT_ANON(0), &keep);
+		if (keep) {
+			slot->code = klass;
+			slot->func = serial;
+			slot->name = 0;
+			slot->id = name_hash;
+		}
+	}
+	hit->value = owner_verdict_of(ctx, d, klass, singleton);
+	hit->ident = path_hash(name_hash, args[1]);
 	return 0;
 }
 
@@ -559,8 +682,13 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 		h = known_code(ctx, spec, st);
 		if (h)
 			return h;
-		h = hash_ident_args(ctx, spec);
-		derived_value(ctx, spec, st, &derived);
+		owner_identity(ctx, spec, st, &derived);
+		if (derived.ident) {
+			h = derived.ident;
+		} else {
+			h = hash_ident_args(ctx, spec);
+			derived_value(ctx, spec, st, &derived);
+		}
 		if (derived.value)
 			h = path_hash(h, derived.value);
 		/* Two code objects of one qualified name (a module's top-level

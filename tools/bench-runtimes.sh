@@ -9,7 +9,7 @@
 # probes alone, and under `usdtprof record`. Prints the best of RUNS runs of
 # each, usdtprof's cost per call, and usdtprof / floor as added cost per probe
 # hit ((record - switch) / (floor - switch); issue 19's goal: <= 1.15x).
-# Usage: tools/bench-runtimes.sh [N] [RUNS] (as root).
+# Usage: [RUNTIMES="python ruby php java"] tools/bench-runtimes.sh [N] [RUNS] (as root).
 set -eu
 N=${1:-300000}
 RUNS=${2:-3}
@@ -83,15 +83,21 @@ echo "empty programs (the floor), under bpftrace's empty programs, under record;
 echo "plain; usdtprof's cost per call in us (record - switch); usdtprof / floor, added cost per probe hit"
 printf "%-8s %9s %9s %10s %10s %10s %10s %8s %9s\n" runtime plain switch floor bpftrace record slowdown us/call vs-floor
 F="env USDTPROF_BENCH_FLOOR=1 $U"
+wanted() { case " ${RUNTIMES:-python ruby php java} " in *" $1 "*) return 0 ;; esac; return 1; }
+if wanted python; then
 P=$(best /usr/bin/python3.11 "$D/calls.py" "$N")
 L=$(best $F record -o "$D/p.data" -- /usr/bin/python3.11 "$D/calls.py" "$N")
 R=$(best "$U" record -o "$D/p.data" -- /usr/bin/python3.11 "$D/calls.py" "$N")
 row python "$P" "$P" "$L" "" "$R"
+fi
+if wanted ruby; then
 P=$(best ruby --disable-gems "$D/calls.rb" "$N")
 L=$(best $F record --ruby-call-hook -o "$D/r.data" -- ruby --disable-gems "$D/calls.rb" "$N")
 R=$(best "$U" record --ruby-call-hook -o "$D/r.data" -- ruby --disable-gems "$D/calls.rb" "$N")
 S=$(best env RUBYOPT=-r/run/usdtprof/ruby-launch.rb ruby --disable-gems "$D/calls.rb" "$N") # the hook record installed
 row ruby "$P" "$S" "$L" "" "$R"
+fi
+if wanted php; then
 P=$(best php "$D/calls.php" "$N")
 S=$(best env USE_ZEND_DTRACE=1 php "$D/calls.php" "$N")
 L=$(best $F record -o "$D/h.data" -- php "$D/calls.php" "$N")
@@ -99,8 +105,11 @@ PHP_BIN=$(readlink -f "$(command -v php)")
 B=$(USE_ZEND_DTRACE=1 bpftrace_floor php:function__entry php:function__return "$PHP_BIN" "$PHP_BIN" "$D/calls.php" "$N")
 R=$(best "$U" record -o "$D/h.data" -- php "$D/calls.php" "$N")
 row php "$P" "$S" "$L" "$B" "$R"
+fi
+if wanted java; then
 P=$(best java -cp "$D" Calls "$N")
 S=$(best java -XX:+DTraceMethodProbes -cp "$D" Calls "$N")
 L=$(best $F record -o "$D/j.data" -- java -cp "$D" Calls "$N")
 R=$(best "$U" record -o "$D/j.data" -- java -cp "$D" Calls "$N")
 row java "$P" "$S" "$L" "" "$R"
+fi

@@ -217,6 +217,13 @@ struct usdtprof_derived {
 	 * instead of the code's for a file named like "<string>". 0: not read. */
 	__s32 func;
 	__s32 func_qualname;
+	/* USDTPROF_DERIVED_OWNER: offset in the class (args[proof_arg]) of a
+	 * number no other class of the process ever has, given at its making
+	 * (Ruby 3.1's class serial): a thread keeps the hash of a class's name
+	 * by its address and that number (code_ids), so a known class's name is
+	 * not read again. 0: the name is read and hashed at every hit. */
+	__s32 class_serial;
+	__u32 pad_derived;
 };
 
 struct usdtprof_name_part {
@@ -370,7 +377,9 @@ struct usdtprof_thread_stack {
 	__u64 named[USDTPROF_NAMED_CACHE];
 	/* A derived identity read through a frame (CPython's): the id of a code
 	 * object run by a function object, with the probe's name argument, once
-	 * its name is kept (slot: the code's address bits); code 0 is none. */
+	 * its name is kept (slot: the code's address bits); code 0 is none.
+	 * Ruby's (USDTPROF_DERIVED_OWNER, owner_identity): a class's address
+	 * (code), its serial with the top bit set (func) and its name's hash (id). */
 	struct usdtprof_code_id code_ids[USDTPROF_CODE_CACHE];
 	/* This hit's code, function and name argument (known_code), which
 	 * derived_value reads on; they take the slot only once their id is

@@ -476,6 +476,35 @@ TEST_CASE("ruby: erb: methods of anonymous classes are one function each, named 
 	}
 }
 
+// A thread keeps each class's name hash by the class's address and serial (bpf/identity.bpf.h,
+// owner_identity), never for a name that starts with '#': a class without a name gets one when
+// assigned to a constant, and its methods are then that name's. Classes made, named, called
+// and dropped in a loop are each their own function, with their own calls. erb, a real program.
+TEST_CASE("ruby: erb: a class named after its first calls, and classes made in a loop, keep their own names and calls",
+	  "[runtimes][names]")
+{
+	std::string page = write_file(temp_dir(), "named.erb", R"(<% k = Class.new { def hi; 1; end }
+a = k.new.hi + k.new.hi
+Later = k
+b = k.new.hi
+12.times do |i|
+  Object.const_set(:"Gen#{i}", Class.new { def hi; 1; end; def self.mk; new; end })
+  (i % 3 + 1).times { Object.const_get(:"Gen#{i}").mk.hi }
+  Object.send(:remove_const, :"Gen#{i}")
+  GC.start
+end %><%= a + b %>
+)");
+	auto [o, data, slack, report] = record_ruby_hooked({"erb", page});
+	INFO(o.err);
+	REQUIRE(o.out == "3\n");
+	std::vector<std::pair<std::string, int>> expected = {{"(anonymous class)#hi", 2}, {"Later#hi", 1}};
+	for (int i = 0; i < 12; i++) {
+		expected.push_back({"Gen" + std::to_string(i) + "#hi", i % 3 + 1});
+		expected.push_back({"Gen" + std::to_string(i) + ".mk", i % 3 + 1});
+	}
+	require_closed_calls(report, expected);
+}
+
 // Ruby 3.1 frees RubyVM::FrozenCore's name at its first GC; its cmethod probes then read the freed
 // slot in rb_dtrace_setup() (garbage class names, or a segfault when the slot holds another kind
 // of object: 16 of 20 erb launches with the hook, 7 of 90 without, before the repair). A launched

@@ -3,13 +3,14 @@
 # for more than ~5 s) and prints usdt_entry's and usdt_exit's run time per run over 3 s once
 # both run (kernel.bpf_stats_enabled: run_time_ns / run_cnt of the recording's own programs,
 # found through its /proc/PID/fdinfo, all programs of each name summed).
-# The shared part of python_hit_cost.sh and ruby_hit_cost.sh.
+# The shared part of python_hit_cost.sh and ruby_hit_cost.sh; HIT_COST_ARGS: more
+# arguments of record (ruby_hit_cost.sh's RUBY_HOOK=1: --ruby-call-hook).
 sysctl -q kernel.bpf_stats_enabled=1
 usdtprof=$1 label=$2
 shift 2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-"$usdtprof" record -o "$dir/profile" -- "$@" >/dev/null 2>&1 &
+"$usdtprof" record ${HIT_COST_ARGS:-} -o "$dir/profile" -- "$@" >/dev/null 2>&1 &
 rec=$!
 sample() {
 	for fd in /proc/$rec/fdinfo/*; do

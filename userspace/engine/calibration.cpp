@@ -80,6 +80,7 @@ struct Signature {
 	uint32_t ident, nargs, content_mask, nop5_site;
 	std::array<uint32_t, USDTPROF_MAX_IDENT_ARGS> arg_kinds;
 	uint32_t derived; // 0, or 1 + its usdtprof_derived_kind
+	bool owner_together; // owner_args_together
 	bool operator==(const Signature &) const = default;
 };
 
@@ -91,9 +92,28 @@ uint32_t identity_args(const usdtprof_probe_spec &s)
 						 : std::min<uint32_t>(s.nargs, USDTPROF_MAX_IDENT_ARGS);
 }
 
+// bpf/identity.bpf.h's owner_args_together: a derived owner's class name,
+// method name and class are 8-byte values at one register's address, 8
+// bytes on and d.klass bytes on (Ruby 3.1's args struct), with a class serial
+// to key the thread's class names by. The engine then reads them in one
+// piece and keeps the names' hashes; the calibration passes them so too.
+bool owner_args_together(const usdtprof_probe_spec &s)
+{
+	const usdtprof_derived &d = s.derived;
+	if (!d.used || d.kind != USDTPROF_DERIVED_OWNER || d.class_serial <= 0 || s.nargs != 2 ||
+	    (s.content_mask & ~USDTPROF_CONTENT_ANON(0)) != 1 || d.proof_arg >= USDTPROF_MAX_IDENT_ARGS)
+		return false;
+	const usdtprof_arg_spec &name = s.args[0], &method = s.args[1], &klass = s.args[d.proof_arg];
+	for (const usdtprof_arg_spec *a : {&name, &method, &klass})
+		if (a->kind != USDTPROF_ARG_REG_DEREF || a->size != 8 || a->reg != name.reg)
+			return false;
+	return method.offset == name.offset + 8 && klass.offset == name.offset + d.klass;
+}
+
 Signature signature_of(const usdtprof_probe_spec &s)
 {
-	Signature sig{s.ident, s.nargs, s.content_mask, s.nop5_site, {}, s.derived.used ? 1 + s.derived.kind : 0};
+	Signature sig{s.ident,	     s.nargs, s.content_mask, s.nop5_site, {}, s.derived.used ? 1 + s.derived.kind : 0,
+		      owner_args_together(s)};
 	for (uint32_t i = 0; i < identity_args(s); i++)
 		sig.arg_kinds[i] = s.args[i].kind;
 	return sig;
@@ -149,7 +169,7 @@ struct KindPlan {
 // the reads reach a method entry owned by that class, as a call of one of
 // its own methods does (derived_objects.h). Left to chance, they faulted or
 // stopped early, and Ruby's calibrated cost was not the target's.
-void plan_owner(usdtprof_probe_spec &s, KindPlan &plan)
+void plan_owner(usdtprof_probe_spec &s, KindPlan &plan, bool together)
 {
 	usdtprof_derived &d = s.derived;
 	uint32_t free = identity_args(s);
@@ -165,17 +185,32 @@ void plan_owner(usdtprof_probe_spec &s, KindPlan &plan)
 	plan.values[d.proof_arg] = reinterpret_cast<uintptr_t>(&plan.cells[d.proof_arg]);
 	d.reg = d.reg2 = kArgRegs[base]; // the target's second register is tried only when the first fails
 	plan.values[base] = at.base;
+	// As the target passes them: in one piece (its class's name hash kept
+	// by the calibrating thread after the first hit, as a target's thread
+	// keeps its classes').
+	if (together && d.klass >= 16 && d.klass <= 32 && d.klass % 8 == 0) {
+		std::array<uint64_t, 5> &piece = plan.derived.owner.args;
+		piece[0] = plan.cells[0];
+		piece[1] = plan.cells[1];
+		piece[size_t(d.klass) / 8] = at.klass;
+		for (uint32_t i : {0u, 1u, d.proof_arg})
+			s.args[i].reg = kArgRegs[0];
+		s.args[0].offset = 0;
+		s.args[1].offset = 8;
+		klass.offset = d.klass;
+		plan.values[0] = reinterpret_cast<uintptr_t>(piece.data());
+	}
 }
 
 // A derived string identity (CPython's) reads objects through a register the
 // calibration site does not set: it reads them through the first argument
 // register the identity leaves free (derived_objects.h).
-void plan_derived(usdtprof_probe_spec &s, KindPlan &plan)
+void plan_derived(usdtprof_probe_spec &s, KindPlan &plan, bool owner_together)
 {
 	const usdtprof_derived &d = s.derived;
 	uint32_t free = identity_args(s);
 	if (d.used && d.kind == USDTPROF_DERIVED_OWNER)
-		return plan_owner(s, plan);
+		return plan_owner(s, plan, owner_together);
 	if (!d.used || d.kind != USDTPROF_DERIVED_STRING || free >= USDTPROF_MAX_IDENT_ARGS ||
 	    d.proof_arg >= free || s.args[d.proof_arg].kind == USDTPROF_ARG_CONST)
 		return;
@@ -187,6 +222,7 @@ void plan_derived(usdtprof_probe_spec &s, KindPlan &plan)
 usdtprof_probe_spec rewrite(usdtprof_probe_spec s, usdtprof_role role, KindPlan &plan)
 {
 	s.role = role;
+	bool owner_together = owner_args_together(s);
 	for (uint32_t i = 0; i < identity_args(s); i++) {
 		usdtprof_arg_spec &a = s.args[i];
 		bool text = s.ident == USDTPROF_IDENT_SQL || (s.content_mask & (1u << i));
@@ -206,7 +242,7 @@ usdtprof_probe_spec rewrite(usdtprof_probe_spec s, usdtprof_role role, KindPlan 
 			plan.values[i] = reinterpret_cast<uintptr_t>(&plan.cells[i]);
 		}
 	}
-	plan_derived(s, plan);
+	plan_derived(s, plan, owner_together);
 	// Names are captured once per function: their parts need not be real.
 	for (usdtprof_name_part &p : s.parts) {
 		p.arg = {0, USDTPROF_ARG_CONST, 0, 8, 0};

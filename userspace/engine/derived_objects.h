@@ -19,6 +19,9 @@ namespace usdtprof {
 struct OwnerObjects {
 	std::array<uint64_t, 8> context{}, control_frame{}, environment{}, method_entry{}, klass{};
 	uint64_t slot = 0; // what a site whose base is in a stack slot finds there
+	// The probe's arguments in one piece, as Ruby's args struct holds them
+	// (class name, method name, ..., the class): calibration.cpp, plan_owner.
+	std::array<uint64_t, 5> args{};
 };
 
 struct DerivedObjects {

@@ -89,7 +89,8 @@ constexpr usdtprof_derived kPython311Qualname = {
 	.used = 1, .reg = USDTPROF_REG_BX, .object = 32, .proof = 120, .proof_arg = 1, .value = 128,
 	.text = 48, .flags = 32, .flag_mask = 0x60, .kind = USDTPROF_DERIVED_STRING, .reg2 = 0, .ep = 0, .me = 0,
 	.svar_me = 0, .owner = 0, .klass = 0, .imemo_mask = 0, .imemo_ment = 0, .imemo_svar = 0, .from = 0, .slot = 0,
-	.first_line = 72, .window = 48, .code_flags = 48, .function_flags = 0x2, .func = 0, .func_qualname = 40};
+	.first_line = 72, .window = 48, .code_flags = 48, .function_flags = 0x2, .func = 0, .func_qualname = 40,
+	.class_serial = 0, .pad_derived = 0};
 
 // Ruby 3.1's method__entry/return name a singleton method's class, not its
 // singleton class (rb_dtrace_setup takes the attached object): Util.twice
@@ -101,13 +102,15 @@ constexpr usdtprof_derived kPython311Qualname = {
 // its owner (32); flags: T_IMEMO 0x1a with the imemo type at bit 12 (svar
 // 2, ment 6). The class the probe names is the args struct's klass, 32
 // bytes past its classname (arg 0); its singleton class is its own class
-// (RBasic.klass, 8).
+// (RBasic.klass, 8). RClass's class_serial (32), a number Ruby gives each
+// class at its making from one counter, keys the thread's cache of class
+// names' hashes (bpf/identity.bpf.h, owner_identity).
 constexpr usdtprof_derived kRuby31MethodOwner = {
 	.used = 1, .reg = USDTPROF_REG_R12, .object = 16, .proof = 0, .proof_arg = 2, .value = 8, .text = 0,
 	.flags = 0, .flag_mask = 0, .kind = USDTPROF_DERIVED_OWNER, .reg2 = USDTPROF_REG_BX, .ep = 32, .me = -16,
 	.svar_me = 8, .owner = 32, .klass = 32, .imemo_mask = 0xf01f, .imemo_ment = 0x601a, .imemo_svar = 0x201a,
 	.from = USDTPROF_FROM_EC, .slot = 0, .first_line = 0, .window = 0, .code_flags = 0, .function_flags = 0,
-	.func = 0, .func_qualname = 0};
+	.func = 0, .func_qualname = 0, .class_serial = 32, .pad_derived = 0};
 
 // Ruby 3.1's cmethod__entry/return fire outside the C method's frame (before
 // Ruby pushes it, after it pops it), but their callers still hold its method
