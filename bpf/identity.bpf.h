@@ -682,7 +682,10 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 		h = known_code(ctx, spec, st);
 		if (h)
 			return h;
-		owner_identity(ctx, spec, st, &derived);
+		/* Checked here too: a call of the global function costs every
+		 * other runtime's hit (Java's, a --pair's) for nothing. */
+		if (owner_args_together(spec))
+			owner_identity(ctx, spec, st, &derived);
 		if (derived.ident) {
 			h = derived.ident;
 		} else {
