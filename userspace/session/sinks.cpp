@@ -160,8 +160,12 @@ void IntervalFilesSink::write(ProfileOutput &out)
 		});
 		if (!r)
 			log_line("%s", r.error().message.c_str());
-		if (!r && keep && kept.text.empty()) // no file made (its directory gone): the push still has it
+		// No file made (its directory gone) or one cut short (its disk
+		// full): the push still gets the whole pprof, never the part written.
+		if (!r && keep) {
+			kept.text.clear();
 			write_format(f, out.profile, ReportOptions{}, kept);
+		}
 		if (keep)
 			out.rendered["pprof"] = std::move(kept.text);
 	}
