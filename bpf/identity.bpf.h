@@ -364,24 +364,6 @@ __noinline int derived_value(struct pt_regs *ctx, const struct usdtprof_probe_sp
 	return 0;
 }
 
-/* Whether a spec's class name (arg 0, hashed by content), method name (arg
- * 1, by value) and class (args[proof_arg], d->klass bytes past arg 0) are
- * 8-byte values at one register's address plus offsets, as Ruby 3.1's
- * probes pass its ruby_dtrace_method_hook_args: then one read takes them. */
-static __always_inline bool owner_args_together(const struct usdtprof_probe_spec *spec)
-{
-	const struct usdtprof_derived *d = &spec->derived;
-	const struct usdtprof_arg_spec *name = &spec->args[0], *method = &spec->args[1];
-	const struct usdtprof_arg_spec *klass = &spec->args[d->proof_arg & (USDTPROF_MAX_IDENT_ARGS - 1)];
-	__u32 content = spec->content_mask & ~USDTPROF_CONTENT_ANON(0);
-
-	return d->used && d->kind == USDTPROF_DERIVED_OWNER && d->class_serial > 0 && spec->nargs == 2 &&
-	       content == 1 && name->kind == USDTPROF_ARG_REG_DEREF && method->kind == USDTPROF_ARG_REG_DEREF &&
-	       klass->kind == USDTPROF_ARG_REG_DEREF && name->size == 8 && method->size == 8 && klass->size == 8 &&
-	       method->reg == name->reg && klass->reg == name->reg && method->offset == name->offset + 8 &&
-	       klass->offset == name->offset + d->klass;
-}
-
 /* Marks a class serial in a code_ids slot: no code object's function
  * pointer (CPython's use of the slots) has the top bit set. */
 #define OWNER_SERIAL_TAG (1ull << 63)
@@ -405,7 +387,7 @@ static __always_inline __u64 class_name_hash(__u64 name, bool anon, bool *keep)
 	return h;
 }
 
-/* USDTPROF_DERIVED_OWNER with its arguments together (owner_args_together)
+/* USDTPROF_DERIVED_OWNER with its arguments together (usdtprof_owner_args_together)
  * and a class serial: the hit's id before the verdict (hit->ident, 0 when
  * not found so: the caller hashes as before) and the verdict (hit->value),
  * in six user-memory reads where a known class's hit made eleven and read
@@ -430,7 +412,7 @@ __noinline int owner_identity(struct pt_regs *ctx, const struct usdtprof_probe_s
 	hit->ident = 0;
 	hit->value = 0;
 	d = &spec->derived;
-	if (!owner_args_together(spec))
+	if (!usdtprof_owner_args_together(spec))
 		return 0;
 	k = d->klass;
 	value = d->value;
@@ -684,7 +666,7 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 			return h;
 		/* Checked here too: a call of the global function costs every
 		 * other runtime's hit (Java's, a --pair's) for nothing. */
-		if (owner_args_together(spec))
+		if (usdtprof_owner_args_together(spec))
 			owner_identity(ctx, spec, st, &derived);
 		if (derived.ident) {
 			h = derived.ident;

@@ -1,4 +1,5 @@
-/* Structures shared by the BPF programs (bpf/) and userspace (userspace/).
+/* Structures shared by the BPF programs (bpf/) and userspace (userspace/),
+ * and the rules both sides must apply alike (usdtprof_owner_args_together).
  * Only fixed-size __u32/__u64 fields: both sides must agree on the layout. */
 #ifndef USDTPROF_BPF_SHARED_H
 #define USDTPROF_BPF_SHARED_H
@@ -481,5 +482,28 @@ enum usdtprof_anomaly {
 					sampling window opened (not counted again) */
 	USDTPROF_ANOM_COUNT,
 };
+
+/* Whether a spec's class name (arg 0, hashed by content), method name (arg
+ * 1, by value) and class (args[proof_arg], derived.klass bytes past arg 0)
+ * are 8-byte values at one register's address plus offsets, as Ruby 3.1's
+ * probes pass its ruby_dtrace_method_hook_args. Then the BPF programs read
+ * the three in one read and keep class names' hashes per thread
+ * (owner_identity), and the calibration passes its arguments the same way
+ * so that it times that path. One function for both sides, so they cannot
+ * disagree; the index is masked for the verifier. */
+static inline __attribute__((always_inline)) bool
+usdtprof_owner_args_together(const struct usdtprof_probe_spec *spec)
+{
+	const struct usdtprof_derived *d = &spec->derived;
+	const struct usdtprof_arg_spec *name = &spec->args[0], *method = &spec->args[1];
+	const struct usdtprof_arg_spec *klass = &spec->args[d->proof_arg & (USDTPROF_MAX_IDENT_ARGS - 1)];
+	__u32 content = spec->content_mask & ~USDTPROF_CONTENT_ANON(0);
+
+	return d->used && d->kind == USDTPROF_DERIVED_OWNER && d->class_serial > 0 && spec->nargs == 2 &&
+	       content == 1 && name->kind == USDTPROF_ARG_REG_DEREF && method->kind == USDTPROF_ARG_REG_DEREF &&
+	       klass->kind == USDTPROF_ARG_REG_DEREF && name->size == 8 && method->size == 8 && klass->size == 8 &&
+	       method->reg == name->reg && klass->reg == name->reg && method->offset == name->offset + 8 &&
+	       klass->offset == name->offset + d->klass;
+}
 
 #endif

@@ -80,7 +80,7 @@ struct Signature {
 	uint32_t ident, nargs, content_mask, nop5_site;
 	std::array<uint32_t, USDTPROF_MAX_IDENT_ARGS> arg_kinds;
 	uint32_t derived; // 0, or 1 + its usdtprof_derived_kind
-	bool owner_together; // owner_args_together
+	bool owner_together; // usdtprof_owner_args_together
 	bool operator==(const Signature &) const = default;
 };
 
@@ -92,28 +92,10 @@ uint32_t identity_args(const usdtprof_probe_spec &s)
 						 : std::min<uint32_t>(s.nargs, USDTPROF_MAX_IDENT_ARGS);
 }
 
-// bpf/identity.bpf.h's owner_args_together: a derived owner's class name,
-// method name and class are 8-byte values at one register's address, 8
-// bytes on and d.klass bytes on (Ruby 3.1's args struct), with a class serial
-// to key the thread's class names by. The engine then reads them in one
-// piece and keeps the names' hashes; the calibration passes them so too.
-bool owner_args_together(const usdtprof_probe_spec &s)
-{
-	const usdtprof_derived &d = s.derived;
-	if (!d.used || d.kind != USDTPROF_DERIVED_OWNER || d.class_serial <= 0 || s.nargs != 2 ||
-	    (s.content_mask & ~USDTPROF_CONTENT_ANON(0)) != 1 || d.proof_arg >= USDTPROF_MAX_IDENT_ARGS)
-		return false;
-	const usdtprof_arg_spec &name = s.args[0], &method = s.args[1], &klass = s.args[d.proof_arg];
-	for (const usdtprof_arg_spec *a : {&name, &method, &klass})
-		if (a->kind != USDTPROF_ARG_REG_DEREF || a->size != 8 || a->reg != name.reg)
-			return false;
-	return method.offset == name.offset + 8 && klass.offset == name.offset + d.klass;
-}
-
 Signature signature_of(const usdtprof_probe_spec &s)
 {
 	Signature sig{s.ident,	     s.nargs, s.content_mask, s.nop5_site, {}, s.derived.used ? 1 + s.derived.kind : 0,
-		      owner_args_together(s)};
+		      usdtprof_owner_args_together(&s)};
 	for (uint32_t i = 0; i < identity_args(s); i++)
 		sig.arg_kinds[i] = s.args[i].kind;
 	return sig;
@@ -222,7 +204,7 @@ void plan_derived(usdtprof_probe_spec &s, KindPlan &plan, bool owner_together)
 usdtprof_probe_spec rewrite(usdtprof_probe_spec s, usdtprof_role role, KindPlan &plan)
 {
 	s.role = role;
-	bool owner_together = owner_args_together(s);
+	bool owner_together = usdtprof_owner_args_together(&s);
 	for (uint32_t i = 0; i < identity_args(s); i++) {
 		usdtprof_arg_spec &a = s.args[i];
 		bool text = s.ident == USDTPROF_IDENT_SQL || (s.content_mask & (1u << i));
