@@ -27,7 +27,6 @@ const Format kFormats[] = {
 	 .drops_distributions = true},
 	{.name = "data", .extension = ".data", .writes = "usdtprof's own profile file, times as measured",
 	 .uses = kUseMonitor, .binary = true,
-	 .profile = [](Profile measured, const ReportOptions &, Sink &out) { write_profile(measured, out); },
 	 .as_is = [](const Profile &measured, const ReportOptions &, Sink &out) { write_profile(measured, out); }},
 	{.name = "pprof", .extension = ".pb.gz",
 	 .writes = "gzipped protobuf for go tool pprof; binary: use -o or a pipe", .uses = kUseExport | kUseMonitor,
@@ -71,7 +70,10 @@ void write_format(const Format &format, Profile &measured, const ReportOptions &
 std::string render_profile(const Format &format, const Profile &measured, const ReportOptions &options)
 {
 	StringSink out;
-	format.profile(measured, options, out);
+	if (format.as_is)
+		format.as_is(measured, options, out);
+	else
+		format.profile(measured, options, out);
 	return std::move(out.text);
 }
 

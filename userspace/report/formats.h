@@ -33,7 +33,8 @@ struct Format {
 	// million paths), and write into out as they go, never holding a large
 	// output whole; timelines get the events.
 	void (*profile)(Profile measured, const ReportOptions &options, Sink &out) = nullptr;
-	// Formats that only read the profile: given it as it is, no copy (write_format).
+	// Or, for formats that only read the profile (monitor's only: report and
+	// export call profile): given it as it is, no copy (write_format).
 	void (*as_is)(const Profile &measured, const ReportOptions &options, Sink &out) = nullptr;
 	bool drops_distributions = false; // never shows durations: its copy made without them
 	std::string (*timeline)(const TraceInput &input) = nullptr;

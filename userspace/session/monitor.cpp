@@ -166,7 +166,8 @@ struct MonitorOutputs {
 		}
 		sinks.push_back(std::make_unique<IntervalFilesSink>(o.dir, kPrefix,
 								    IntervalFileLimits{o.keep, o.max_bytes, o.max_age_s},
-								    pusher != nullptr));
+								    pusher ? std::set<std::string>{PushSink::kFormat}
+									   : std::set<std::string>{}));
 		sinks.push_back(std::make_unique<MetricsSink>(metrics, server.get(), health));
 		if (pusher)
 			sinks.push_back(std::make_unique<PushSink>(*pusher));

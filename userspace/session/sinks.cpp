@@ -151,7 +151,7 @@ void IntervalFilesSink::write(ProfileOutput &out)
 			continue;
 		// Streamed: at a million paths (30 MB of files) each was rendered
 		// whole, from its own copy of the profile, before it was written.
-		bool keep = keep_pprof_ && f.name == std::string("pprof");
+		bool keep = keep_rendered_.count(f.name) > 0;
 		StringSink kept;
 		// Names usdtprof chose: replaced, never followed or written through.
 		auto r = write_file_atomically(base + f.extension, [&](Sink &file) {
@@ -161,13 +161,13 @@ void IntervalFilesSink::write(ProfileOutput &out)
 		if (!r)
 			log_line("%s", r.error().message.c_str());
 		// No file made (its directory gone) or one cut short (its disk
-		// full): the push still gets the whole pprof, never the part written.
+		// full): the sink after it (a push) still gets the whole, never the part written.
 		if (!r && keep) {
 			kept.text.clear();
 			write_format(f, out.profile, ReportOptions{}, kept);
 		}
 		if (keep)
-			out.rendered["pprof"] = std::move(kept.text);
+			out.rendered[f.name] = std::move(kept.text);
 	}
 	apply_retention(dir_, prefix_, monitor_extensions(), limits_.keep, limits_.max_bytes, limits_.max_age_s);
 }
@@ -199,7 +199,7 @@ void MetricsSink::say_limits()
 void PushSink::write(ProfileOutput &out)
 {
 	say_limits();
-	pusher_.push({out.rendered["pprof"], out.begin_unix_ns / 1000000000, out.profile.stop_unix_ns / 1000000000,
+	pusher_.push({out.rendered[kFormat], out.begin_unix_ns / 1000000000, out.profile.stop_unix_ns / 1000000000,
 		       out.pid, out.container_id});
 }
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,7 @@ struct ProfileOutput {
 	ProfileOutput(Profile &p, int64_t begin_unix) : profile(p), begin_unix_ns(begin_unix) {}
 	Profile &profile;
 	int64_t begin_unix_ns = 0;                  // the interval's or the recording's start
-	std::map<std::string, std::string> rendered; // by format name ("pprof": the interval files')
+	std::map<std::string, std::string> rendered; // by format name (IntervalFilesSink's keep_rendered)
 	int32_t pid = 0;                            // a push's labels: -p's process, or 0,
 	std::string container_id;                   // and the container of the processes, or ""
 };
@@ -118,18 +119,20 @@ std::string interval_stamp(int64_t unix_ns);
 
 // A monitor's files: DIR/PREFIX<stamp>.<extension> for every format monitor
 // writes (formats.h), each written into its file as it is made (write_format),
-// never held whole; "pprof" kept in out.rendered too when keep_pprof (a push
-// follows); then the retention.
+// never held whole; those named in keep_rendered kept in out.rendered too, for
+// a sink after it (PushSink::kFormat when a push follows); then the retention.
 class IntervalFilesSink : public ProfileSink {
 public:
-	IntervalFilesSink(std::string dir, std::string prefix, IntervalFileLimits limits, bool keep_pprof)
-		: dir_(std::move(dir)), prefix_(std::move(prefix)), limits_(limits), keep_pprof_(keep_pprof) {}
+	IntervalFilesSink(std::string dir, std::string prefix, IntervalFileLimits limits,
+			  std::set<std::string> keep_rendered)
+		: dir_(std::move(dir)), prefix_(std::move(prefix)), limits_(limits),
+		  keep_rendered_(std::move(keep_rendered)) {}
 	void write(ProfileOutput &out) override;
 
 private:
 	std::string dir_, prefix_;
 	IntervalFileLimits limits_;
-	bool keep_pprof_;
+	std::set<std::string> keep_rendered_;
 };
 
 // /metrics: each interval compensated into the registry, then the health
@@ -152,6 +155,7 @@ private:
 // A push of the interval's pprof (rendered by IntervalFilesSink).
 class PushSink : public ProfileSink {
 public:
+	static constexpr const char *kFormat = "pprof"; // what it pushes, from out.rendered
 	explicit PushSink(ProfilePusher &pusher) : pusher_(pusher) {}
 	void write(ProfileOutput &out) override;
 	void say_limits() override;

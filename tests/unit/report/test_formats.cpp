@@ -12,7 +12,11 @@ TEST_CASE("formats: each row is a profile format or a timeline, named once per c
 {
 	std::set<std::pair<std::string, unsigned>> seen;
 	for (const Format &f : formats()) {
-		CHECK((f.profile == nullptr) != (f.timeline == nullptr));
+		// A profile's format, as a copy to change or as it is, or a timeline.
+		CHECK(int(f.profile != nullptr) + int(f.as_is != nullptr) + int(f.timeline != nullptr) == 1);
+		// report and export hand theirs over to be changed.
+		if (f.uses & (kUseReport | kUseExport))
+			CHECK(f.profile != nullptr);
 		CHECK(((f.uses & kUseTrace) != 0) == (f.timeline != nullptr));
 		CHECK(std::string(f.extension).rfind('.', 0) == 0);
 		for (unsigned use : {kUseReport, kUseExport, kUseTrace, kUseMonitor})

@@ -167,7 +167,7 @@ TEST_CASE("IntervalFilesSink: one file per monitor format under the interval's s
 	p.distributions = true;
 	fit_dists(p);
 	p.dists.at(0) = Distribution{150000, 150000, {{dist_bucket_of(150000), 1}}};
-	IntervalFilesSink sink(dir, "app-", IntervalFileLimits{.keep = 1}, true);
+	IntervalFilesSink sink(dir, "app-", IntervalFileLimits{.keep = 1}, {PushSink::kFormat});
 	ProfileOutput first{p, 1796271300123000000};
 	size_t dists = p.dists.size();
 	sink.write(first);
@@ -192,13 +192,13 @@ TEST_CASE("IntervalFilesSink: one file per monitor format under the interval's s
 	// No push: the pprof is not kept.
 	std::string alone = temp_dir();
 	ProfileOutput unpushed{p, 1796271300123000000};
-	IntervalFilesSink(alone, "app-", IntervalFileLimits{.keep = 1}, false).write(unpushed);
+	IntervalFilesSink(alone, "app-", IntervalFileLimits{.keep = 1}, {}).write(unpushed);
 	REQUIRE(unpushed.rendered.empty());
 	REQUIRE(read_all(alone + "/app-20261203T041500123Z.pb.gz") == first.rendered.at("pprof"));
 	fs::remove_all(alone);
 	// Its directory gone: no file, but a push still has the pprof.
 	ProfileOutput homeless{p, 1796271300123000000};
-	IntervalFilesSink(alone, "app-", IntervalFileLimits{.keep = 1}, true).write(homeless);
+	IntervalFilesSink(alone, "app-", IntervalFileLimits{.keep = 1}, {PushSink::kFormat}).write(homeless);
 	REQUIRE(homeless.rendered.at("pprof") == first.rendered.at("pprof"));
 
 	// keep = 1: the next interval's files replace the first's.
