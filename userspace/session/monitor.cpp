@@ -266,6 +266,10 @@ private:
 	{
 		return !dead.count(uint32_t(pid)) || !gone_before_.count(uint32_t(pid));
 	}
+	// Every process an interval describes, calls or not: each monitored in
+	// it, and each that left by an exec in it (exec_left_), as last known.
+	std::vector<std::pair<int, const ProfileProcess *>> described_in(const Interval &iv,
+									  const std::set<uint32_t> &dead) const;
 	Profile interval_profile(const Interval &iv, const IntervalDelta &delta, const std::set<uint32_t> &dead,
 				 double attached_share, size_t *names_cut);
 	std::vector<ProcessShare> process_shares(const Interval &iv, const std::set<uint32_t> &dead) const;
@@ -739,11 +743,8 @@ Profile MonitorSession::interval_profile(const Interval &iv, const IntervalDelta
 	// interval: one sampled whose window caught no call, or idle, is there
 	// with its share, apart from one not monitored (absent).
 	std::vector<uint32_t> described(tgids.begin(), tgids.end());
-	for (const auto &[pid, p] : processes())
-		if (!tgids.count(uint32_t(pid)) && monitored(pid, dead))
-			described.push_back(uint32_t(pid));
-	for (const auto &[pid, left] : exec_left_)
-		if (!tgids.count(uint32_t(pid)) && exec_left_in(pid, iv))
+	for (auto [pid, p] : described_in(iv, dead))
+		if (!tgids.count(uint32_t(pid)))
 			described.push_back(uint32_t(pid));
 	auto comms = engine().read_process_comms();
 	for (uint32_t tgid : described) {
@@ -779,14 +780,22 @@ std::vector<ProcessShare> MonitorSession::process_shares(const Interval &iv, con
 	std::vector<ProcessShare> out;
 	if (!fair_)
 		return out;
+	for (auto [pid, p] : described_in(iv, dead))
+		out.push_back(
+			{pid, p->comm, p->container_id, std::max(fair_->attached_share(pid, iv.begin, iv.finished), 1e-6)});
+	return out;
+}
+
+std::vector<std::pair<int, const ProfileProcess *>> MonitorSession::described_in(const Interval &iv,
+										  const std::set<uint32_t> &dead) const
+{
+	std::vector<std::pair<int, const ProfileProcess *>> out;
 	for (const auto &[pid, p] : processes())
 		if (monitored(pid, dead))
-			out.push_back({pid, p.comm, p.container_id,
-				       std::max(fair_->attached_share(pid, iv.begin, iv.finished), 1e-6)});
+			out.emplace_back(pid, &p);
 	for (const auto &[pid, left] : exec_left_)
 		if (exec_left_in(pid, iv))
-			out.push_back({pid, left.process.comm, left.process.container_id,
-				       std::max(fair_->attached_share(pid, iv.begin, iv.finished), 1e-6)});
+			out.emplace_back(pid, &left.process);
 	return out;
 }
 
