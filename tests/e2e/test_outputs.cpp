@@ -674,7 +674,7 @@ TEST_CASE("escaping: a target's hostile names and path reach no terminal raw", "
 	REQUIRE_THAT(missing.err, Contains("no\\x1b]0;t\\x07such\\x0d\\x0afake"));
 }
 
-TEST_CASE("cli: --version, did you mean, usage names usdtprof, monitor takes no command", "[cli]")
+TEST_CASE("cli: --version, did you mean, usage names usdtprof, monitor takes no command, pid lists", "[cli]")
 {
 	Output v = run({e2e::usdtprof(), "--version"});
 	REQUIRE(v.status == 0);
@@ -696,6 +696,15 @@ TEST_CASE("cli: --version, did you mean, usage names usdtprof, monitor takes no 
 	Output value = run({e2e::usdtprof(), "record", "-d", "-1", "-o", "/nonexistent/x", "--", "true"});
 	REQUIRE(value.status == 2);
 	REQUIRE(value.err == "usdtprof: --duration: expected a positive number, got -1 (see usdtprof record --help)\n");
+	// An empty pid list is that, not a pid taken from the next argument.
+	Output no_pid = run({e2e::usdtprof(), "record", "-p", ",", "-d", "1"});
+	REQUIRE(no_pid.status == 2);
+	REQUIRE(no_pid.err == "usdtprof: --pid: expected a process id (a positive number), got '' in ',' (see usdtprof "
+			      "record --help)\n");
+	Output bad_pid = run({e2e::usdtprof(), "monitor", "-p", "1,2x"});
+	REQUIRE(bad_pid.status == 2);
+	REQUIRE(bad_pid.err == "usdtprof: --pid: expected a process id (a positive number), got '2x' in '1,2x' (see "
+			       "usdtprof monitor --help)\n");
 	Output range = run({e2e::usdtprof(), "record", "--max-paths", "0", "--", "true"});
 	REQUIRE(range.status == 2);
 	REQUIRE_THAT(range.err, StartsWith("usdtprof: --max-paths: "));

@@ -18,13 +18,47 @@ const CLI::Validator kPositive(
 	},
 	"POSITIVE");
 
+// -p's values split at commas. Not CLI11's delimiter: given "-p ,", it found
+// no value and took the next argument for one ("expected a positive number,
+// got -d").
+std::vector<std::string> pid_list_parts(const std::string &list)
+{
+	std::vector<std::string> parts(1);
+	for (char c : list)
+		if (c == ',')
+			parts.emplace_back();
+		else
+			parts.back().push_back(c);
+	return parts;
+}
+
+// Every part a pid: digits only (no sign, space or fraction), 1 to INT_MAX.
+const CLI::Validator kPidList(
+	[](std::string &list) {
+		for (const std::string &part : pid_list_parts(list)) {
+			int pid = 0;
+			if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos ||
+			    !CLI::detail::lexical_cast(part, pid) || pid <= 0)
+				return "expected a process id (a positive number), got '" + part + "'" +
+				       (part == list ? "" : " in '" + list + "'");
+		}
+		return std::string();
+	},
+	"PID[,PID...]");
+
 } // namespace
 
 void add_target_options(CLI::App *app, TargetSpec &o)
 {
-	app->add_option("-p,--pid", o.pids, "Process to attach to; several: -p 1,2 or -p again")
-		->delimiter(',')
-		->check(kPositive)
+	app->add_option_function<std::vector<std::string>>(
+		   "-p,--pid",
+		   [&o](const std::vector<std::string> &lists) {
+			   for (const std::string &list : lists)
+				   for (const std::string &part : pid_list_parts(list))
+					   o.pids.push_back(std::stoi(part));
+		   },
+		   "Process to attach to; several: -p 1,2 or -p again")
+		->check(kPidList)
 		->allow_extra_args(false);
 	app->add_option("--binary", o.binary, "Attach to every process running this file, new ones too");
 	app->add_option("--runtime", o.runtime, "Use this preset only (" + preset_names() + "); default: detected");
