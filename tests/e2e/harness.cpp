@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <csignal>
 #include <cstdlib>
 #include <fcntl.h>
@@ -125,22 +126,31 @@ std::string Background::wait_for_line(const std::string &text, bool from_stderr,
 	return {};
 }
 
-std::string Background::wait_for_line_from(size_t from, const std::string &text, double timeout_s)
+std::string Background::wait_for_line_from(size_t from, const std::string &text, double timeout_s, bool from_stderr)
 {
 	auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+	const std::string &buf = from_stderr ? err_buf_ : out_buf_;
 	while (std::chrono::steady_clock::now() < deadline) {
-		size_t at = out_buf_.find(text, from);
-		size_t end = at == std::string::npos ? at : out_buf_.find('\n', at);
+		size_t at = buf.find(text, from);
+		size_t end = at == std::string::npos ? at : buf.find('\n', at);
 		if (end != std::string::npos) {
-			size_t start = out_buf_.rfind('\n', at);
+			size_t start = buf.rfind('\n', at);
 			start = start == std::string::npos ? 0 : start + 1;
-			return out_buf_.substr(start, end - start);
+			return buf.substr(start, end - start);
 		}
 		pump(out_fd_, err_fd_, out_buf_, err_buf_, 50);
 	}
-	FAIL("timed out waiting for '" << text << "' after byte " << from << "; stdout: " << out_buf_.substr(from)
-				       << " stderr: " << err_buf_);
+	FAIL("timed out waiting for '" << text << "' after byte " << from << " of std" << (from_stderr ? "err" : "out")
+				       << "; stdout: " << out_buf_.substr(from_stderr ? 0 : from) << " stderr: " << err_buf_);
 	return {};
+}
+
+void Background::drain()
+{
+	for (size_t before = SIZE_MAX; before != out_buf_.size() + err_buf_.size();) {
+		before = out_buf_.size() + err_buf_.size();
+		pump(out_fd_, err_fd_, out_buf_, err_buf_, 0);
+	}
 }
 
 int Background::wait()

@@ -27,9 +27,14 @@ public:
 	int pid() const { return pid_; }
 	// Waits up to timeout_s for a line of stdout (or stderr) containing text.
 	std::string wait_for_line(const std::string &text, bool from_stderr = false, double timeout_s = 30);
-	// ... of stdout, starting at byte from of what it printed (stdout_size()).
-	std::string wait_for_line_from(size_t from, const std::string &text, double timeout_s = 30);
+	// ... of stdout (or stderr), starting at byte from of what it printed there
+	// (stdout_size(), stderr_size()).
+	std::string wait_for_line_from(size_t from, const std::string &text, double timeout_s = 30,
+				       bool from_stderr = false);
 	size_t stdout_size() const { return out_buf_.size(); }
+	size_t stderr_size() const { return err_buf_.size(); }
+	// Reads all it has printed so far (then stdout_size(), stderr_size() are now's).
+	void drain();
 	int wait(); // exit status, or 128 + signal
 	std::string rest_of_stderr();
 	std::string all_stdout() const { return out_buf_; }

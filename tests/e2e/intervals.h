@@ -15,6 +15,16 @@
 namespace e2e {
 
 // The interval profiles (.data) in dir, oldest first (their names sort by time).
+// How many interval files dir holds (0 before the monitor made it).
+inline size_t interval_file_count(const std::string &dir)
+{
+	size_t n = 0;
+	std::error_code ec;
+	for (const auto &e : std::filesystem::directory_iterator(dir, ec))
+		n += e.path().extension() == ".data";
+	return n;
+}
+
 inline std::vector<usdtprof::Profile> interval_profiles(const std::string &dir)
 {
 	std::vector<std::string> files;

@@ -541,13 +541,7 @@ TEST_CASE("monitor --all: a profiled process that execs a program without probes
 	const int pid = p.pid();
 	Background mon(monitor_all("0.3", out));
 	mon.wait_for_line("--all: profiling pid " + std::to_string(pid) + " (fork_exec)", true);
-	auto files = [&] {
-		size_t n = 0;
-		std::error_code ec;
-		for (const auto &e : std::filesystem::directory_iterator(out, ec))
-			n += e.path().extension() == ".data";
-		return n;
-	};
+	auto files = [&] { return interval_file_count(out); };
 	// Exec'd in the second interval or later (one file written): monitored before it.
 	for (int i = 0; i < 600 && files() < 1; i++)
 		usleep(100000);
@@ -584,6 +578,61 @@ TEST_CASE("monitor --all: a profiled process that execs a program without probes
 		} else {
 			whole++;
 		}
+	}
+	INFO(whole << " intervals attached all along, " << part << " with the exec, " << after << " after");
+	REQUIRE(whole >= 1);
+	REQUIRE(part == 1);
+	REQUIRE(after >= 1);
+}
+
+TEST_CASE("monitor --all: an exec after the interval's last look for processes, before its end, still ends the "
+	  "process's share of that interval at the exec",
+	  "[monitor][hosts]")
+{
+	std::string out = temp_dir() + "/exec-late";
+	Background p({target("fork_exec"), "--wait", "quiet-exec", "/bin/sleep", "30"});
+	p.wait_for_line("ready");
+	const int pid = p.pid();
+	// The monitor waits 1.5 s between each interval's last look for
+	// processes and its end, saying so: the exec is put there.
+	std::vector<std::string> argv = monitor_all("0.3", out);
+	argv.insert(argv.begin() + 1, "USDTPROF_TEST_END_PAUSE_MS=1500");
+	Background mon(argv);
+	mon.wait_for_line("--all: profiling pid " + std::to_string(pid) + " (fork_exec)", true);
+	// Not the interval it was found in: one file written first.
+	for (int i = 0; i < 600 && interval_file_count(out) == 0; i++)
+		usleep(100000);
+	// The next pause to begin, not one said before (drained first).
+	mon.drain();
+	mon.wait_for_line_from(mon.stderr_size(), "test: the interval ends in 1500 ms", 30, true);
+	REQUIRE(kill(pid, SIGUSR1) == 0);
+	mon.wait_for_line("exec'd a program without probes of the presets: no longer profiled", true);
+	// The exec's interval, and the one after it.
+	for (int pauses = 0; pauses < 2; pauses++) {
+		mon.drain();
+		mon.wait_for_line_from(mon.stderr_size(), "test: the interval ends in", 30, true);
+	}
+	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
+	REQUIRE(mon.wait() == 0);
+	REQUIRE(kill(pid, SIGKILL) == 0);
+	p.wait();
+	std::string err = mon.rest_of_stderr();
+	INFO(err);
+	size_t whole = 0, part = 0, after = 0;
+	for (const usdtprof::Profile &prof : interval_profiles(out)) {
+		auto it = std::find_if(prof.processes.begin(), prof.processes.end(),
+				       [&](const usdtprof::ProfileProcess &q) { return q.pid == pid; });
+		if (it == prof.processes.end()) {
+			after += part > 0;
+			continue;
+		}
+		INFO("share " << it->sampled_fraction);
+		REQUIRE(part == 0); // described up to its exec's interval, never after
+		// Attached up to the exec, at most the interval's part before the
+		// pause (0.3 s at most of ~1.8) and what the pause had run of its
+		// 1.5 s; before, the exec was seen only in the next interval, and
+		// this one said 1.
+		(it->sampled_fraction < 1 ? part : whole)++;
 	}
 	INFO(whole << " intervals attached all along, " << part << " with the exec, " << after << " after");
 	REQUIRE(whole >= 1);

@@ -169,7 +169,11 @@ std::vector<FoundSite> HostProcesses::discover(size_t already)
 		out.insert(out.end(), sites.begin(), sites.end());
 		return !sites.empty();
 	};
-	std::vector<ProcessStart> starts = events_ ? events_->take() : std::vector<ProcessStart>{};
+	std::vector<ProcessStart> starts = std::exchange(unread_, {});
+	if (events_) {
+		std::vector<ProcessStart> more = events_->take();
+		starts.insert(starts.end(), more.begin(), more.end());
+	}
 	if (!scanned_ || (events_ && events_->take_lost() > 0)) {
 		scanned_ = true;
 		std::error_code ec;
@@ -198,6 +202,19 @@ std::vector<FoundSite> HostProcesses::discover(size_t already)
 		it = again_at_.erase(it);
 		add(pid);
 	}
+	return out;
+}
+
+std::vector<ProcessStart> HostProcesses::execs_unread()
+{
+	if (events_) {
+		std::vector<ProcessStart> more = events_->take();
+		unread_.insert(unread_.end(), more.begin(), more.end());
+	}
+	std::vector<ProcessStart> out;
+	for (const ProcessStart &s : unread_)
+		if (pids_.count(s.pid) && !s.parent)
+			out.push_back(s);
 	return out;
 }
 

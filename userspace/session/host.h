@@ -67,6 +67,11 @@ public:
 	// The profiled processes that exec'd since the last call (their exec
 	// events, read by discover()): each runs another program now.
 	std::vector<ProcessStart> take_execs() { return std::exchange(execs_, {}); }
+	// The profiled processes' execs the kernel has reported so far, not yet
+	// read by discover() (which still gets them): an interval that ends now
+	// holds their old programs' part only, though they are planned again in
+	// the next.
+	std::vector<ProcessStart> execs_unread();
 	// One of them, once its old program's probes are dropped: forgotten,
 	// then examined as a new process (its new program's sites, planned
 	// after already); without probes it stays forgotten, said once.
@@ -98,6 +103,7 @@ private:
 	std::set<const Preset *> check_said_;
 	std::vector<std::string> found_; // to say
 	std::vector<ProcessStart> execs_; // profiled processes that exec'd, and when (take_execs)
+	std::vector<ProcessStart> unread_; // events taken by execs_unread, for discover
 };
 
 } // namespace usdtprof

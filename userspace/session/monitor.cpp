@@ -242,6 +242,8 @@ private:
 	Runs run_totals() const;
 	std::vector<int> target_pids();
 	void discover();
+	void note_late_execs(const Interval &iv);
+	void pause_for_test();
 	void open_window(Interval &iv);
 	bool wait(Interval &iv, Clock::time_point end, std::chrono::duration<double> length);
 	bool cut_if_over_budget(const Interval &iv);
@@ -412,6 +414,32 @@ MonitorSession::Runs MonitorSession::run_totals() const
 	auto [exit_ns, exit_runs] = engine().run_stats("usdt_exit");
 	auto [switch_ns, switch_runs] = engine().run_stats("track_offcpu");
 	return Runs{entry_ns + exit_ns, entry_runs + exit_runs, switch_ns};
+}
+
+// --all: a process that exec'd after this interval's last look for processes
+// (in next_budget) and before its end was attached up to its exec only: its
+// share says so, though its exec is handled (planned again, or described as
+// gone) at the next interval's look.
+void MonitorSession::note_late_execs(const Interval &iv)
+{
+	if (host_ && fair_)
+		for (const ProcessStart &exec : host_->execs_unread())
+			if (exec.ns <= iv.finished)
+				fair_->exec(exec.pid, exec.ns);
+}
+
+// USDTPROF_TEST_END_PAUSE_MS: e2e tests widen the moment between an
+// interval's last look for processes and its end, to put an exec there.
+void MonitorSession::pause_for_test()
+{
+	static const int ms = [] {
+		const char *v = getenv("USDTPROF_TEST_END_PAUSE_MS");
+		return v ? atoi(v) : 0;
+	}();
+	if (ms > 0) {
+		log_line("test: the interval ends in %d ms", ms);
+		usleep(useconds_t(ms) * 1000);
+	}
 }
 
 // --all: the processes started since the last look (exec and fork events)
@@ -861,11 +889,13 @@ void MonitorSession::run()
 		stopping = wait(iv, end, length) || Clock::now() >= deadline;
 		uint64_t hits = 0;
 		BudgetEstimate budget = next_budget(iv, &hits);
+		pause_for_test();
 		end_interval(iv, stopping);
 		std::set<uint32_t> dead;
 		std::vector<PathRecord> records = read_records(dead);
 		if (!iv.finished)
 			iv.finished = mono_ns(Clock::now()); // probes detached: nothing counted after the window
+		note_late_execs(iv);
 		boundary = iv.finished;
 		uint64_t attached_ns = iv.window_close ? iv.window_close - iv.window_open
 				       : attached_now_ ? iv.finished - iv.window_open : 0;
