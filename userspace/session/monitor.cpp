@@ -243,6 +243,7 @@ private:
 	std::vector<int> target_pids();
 	void discover();
 	void note_late_execs(const Interval &iv);
+	void forget_gone(const std::set<uint32_t> &dead);
 	void pause_for_test();
 	void open_window(Interval &iv);
 	bool wait(Interval &iv, Clock::time_point end, std::chrono::duration<double> length);
@@ -426,6 +427,26 @@ void MonitorSession::note_late_execs(const Interval &iv)
 		for (const ProcessStart &exec : host_->execs_unread())
 			if (exec.ns <= iv.finished)
 				fair_->exec(exec.pid, exec.ns);
+}
+
+// Processes gone, their last interval written: their names, attach times,
+// windows and sites go (their paths went with the interval's deltas).
+void MonitorSession::forget_gone(const std::set<uint32_t> &dead)
+{
+	for (uint32_t tgid : dead) {
+		engine().delete_names(tgid);
+		engine().forget_attach(int(tgid));
+		if (BinaryProcesses *binary = session_.processes().binary())
+			binary->forget(int(tgid));
+		if (host_)
+			host_->forget(int(tgid));
+		if (fair_) {
+			fair_->forget(int(tgid));
+			engine().forget_process(int(tgid));
+			last_.hits.erase(tgid);
+		}
+		std::erase_if(sites_, [&](const FoundSite &f) { return f.pid == int(tgid); });
+	}
 }
 
 // USDTPROF_TEST_END_PAUSE_MS: e2e tests widen the moment between an
@@ -919,20 +940,7 @@ void MonitorSession::run()
 		// What is reported of processes that are gone is forgotten: the maps stay bounded.
 		engine().delete_paths(delta.forget);
 		read_buffer_ = std::move(delta.records); // the read's memory, for the next one
-		for (uint32_t tgid : dead) {
-			engine().delete_names(tgid);
-			engine().forget_attach(int(tgid));
-			if (BinaryProcesses *binary = session_.processes().binary())
-				binary->forget(int(tgid));
-			if (host_)
-				host_->forget(int(tgid));
-			if (fair_) {
-				fair_->forget(int(tgid));
-				engine().forget_process(int(tgid));
-				last_.hits.erase(tgid);
-			}
-			std::erase_if(sites_, [&](const FoundSite &f) { return f.pid == int(tgid); });
-		}
+		forget_gone(dead);
 		// A target gone by now may have counted calls since the read: one
 		// more (last) interval reads them.
 		if (stopping && target_gone())
