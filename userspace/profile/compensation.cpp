@@ -68,9 +68,9 @@ struct Sums {
 	uint64_t removed = 0;
 };
 
-// add(parent, child) for each path whose probes cost its parent's path
-// something, in path order (the sums' rounding is the same wherever they
-// are taken).
+// add(parent, child, its cost) for each path whose probes cost its
+// parent's path something, in path order: sums taken through it come out
+// the same to the last bit wherever they are taken.
 template <class Add> void for_each_child_cost(const Profile &raw, const FunctionCosts &function, Add add)
 {
 	size_t n = raw.nodes.size();
@@ -154,14 +154,13 @@ void shorten_durations(Profile &out, const std::vector<uint64_t> &inside)
 
 } // namespace
 
-// Only calls and the tree's shape are read from the raw times: they do not change.
 std::vector<uint64_t> compensated_self_ns(const Profile &raw)
 {
 	std::vector<uint64_t> self;
 	if (!raw.calibration || raw.calibration->kinds.empty())
 		return self;
 	FunctionCosts function = function_costs(raw);
-	// Each path's cost in its own slot, then its self time there instead.
+	// Each path's children's caller cost, summed as children_costs sums it.
 	std::vector<double> cost = huge_vector<double>(raw.nodes.size(), 0.0);
 	for_each_child_cost(raw, function, [&](uint32_t parent, const PathNode &c, const ProbeCost &k) {
 		cost[parent] += double(c.calls) * k.caller_ns;
@@ -176,6 +175,7 @@ std::vector<uint64_t> compensated_self_ns(const Profile &raw)
 	return self;
 }
 
+// Only calls and the tree's shape are read from the raw times: they do not change.
 void compensate_in_place(Profile &profile, CompensationSummary *summary)
 {
 	CompensationSummary s;
