@@ -33,8 +33,9 @@ struct Format {
 	// million paths), and write into out as they go, never holding a large
 	// output whole; timelines get the events.
 	void (*profile)(Profile measured, const ReportOptions &options, Sink &out) = nullptr;
-	// Or, for formats that only read the profile (monitor's only: report and
-	// export call profile): given it as it is, no copy (write_format).
+	// Or also, for formats that can write it without changing it: given it
+	// as it is, no copy (write_format, monitor's files; report and export
+	// call profile, which every format they offer has).
 	void (*as_is)(const Profile &measured, const ReportOptions &options, Sink &out) = nullptr;
 	bool drops_distributions = false; // never shows durations: its copy made without them
 	std::string (*timeline)(const TraceInput &input) = nullptr;

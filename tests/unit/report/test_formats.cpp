@@ -12,8 +12,8 @@ TEST_CASE("formats: each row is a profile format or a timeline, named once per c
 {
 	std::set<std::pair<std::string, unsigned>> seen;
 	for (const Format &f : formats()) {
-		// A profile's format, as a copy to change or as it is, or a timeline.
-		CHECK(int(f.profile != nullptr) + int(f.as_is != nullptr) + int(f.timeline != nullptr) == 1);
+		// A profile's format (as a copy to change, as it is, or both), or a timeline.
+		CHECK((f.profile != nullptr || f.as_is != nullptr) != (f.timeline != nullptr));
 		// report and export hand theirs over to be changed.
 		if (f.uses & (kUseReport | kUseExport))
 			CHECK(f.profile != nullptr);
