@@ -330,4 +330,4 @@ demo: $(USDTPROF) $(OUTPUT)/targets/demo
 clean:
 	rm -rf .output
 
--include $(wildcard $(OUTPUT)/userspace/*/*.d $(OUTPUT)/tests/*/*.d $(OUTPUT)/tests/unit/*/*.d $(OUTPUT)/tools/*.d)
+-include $(wildcard $(OUTPUT)/userspace/*/*.d $(OUTPUT)/tests/*/*.d $(OUTPUT)/tests/unit/*/*.d $(OUTPUT)/tools/*.d $(OUTPUT)/tools/bench/*.d)

@@ -68,10 +68,12 @@ struct Sums {
 	uint64_t removed = 0;
 };
 
-std::vector<Sums> children_costs(const Profile &raw, const FunctionCosts &function)
+// add(parent, child, its cost) for each path whose probes cost its
+// parent's path something, in path order: sums taken through it come out
+// the same to the last bit wherever they are taken.
+template <class Add> void for_each_child_cost(const Profile &raw, const FunctionCosts &function, Add add)
 {
 	size_t n = raw.nodes.size();
-	std::vector<Sums> sums = huge_vector<Sums>(n);
 	for (size_t i = 0; i < n; i++) {
 		const PathNode &c = raw.nodes[i];
 		const ProbeCost *k = function(c.function).cost;
@@ -80,10 +82,28 @@ std::vector<Sums> children_costs(const Profile &raw, const FunctionCosts &functi
 		FunctionCost parent = function(raw.nodes[c.parent].function);
 		if (!parent.cost && !parent.task)
 			continue; // a synthetic parent: the caller's cost landed on no path
-		sums[c.parent].child_cost += double(c.calls) * k->caller_ns;
-		sums[c.parent].child_spread += double(c.calls) * k->caller_spread_ns;
+		add(c.parent, c, *k);
 	}
+}
+
+std::vector<Sums> children_costs(const Profile &raw, const FunctionCosts &function)
+{
+	std::vector<Sums> sums = huge_vector<Sums>(raw.nodes.size());
+	for_each_child_cost(raw, function, [&](uint32_t parent, const PathNode &c, const ProbeCost &k) {
+		sums[parent].child_cost += double(c.calls) * k.caller_ns;
+		sums[parent].child_spread += double(c.calls) * k.caller_spread_ns;
+	});
 	return sums;
+}
+
+// What a path's self time loses: its cost, rounded, taken from its on-CPU
+// part and no more (clamped).
+uint64_t take_of(const PathNode &node, double cost, bool *clamped)
+{
+	uint64_t oncpu = node.self_ns - std::min(node.self_offcpu_ns, node.self_ns);
+	uint64_t take = rounded(cost);
+	*clamped = take > oncpu;
+	return std::min(take, oncpu);
 }
 
 // From the last path back: children come after their parents, so each
@@ -102,12 +122,9 @@ void take_costs(Profile &out, const FunctionCosts &function, std::vector<Sums> &
 		Sums &sum = sums[i];
 		double cost = sum.child_cost + (k ? double(node.calls) * k->own_ns : 0);
 		double spread = sum.child_spread + (k ? double(node.calls) * k->own_spread_ns : 0);
-		uint64_t oncpu = node.self_ns - std::min(node.self_offcpu_ns, node.self_ns);
-		uint64_t take = rounded(cost);
-		if (take > oncpu) {
-			s.clamped++;
-			take = oncpu;
-		}
+		bool clamped;
+		uint64_t take = take_of(node, cost, &clamped);
+		s.clamped += clamped;
 		node.self_ns -= take;
 		node.uncertain_ns = rounded(spread);
 		sum.removed += take;
@@ -136,6 +153,27 @@ void shorten_durations(Profile &out, const std::vector<uint64_t> &inside)
 }
 
 } // namespace
+
+std::vector<uint64_t> compensated_self_ns(const Profile &raw)
+{
+	std::vector<uint64_t> self;
+	if (!raw.calibration || raw.calibration->kinds.empty())
+		return self;
+	FunctionCosts function = function_costs(raw);
+	// Each path's children's caller cost, summed as children_costs sums it.
+	std::vector<double> cost = huge_vector<double>(raw.nodes.size(), 0.0);
+	for_each_child_cost(raw, function, [&](uint32_t parent, const PathNode &c, const ProbeCost &k) {
+		cost[parent] += double(c.calls) * k.caller_ns;
+	});
+	self = huge_vector<uint64_t>(raw.nodes.size(), 0);
+	for (size_t i = 0; i < raw.nodes.size(); i++) {
+		const PathNode &node = raw.nodes[i];
+		const ProbeCost *k = function(node.function).cost;
+		bool clamped;
+		self[i] = node.self_ns - take_of(node, cost[i] + (k ? double(node.calls) * k->own_ns : 0), &clamped);
+	}
+	return self;
+}
 
 // Only calls and the tree's shape are read from the raw times: they do not change.
 void compensate_in_place(Profile &profile, CompensationSummary *summary)

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "profile/profile.h"
 
@@ -27,6 +28,11 @@ struct CompensationSummary {
 Profile compensate(const Profile &raw, CompensationSummary *summary = nullptr);
 // The same without a copy (a million paths are 70 MB).
 void compensate_in_place(Profile &profile, CompensationSummary *summary = nullptr);
+
+// Each path's self time as compensate() makes it, nothing else copied (a
+// million paths: 8 MB, not a 60 MB copy of the profile); empty when the
+// profile has no calibration (its times stay as measured).
+std::vector<uint64_t> compensated_self_ns(const Profile &raw);
 
 // One line for reports: the costs taken out, what is left uncompensated,
 // the clamped count; "" without calibration.

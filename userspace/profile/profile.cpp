@@ -312,13 +312,29 @@ std::string profile_format_versions()
 	return "writes version " + std::to_string(kProfileVersion) + ", reads " + supported_versions();
 }
 
+namespace {
+
+// The header line: the magic, the version, the body's size and checksum
+// (always 8 hex digits).
+std::string header_line(int version, uint64_t size, uint32_t crc)
+{
+	char line[96];
+	snprintf(line, sizeof line, "%s%d %llu %08x\n", kMagic.c_str(), version, (unsigned long long)size, crc);
+	return line;
+}
+
+} // namespace
+
+uint64_t profile_file_size(const Profile &profile)
+{
+	ByteCounter count;
+	write_binary_body(profile, count);
+	return header_line(kProfileVersion, count.bytes, 0).size() + count.bytes;
+}
+
 void write_profile(const Profile &profile, Sink &out, int version)
 {
-	auto header = [&](uint64_t size, uint32_t crc) {
-		char line[96];
-		snprintf(line, sizeof line, "%s%d %llu %08x\n", kMagic.c_str(), version, (unsigned long long)size, crc);
-		out.write(line);
-	};
+	auto header = [&](uint64_t size, uint32_t crc) { out.write(header_line(version, size, crc)); };
 	if (version == kProfileVersionJson) {
 		std::string text = json_body(profile);
 		header(text.size(), crc_of(text));

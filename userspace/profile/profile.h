@@ -171,6 +171,9 @@ class Sink;
 // The file's bytes (header line + body) in a format version, into out as
 // they are made (the body is made twice: its size and checksum lead).
 void write_profile(const Profile &profile, Sink &out, int version = kProfileVersion);
+// The size of write_profile's bytes in the current version, its body made
+// once (not twice: no checksum).
+uint64_t profile_file_size(const Profile &profile);
 // The same as one string, and their parser, for tests and fuzzing.
 std::string serialize_profile(const Profile &profile, int version = kProfileVersion);
 Result<Profile> parse_profile(const std::string &bytes);

@@ -10,6 +10,7 @@ void text_report(Profile measured, const ReportOptions &options, Sink &out);   /
 void json_report(Profile measured, const ReportOptions &options, Sink &out);   // format_json.cpp
 void folded_stacks(Profile measured, const ReportOptions &options, Sink &out); // format_folded.cpp
 void pprof_profile(Profile measured, const ReportOptions &options, Sink &out); // pprof.cpp
+void pprof_as_is(const Profile &measured, const ReportOptions &options, Sink &out); // pprof.cpp
 void html_report(Profile measured, const ReportOptions &options, Sink &out);   // format_html.cpp
 
 namespace {
@@ -31,7 +32,7 @@ const Format kFormats[] = {
 	 .as_is = [](const Profile &measured, const ReportOptions &, Sink &out) { write_profile(measured, out); }},
 	{.name = "pprof", .extension = ".pb.gz",
 	 .writes = "gzipped protobuf for go tool pprof; binary: use -o or a pipe", .uses = kUseExport | kUseMonitor,
-	 .binary = true, .profile = pprof_profile, .drops_distributions = true},
+	 .binary = true, .profile = pprof_profile, .as_is = pprof_as_is, .drops_distributions = true},
 	{.name = "chrome", .extension = ".json", .writes = "Perfetto, chrome://tracing", .uses = kUseTrace,
 	 .timeline = render_chrome_trace},
 	{.name = "speedscope", .extension = ".speedscope.json", .writes = "speedscope's evented format",

@@ -2,7 +2,9 @@
 // (google/pprof's proto/profile.proto), for `go tool pprof` and other tools.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/sink.h"
 #include "profile/profile.h"
@@ -18,7 +20,9 @@ namespace usdtprof {
 // See docs/pprof.md.
 // Written into `out` as it is made, gzipped on the way: only the tables of
 // functions, locations and strings are held, never the samples.
-void write_pprof(const Profile &profile, TimeMode time, Sink &out);
+// self_ns, when not empty: each node's self time instead of its own (as
+// compensated_self_ns makes them), nothing else of the profile changed.
+void write_pprof(const Profile &profile, TimeMode time, Sink &out, const std::vector<uint64_t> &self_ns = {});
 std::string render_pprof(const Profile &profile, TimeMode time = TimeMode::Wall);
 
 } // namespace usdtprof

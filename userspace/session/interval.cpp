@@ -425,9 +425,7 @@ namespace {
 // The size of the profile's file, counted as it is made, never held.
 uint64_t file_size(const Profile &profile)
 {
-	ByteCounter counter;
-	write_profile(profile, counter);
-	return counter.bytes;
+	return profile_file_size(profile);
 }
 
 } // namespace

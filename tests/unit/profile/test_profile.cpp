@@ -403,3 +403,12 @@ TEST_CASE("profile: a per-thread profile's thread frames round-trip; older files
 	p.thread_nodes = {3, 0};
 	CHECK(error_of(serialize_profile(p, version)).find("thread_nodes: expected ascending") != std::string::npos);
 }
+
+TEST_CASE("profile: profile_file_size is the size of the bytes written", "[profile]")
+{
+	CHECK(profile_file_size(Profile{}) == serialize_profile(Profile{}).size());
+	for (size_t paths : {1, 10, 100000}) {
+		Profile p = walk_profile(paths);
+		CHECK(profile_file_size(p) == serialize_profile(p).size());
+	}
+}
