@@ -546,42 +546,119 @@ static __always_inline __u64 hash_ident_args(struct pt_regs *ctx, const struct u
 	return h;
 }
 
-/* USDTPROF_CONTENT_CACHED: hash_ident_args() through the process's cache,
- * keyed by the arguments' values and checked against the 16 bytes before
- * each string and its first 8. A zero first word (a zend_string whose hash
- * PHP has not computed yet) proves nothing about a non-empty text: such hits
- * are not cached. */
-static __noinline __u64 cached_ident_args(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec)
+/* A PHP hit's arguments other than the function name (args[0], the slot's
+ * code), mixed: the slot's func. */
+static __always_inline __u64 ident_args_mix(const struct ident_cache_key *key)
 {
-	struct ident_cache_key key = { .tgid = bpf_get_current_pid_tgid() >> 32,
-				       .content_mask = spec->content_mask };
+	return path_hash(path_hash(path_hash(key->content_mask, key->args[1]), key->args[2]), key->args[3]);
+}
+
+static __always_inline __u32 ident_slot_index(__u64 args_mix, __u64 name)
+{
+	return (path_hash(args_mix, name) >> 32) & (USDTPROF_CODE_CACHE - 1);
+}
+
+/* Text bytes a string check reads (after the 16 before the string). */
+#define CHECK_TEXT 24
+
+/* The 16 bytes before a string (a zend_string's hash h and length) and its
+ * first CHECK_TEXT bytes, in one read, mixed into check by FNV-1a's step on
+ * 64-bit words (for a given word a bijection: two reads that differ in one
+ * word never mix alike); the text's bytes from its length on are left out
+ * (what follows a short string is other memory, which changes). False when
+ * the check proves nothing: unreadable, or a zero hash (PHP has not computed
+ * it: methods' names) on a text longer than the bytes read. A zero first
+ * byte is an empty literal ("", no class): read-only, it proves itself. A
+ * string within [text_lo, text_hi), the executable's code and read-only
+ * data up to its last (data) segment (a literal: "", "main"), cannot change
+ * until an exec (which empties the thread's slots): its address is its
+ * check, nothing read. */
+static __always_inline bool string_check(__u64 addr, __u64 *check, __u64 text_lo, __u64 text_hi)
+{
+	__u64 w[2 + CHECK_TEXT / 8] = {}, len, c = *check;
+	int k;
+
+	if (addr - 16 >= text_lo && addr < text_hi && addr + CHECK_TEXT <= text_hi) {
+		*check = (c ^ addr) * FNV_PRIME;
+		return true;
+	}
+	if (bpf_probe_read_user(w, sizeof(w), (void *)(addr - 16)))
+		return false;
+	len = w[1];
+	for (k = 0; k < CHECK_TEXT / 8; k++) {
+		__u64 t = w[2 + k];
+
+		if (len <= 8 * k)
+			t = 0;
+		else if (len < 8 * k + 8)
+			t &= (1ull << (8 * (len - 8 * k))) - 1;
+		c = (c ^ t) * FNV_PRIME;
+	}
+	*check = (((c ^ w[0]) * FNV_PRIME) ^ len) * FNV_PRIME;
+	return w[0] || !(__u8)w[2] || len <= CHECK_TEXT;
+}
+
+/* USDTPROF_CONTENT_CACHED: hash_ident_args() through the thread's code_ids
+ * slots, then the process's cache, both keyed by the arguments' values and
+ * checked against the words read around each string (string_check, 64 bits
+ * as ids are): a name freed and its address reused for another
+ * text shows other bytes, a miss. A thread's slot (code: the function name's
+ * address; func: the other arguments, mixed; name: the check; id) costs no
+ * process id and no map lookup, and reads no literal of the executable's;
+ * the process's cache outlives an exec, so its check reads every string. */
+static __noinline __u64 cached_ident_args(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
+					  struct usdtprof_thread_stack *st)
+{
+	struct ident_cache_key key = { .content_mask = spec->content_mask };
 	struct ident_cache_value seen = {}, *known;
-	bool cacheable = true;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct usdtprof_code_id *slot;
+	bool cacheable = true, process_cacheable = true;
+	__u64 args_mix, thread_check = 0, lo = 0, hi = 0;
+	struct mm_struct *mm = task->mm;
 	int i;
 
+	if (mm) {
+		lo = mm->start_code;
+		hi = mm->start_data;
+	}
 	for (i = 0; i < USDTPROF_MAX_IDENT_ARGS; i++) {
 		if (i >= spec->nargs)
 			break;
 		key.args[i] = read_arg_slow(ctx, &spec->args[i]);
-		if (!(spec->content_mask & (1u << i)))
-			continue;
-		if (bpf_probe_read_user(seen.check[i], sizeof(seen.check[i]), (void *)(key.args[i] - 16)) ||
-		    (!seen.check[i][0] && (__u8)seen.check[i][2]))
+		if ((spec->content_mask & (1u << i)) && !string_check(key.args[i], &thread_check, lo, hi))
 			cacheable = false;
 	}
-	known = bpf_map_lookup_elem(&ident_cache, &key);
-	if (known && cacheable) {
-		bool same = true;
-
-		for (i = 0; i < USDTPROF_MAX_IDENT_ARGS; i++)
-			same = same && known->check[i][0] == seen.check[i][0] &&
-			       known->check[i][1] == seen.check[i][1] && known->check[i][2] == seen.check[i][2];
-		if (same)
-			return known->func;
+	args_mix = ident_args_mix(&key);
+	slot = &st->code_ids[ident_slot_index(args_mix, key.args[0])];
+	if (cacheable && slot->code == key.args[0] && slot->code && slot->func == args_mix &&
+	    slot->name == thread_check && slot->id)
+		return slot->id;
+	for (i = 0; i < USDTPROF_MAX_IDENT_ARGS; i++) {
+		if (i >= spec->nargs)
+			break;
+		if ((spec->content_mask & (1u << i)) && !string_check(key.args[i], &seen.check, 0, 0))
+			process_cacheable = false;
 	}
-	seen.func = hash_ident_args(ctx, spec);
-	if (cacheable)
-		bpf_map_update_elem(&ident_cache, &key, &seen, BPF_ANY);
+	key.tgid = bpf_get_current_pid_tgid() >> 32;
+	known = process_cacheable ? bpf_map_lookup_elem(&ident_cache, &key) : 0;
+	if (known && known->check == seen.check) {
+		seen.func = known->func;
+	} else {
+		seen.func = hash_ident_args(ctx, spec);
+		if (process_cacheable)
+			bpf_map_update_elem(&ident_cache, &key, &seen, BPF_ANY);
+	}
+	if (cacheable) {
+		/* Mixed again: kept across the calls above, they took the stack
+		 * over its 512 bytes. */
+		args_mix = ident_args_mix(&key);
+		slot = &st->code_ids[ident_slot_index(args_mix, key.args[0])];
+		slot->code = key.args[0];
+		slot->func = args_mix;
+		slot->name = thread_check;
+		slot->id = seen.func;
+	}
 	return seen.func;
 }
 
@@ -659,7 +736,7 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 		if (known)
 			return h;
 	} else if ((spec->content_mask & USDTPROF_CONTENT_CACHED) && !spec->derived.used) {
-		h = cached_ident_args(ctx, spec);
+		h = cached_ident_args(ctx, spec, st);
 	} else {
 		h = known_code(ctx, spec, st);
 		if (h)

@@ -107,8 +107,9 @@ struct {
 } names SEC(".maps");
 
 /* USDTPROF_CONTENT_CACHED: a content-keyed function's id by the addresses of
- * its identity arguments, so that a hit of a known function reads 24 bytes
- * per string instead of hashing it. LRU: it only saves work. */
+ * its identity arguments, so that a hit of a known function reads 40 bytes
+ * per string instead of hashing it (identity.bpf.h, cached_ident_args): the
+ * second level, behind each thread's code_ids slots. LRU: it only saves work. */
 struct ident_cache_key {
 	__u64 args[USDTPROF_MAX_IDENT_ARGS];
 	__u32 tgid;
@@ -116,8 +117,7 @@ struct ident_cache_key {
 };
 struct ident_cache_value {
 	__u64 func;
-	/* the 16 bytes before each string and its first 8 */
-	__u64 check[USDTPROF_MAX_IDENT_ARGS][3];
+	__u64 check; /* the words read around the strings, mixed (string_check) */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

@@ -264,10 +264,11 @@ struct usdtprof_probe_spec {
  * hashed without the hex digits after each ":0x" (Ruby's names of anonymous
  * classes and modules, "#<Class:0x00007f...>": one identity for all). */
 #define USDTPROF_CONTENT_ANON(i) (1u << (24 + (i)))
-/* content_mask: the content-keyed arguments' identity is cached per process
- * by their addresses, checked at each hit against the 16 bytes before each
- * string (PHP's zend_string keeps its hash and length there): a string
- * reused at the same address for other text shows other bytes. */
+/* content_mask: the content-keyed arguments' identity is cached per thread
+ * (code_ids) and per process by their addresses, checked at each hit against
+ * the 16 bytes before each string (PHP's zend_string keeps its hash and length
+ * there) and its first 24: a string reused at the same address for other
+ * text shows other bytes. */
 #define USDTPROF_CONTENT_CACHED (1u << 31)
 
 /* A function's captured name, keyed by (process, function id). */

@@ -253,6 +253,33 @@ TEST_CASE("php: two closures that start on one line are one row, their calls add
 	REQUIRE(closures == 2);
 }
 
+// A method called through __call runs a trampoline PHP names by the name called: a string made at
+// each call, freed after it, whose hash PHP never computes, and the next call's name takes its
+// address. A known function's hit is found by its strings' addresses, checked against their
+// bytes (docs/design.md, USDTPROF_CONTENT_CACHED): four names at two addresses stay four.
+TEST_CASE("php: a method name freed and its address reused for another name is another function", "[runtimes][names]")
+{
+	std::string dir = temp_dir(), file = dir + "/dyn.php";
+	std::ofstream(file) << "<?php\n"
+			       "class Foo { public function __call($m, $a) { return strlen($m); } }\n"
+			       "$o = new Foo;\n"
+			       "$t = 0;\n"
+			       "for ($i = 0; $i < 100; $i++) { $name = \"dyn\" . ($i % 4); $t += $o->$name(); }\n"
+			       "echo $t, \"\\n\";\n";
+	auto [o, data, slack, report] = record_report({"php", file});
+	REQUIRE(o.out == "400\n");
+	require_no_anomalies(report);
+	for (int i = 0; i < 4; i++) {
+		const std::string name = "Foo::dyn" + std::to_string(i);
+		INFO(name);
+		REQUIRE(function(report, name)["calls"] == 25);
+		REQUIRE(function(report, name)["recursive"] == false);
+		REQUIRE(path(report, "{main};" + name + ";Foo::__call")["calls"] == 25);
+	}
+	REQUIRE(function(report, "Foo::__call")["calls"] == 100);
+	REQUIRE(report["functions"].size() == 6); // {main}, __call, dyn0-3
+}
+
 TEST_CASE("php: top-level code is {main}, a user function main() is main, each once", "[runtimes]")
 {
 	// Top-level code, a user function main(), an included file's top-level code, and

@@ -55,7 +55,7 @@ ProbeRole constant(const char *provider, const char *name, usdtprof_role role, c
 // function starts executing, the same at its entry and return: PHP computes
 // both once, in dtrace_execute_ex) keep them apart. The three strings are
 // zend_strings (or literals): a known function's hit is found in a cache by
-// their addresses, checked against each one's hash and length
+// their addresses, checked against each one's hash, length and first bytes
 // (USDTPROF_CONTENT_CACHED), instead of hashing them again.
 std::vector<ProbeRole> php_roles()
 {
