@@ -110,6 +110,33 @@ std::vector<std::string> monitor_all(const std::string &interval_s, const std::s
 	return argv;
 }
 
+// pid (fork_exec quiet-exec: no call ever) exec'd a program without probes:
+// the intervals describe it attached all along (share 1), then once with the
+// exec (0 < share < 1: up to it), then never.
+void require_described_up_to_exec(const std::vector<usdtprof::Profile> &profiles, int pid)
+{
+	size_t whole = 0, part = 0, after = 0;
+	for (const usdtprof::Profile &prof : profiles) {
+		auto it = std::find_if(prof.processes.begin(), prof.processes.end(),
+				       [&](const usdtprof::ProfileProcess &q) { return q.pid == pid; });
+		for (const usdtprof::PathNode &n : prof.nodes)
+			REQUIRE(n.pid != pid); // it never made a call
+		if (it == prof.processes.end()) {
+			after += part > 0;
+			continue;
+		}
+		INFO("share " << it->sampled_fraction);
+		REQUIRE(part == 0); // described up to its exec's interval, never after
+		REQUIRE(it->comm == "fork_exec");
+		REQUIRE(it->sampled_fraction > 0);
+		(it->sampled_fraction < 1 ? part : whole)++;
+	}
+	INFO(whole << " intervals attached all along, " << part << " with the exec, " << after << " after");
+	REQUIRE(whole >= 1);
+	REQUIRE(part == 1);
+	REQUIRE(after >= 1);
+}
+
 } // namespace
 
 TEST_CASE("monitor --all: native and PHP processes started before and after it, each apart under its pid with "
@@ -559,30 +586,7 @@ TEST_CASE("monitor --all: a profiled process that execs a program without probes
 	INFO(err);
 	auto profiles = interval_profiles(out);
 	REQUIRE(profiles.size() >= 3);
-	size_t whole = 0, part = 0, after = 0;
-	for (const usdtprof::Profile &prof : profiles) {
-		auto it = std::find_if(prof.processes.begin(), prof.processes.end(),
-				       [&](const usdtprof::ProfileProcess &q) { return q.pid == pid; });
-		for (const usdtprof::PathNode &n : prof.nodes)
-			REQUIRE(n.pid != pid); // it never made a call
-		if (it == prof.processes.end()) {
-			after += part > 0;
-			continue;
-		}
-		INFO("share " << it->sampled_fraction);
-		REQUIRE(part == 0); // described up to its exec's interval, never after
-		REQUIRE(it->comm == "fork_exec");
-		if (it->sampled_fraction < 1) {
-			REQUIRE(it->sampled_fraction > 0);
-			part++;
-		} else {
-			whole++;
-		}
-	}
-	INFO(whole << " intervals attached all along, " << part << " with the exec, " << after << " after");
-	REQUIRE(whole >= 1);
-	REQUIRE(part == 1);
-	REQUIRE(after >= 1);
+	require_described_up_to_exec(profiles, pid);
 }
 
 TEST_CASE("monitor --all: an exec after the interval's last look for processes, before its end, still ends the "
@@ -618,26 +622,8 @@ TEST_CASE("monitor --all: an exec after the interval's last look for processes, 
 	p.wait();
 	std::string err = mon.rest_of_stderr();
 	INFO(err);
-	size_t whole = 0, part = 0, after = 0;
-	for (const usdtprof::Profile &prof : interval_profiles(out)) {
-		auto it = std::find_if(prof.processes.begin(), prof.processes.end(),
-				       [&](const usdtprof::ProfileProcess &q) { return q.pid == pid; });
-		if (it == prof.processes.end()) {
-			after += part > 0;
-			continue;
-		}
-		INFO("share " << it->sampled_fraction);
-		REQUIRE(part == 0); // described up to its exec's interval, never after
-		// Attached up to the exec, at most the interval's part before the
-		// pause (0.3 s at most of ~1.8) and what the pause had run of its
-		// 1.5 s; before, the exec was seen only in the next interval, and
-		// this one said 1.
-		(it->sampled_fraction < 1 ? part : whole)++;
-	}
-	INFO(whole << " intervals attached all along, " << part << " with the exec, " << after << " after");
-	REQUIRE(whole >= 1);
-	REQUIRE(part == 1);
-	REQUIRE(after >= 1);
+	// Before, the exec was seen only in the next interval, and this one said 1.
+	require_described_up_to_exec(interval_profiles(out), pid);
 }
 
 TEST_CASE("monitor --all: a profiled process that execs a program with probes mid-interval has its own share of "
