@@ -562,26 +562,18 @@ static __always_inline __u32 ident_slot_index(__u64 args_mix, __u64 name)
 #define CHECK_TEXT 24
 
 /* The 16 bytes before a string (a zend_string's hash h and length) and its
- * first CHECK_TEXT bytes, in one read, mixed into check by FNV-1a's step on
+ * first CHECK_TEXT bytes, in one read, mixed into *digest by FNV-1a's step on
  * 64-bit words (for a given word a bijection: two reads that differ in one
  * word never mix alike); the text's bytes from its length on are left out
  * (what follows a short string is other memory, which changes). False when
- * the check proves nothing: unreadable, or a zero hash (PHP has not computed
+ * the digest proves nothing: unreadable, or a zero hash (PHP has not computed
  * it: methods' names) on a text longer than the bytes read. A zero first
- * byte is an empty literal ("", no class): read-only, it proves itself. A
- * string within [text_lo, text_hi), the executable's code and read-only
- * data up to its last (data) segment (a literal: "", "main"), cannot change
- * until an exec (which empties the thread's slots): its address is its
- * check, nothing read. */
-static __always_inline bool string_check(__u64 addr, __u64 *check, __u64 text_lo, __u64 text_hi)
+ * byte is an empty literal ("", no class): read-only, it proves itself. */
+static __always_inline bool string_digest(__u64 addr, __u64 *digest)
 {
-	__u64 w[2 + CHECK_TEXT / 8] = {}, len, c = *check;
+	__u64 w[2 + CHECK_TEXT / 8] = {}, len, c = FNV_OFFSET;
 	int k;
 
-	if (addr - 16 >= text_lo && addr < text_hi && addr + CHECK_TEXT <= text_hi) {
-		*check = (c ^ addr) * FNV_PRIME;
-		return true;
-	}
 	if (bpf_probe_read_user(w, sizeof(w), (void *)(addr - 16)))
 		return false;
 	len = w[1];
@@ -594,18 +586,29 @@ static __always_inline bool string_check(__u64 addr, __u64 *check, __u64 text_lo
 			t &= (1ull << (8 * (len - 8 * k))) - 1;
 		c = (c ^ t) * FNV_PRIME;
 	}
-	*check = (((c ^ w[0]) * FNV_PRIME) ^ len) * FNV_PRIME;
+	*digest = (((c ^ w[0]) * FNV_PRIME) ^ len) * FNV_PRIME;
 	return w[0] || !(__u8)w[2] || len <= CHECK_TEXT;
+}
+
+/* Whether a string lies within [lo, hi), the executable's code and read-only
+ * data up to its last (data) segment (a literal: "", "main"), which cannot
+ * change until an exec (which empties the thread's slots): for the thread's
+ * slots its address is its check, nothing read. */
+static __always_inline bool in_text(__u64 addr, __u64 lo, __u64 hi)
+{
+	return addr - 16 >= lo && addr < hi && addr + CHECK_TEXT <= hi;
 }
 
 /* USDTPROF_CONTENT_CACHED: hash_ident_args() through the thread's code_ids
  * slots, then the process's cache, both keyed by the arguments' values and
- * checked against the words read around each string (string_check, 64 bits
- * as ids are): a name freed and its address reused for another
- * text shows other bytes, a miss. A thread's slot (code: the function name's
- * address; func: the other arguments, mixed; name: the check; id) costs no
- * process id and no map lookup, and reads no literal of the executable's;
- * the process's cache outlives an exec, so its check reads every string. */
+ * checked against the words read around each string (string_digest, 64 bits
+ * as ids are): a name freed and its address reused for another text shows
+ * other bytes, a miss. A thread's slot (code: the function name's address;
+ * func: the other arguments, mixed; name: the check; id) costs no process
+ * id and no map lookup, and reads no literal of the executable; the
+ * process's cache outlives an exec, so its check takes every string's
+ * digest: each string read once for both levels (a literal only on a
+ * slot's miss). */
 static __noinline __u64 cached_ident_args(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
 					  struct usdtprof_thread_stack *st)
 {
@@ -613,11 +616,14 @@ static __noinline __u64 cached_ident_args(struct pt_regs *ctx, const struct usdt
 	struct ident_cache_value seen = {}, *known;
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct usdtprof_code_id *slot;
-	bool cacheable = true, process_cacheable = true;
-	__u64 args_mix, thread_check = 0, lo = 0, hi = 0;
+	bool cacheable = true, process_cacheable;
+	__u64 args_mix, thread_check = FNV_OFFSET, lo = 0, hi = 0, *digest = st->ident_digest;
 	struct mm_struct *mm = task->mm;
 	int i;
 
+	/* Read at each hit: kept per thread they saved nothing measurable
+	 * (docs/benchmarks.md), and a kept range would have to be dropped at
+	 * every exec for a literal's address never to check another image's. */
 	if (mm) {
 		lo = mm->start_code;
 		hi = mm->start_data;
@@ -626,19 +632,33 @@ static __noinline __u64 cached_ident_args(struct pt_regs *ctx, const struct usdt
 		if (i >= spec->nargs)
 			break;
 		key.args[i] = read_arg_slow(ctx, &spec->args[i]);
-		if ((spec->content_mask & (1u << i)) && !string_check(key.args[i], &thread_check, lo, hi))
+		if (!(spec->content_mask & (1u << i)))
+			continue;
+		digest[i] = 0;
+		if (in_text(key.args[i], lo, hi)) {
+			thread_check = (thread_check ^ key.args[i]) * FNV_PRIME;
+			continue;
+		}
+		if (!string_digest(key.args[i], &digest[i]))
 			cacheable = false;
+		thread_check = (thread_check ^ digest[i]) * FNV_PRIME;
 	}
 	args_mix = ident_args_mix(&key);
 	slot = &st->code_ids[ident_slot_index(args_mix, key.args[0])];
 	if (cacheable && slot->code == key.args[0] && slot->code && slot->func == args_mix &&
 	    slot->name == thread_check && slot->id)
 		return slot->id;
+	/* The literals' digests too (the others' were taken above). */
+	process_cacheable = cacheable;
+	seen.check = FNV_OFFSET;
 	for (i = 0; i < USDTPROF_MAX_IDENT_ARGS; i++) {
 		if (i >= spec->nargs)
 			break;
-		if ((spec->content_mask & (1u << i)) && !string_check(key.args[i], &seen.check, 0, 0))
+		if (!(spec->content_mask & (1u << i)))
+			continue;
+		if (in_text(key.args[i], lo, hi) && !string_digest(key.args[i], &digest[i]))
 			process_cacheable = false;
+		seen.check = (seen.check ^ digest[i]) * FNV_PRIME;
 	}
 	key.tgid = bpf_get_current_pid_tgid() >> 32;
 	known = process_cacheable ? bpf_map_lookup_elem(&ident_cache, &key) : 0;

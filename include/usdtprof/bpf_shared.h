@@ -390,6 +390,9 @@ struct usdtprof_thread_stack {
 	struct usdtprof_code_id code_hit;
 	__u32 code_slot; /* this hit's slot (known_code); USDTPROF_CODE_CACHE: none */
 	__u32 pad_code;
+	/* This hit's strings' digests (cached_ident_args), kept here for a
+	 * slot's miss instead of on the BPF stack, which has no room left. */
+	__u64 ident_digest[USDTPROF_MAX_IDENT_ARGS];
 };
 
 /* record --per-thread: the parent id of a thread's roots, an id no path has
