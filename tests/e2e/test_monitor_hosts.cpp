@@ -665,9 +665,10 @@ TEST_CASE("monitor --all: a profiled process that execs a program with probes mi
 	mon.wait_for_line("--all: profiling pid " + std::to_string(pid) + " (nested)", true);
 	REQUIRE(p.wait() == 7);
 	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
-	REQUIRE(mon.wait() == 0);
+	const int status = mon.wait();
 	std::string err = mon.rest_of_stderr();
 	INFO(err);
+	REQUIRE(status == 0);
 	REQUIRE(err.find("sampling pid") == std::string::npos); // --budget 1: never sampled
 	auto profiles = interval_profiles(out);
 	const uint64_t counted = calls_of_pid(profiles, pid, "outer");

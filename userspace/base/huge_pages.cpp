@@ -16,4 +16,21 @@ void advise_huge_pages(const void *data, size_t bytes)
 		madvise(reinterpret_cast<void *>(begin), end - begin, MADV_HUGEPAGE);
 }
 
+void *map_zeroed(size_t bytes)
+{
+	if (bytes == 0)
+		return nullptr;
+	void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return nullptr;
+	advise_huge_pages(p, bytes);
+	return p;
+}
+
+void unmap(void *data, size_t bytes)
+{
+	if (data)
+		munmap(data, bytes);
+}
+
 } // namespace usdtprof

@@ -232,22 +232,21 @@ std::vector<std::string> held_semaphores(const Profile &profile)
 	return out;
 }
 
-std::string held_semaphore_line(const Profile &profile)
+std::string held_semaphore_line(const Profile &profile,
+				const std::function<const char *(std::string_view probe)> &cost_of)
 {
-	std::string names;
-	bool python_line = false;
+	std::string names, costs;
 	for (const std::string &name : held_semaphores(profile)) {
 		names += (names.empty() ? "" : ", ") + name;
-		python_line |= name == "python:line";
+		if (const char *cost = cost_of(name))
+			costs += "; under " + name + "'s, " + cost;
 	}
 	if (names.empty())
 		return "";
+	if (!costs.empty())
+		costs[0] = ':';
 	return "not compensated: what the semaphores usdtprof held up cost the runtime (" + names +
-	       "; not probed, held so that the probes recorded fire)" +
-	       (python_line ? ": under python:line's, CPython 3.11 traces every line it runs, which makes line-heavy "
-			      "code several times slower (docs/benchmarks.md)"
-			    : "") +
-	       "\n";
+	       "; not probed, held so that the probes recorded fire)" + costs + "\n";
 }
 
 } // namespace usdtprof

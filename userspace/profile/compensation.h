@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "profile/profile.h"
@@ -42,7 +44,10 @@ std::string compensation_line(const Profile &raw, const CompensationSummary &sum
 // (CPython 3.11's python:line), they make it run slower between probes,
 // which no calibration measures.
 std::vector<std::string> held_semaphores(const Profile &profile);
-// What held_semaphores says in a report, "" for none.
-std::string held_semaphore_line(const Profile &profile);
+// What held_semaphores says in a report, "" for none; cost_of(probe) says
+// what holding that one up costs, nullptr when nothing is known (the
+// runtimes' knowledge is the presets': target/presets.h).
+std::string held_semaphore_line(const Profile &profile,
+				const std::function<const char *(std::string_view probe)> &cost_of);
 
 } // namespace usdtprof

@@ -8,6 +8,7 @@
 #include "base/sink.h"
 #include "profile/spans.h"
 #include "base/text_escape.h"
+#include "target/presets.h"
 #include "report/views.h"
 
 namespace usdtprof {
@@ -80,7 +81,7 @@ std::string report_footer(const Profile &profile, const ReportOptions &options, 
 	if (options.raw && profile.calibration)
 		out += "times as measured (--raw): probe overhead included\n";
 	out += compensation_line(profile, summary);
-	out += held_semaphore_line(profile);
+	out += held_semaphore_line(profile, held_semaphore_cost);
 	if (uncertain)
 		out += "~: a self time within the calibration's spread: not precise\n";
 	return out;

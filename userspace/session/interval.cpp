@@ -227,16 +227,21 @@ IntervalDelta PathDeltas::next(std::vector<PathRecord> totals, const std::functi
 	last_ = std::move(packed);
 	// Ancestors of what gained, with nothing gained themselves: up to the
 	// first one already kept (whose own ancestors are walked from it). None
-	// when nothing gained, or everything did.
+	// when nothing gained, or everything did. Only a path that gained
+	// nothing can be such an ancestor, so only those are indexed: a parent
+	// not among them is kept already or not read, and the walk stops there
+	// as it would. In a first interval nearly every path gained; an index of
+	// the whole read (24 MB at a million paths, faulted in) found none.
 	if (gainers && gainers < totals.size()) {
-		IdIndex now(totals.size());
+		IdIndex idle(totals.size() - gainers);
 		for (size_t i = 0; i < totals.size(); i++)
-			now.set(totals[i].path, uint32_t(i));
+			if (kept[i] == kDropped)
+				idle.set(totals[i].path, uint32_t(i));
 		for (size_t i = 0; i < totals.size(); i++) {
 			if (kept[i] != kGained)
 				continue;
 			for (uint64_t parent = totals[i].stats.parent; parent;) {
-				uint32_t a = now.find(parent);
+				uint32_t a = idle.find(parent);
 				if (a == IdIndex::kNone || kept[a] != kDropped)
 					break;
 				kept[a] = kAncestor;

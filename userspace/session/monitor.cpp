@@ -14,6 +14,7 @@
 #include <sstream>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 #include "profile/anomalies.h"
@@ -421,12 +422,21 @@ MonitorSession::Runs MonitorSession::run_totals() const
 // (in next_budget) and before its end was attached up to its exec only: its
 // share says so, though its exec is handled (planned again, or described as
 // gone) at the next interval's look.
+//
+// The exec program reads the clock and then commits its event, with preemption
+// off (a tracepoint): an exec timed before the end may still be uncommitted at
+// the end. Reading no sooner than kExecCommitGrace after the end takes it too,
+// unless that CPU stalled longer in between (a hypervisor's pause).
+constexpr std::chrono::milliseconds kExecCommitGrace{2};
+
 void MonitorSession::note_late_execs(const Interval &iv)
 {
-	if (host_ && fair_)
-		for (const ProcessStart &exec : host_->execs_unread())
-			if (exec.ns <= iv.finished)
-				fair_->exec(exec.pid, exec.ns);
+	if (!host_ || !fair_)
+		return;
+	std::this_thread::sleep_until(at_mono_ns(iv.finished) + kExecCommitGrace);
+	for (const ProcessStart &exec : host_->execs_unread())
+		if (exec.ns <= iv.finished)
+			fair_->exec(exec.pid, exec.ns);
 }
 
 // Processes gone, their last interval written: their names, attach times,

@@ -355,6 +355,8 @@ std::vector<ProbeRole> python_roles()
 		{USDTPROF_PART_STR, 0}, {USDTPROF_PART_STR_CALLER, 1}, {USDTPROF_PART_INT, 2}, {USDTPROF_PART_DERIVED, 0}};
 	ProbeRole line = probe_role("python", "line", USDTPROF_ROLE_ENTRY);
 	line.semaphore_only = true;
+	line.held_cost = "CPython 3.11 traces every line it runs, which makes line-heavy code several times slower "
+			 "(docs/benchmarks.md)";
 	std::vector<ProbeRole> roles = {
 		runtime("python", "function__entry", USDTPROF_ROLE_ENTRY, {0, 1}, 0, parts, python_function_name),
 		runtime("python", "function__return", USDTPROF_ROLE_EXIT, {0, 1}, 0, parts, python_function_name)};
@@ -564,6 +566,15 @@ const std::vector<Preset> &presets()
 		 .roles = postgres_roles},
 	};
 	return table;
+}
+
+const char *held_semaphore_cost(std::string_view probe)
+{
+	for (const Preset &p : presets())
+		for (const ProbeRole &r : p.roles())
+			if (r.semaphore_only && r.held_cost && r.provider + ":" + r.name == probe)
+				return r.held_cost;
+	return nullptr;
 }
 
 const Preset *find_preset(std::string_view name)

@@ -126,6 +126,9 @@ constexpr const char *kPostgresSortFrame = "sort (input to end)";
 
 const std::vector<Preset> &presets();
 const Preset *find_preset(std::string_view name);
+// What holding a preset's semaphore-only probe ("provider:name") up costs the
+// runtime beyond the probes recorded, for reports; nullptr: nothing known.
+const char *held_semaphore_cost(std::string_view probe);
 // The presets whose probes (entries) some file of files has, in table order.
 std::vector<const Preset *> detect_presets(const std::vector<TargetFilePtr> &files);
 // Whether a NUL-separated environment (/proc/PID/environ) turns PHP's

@@ -47,6 +47,7 @@ struct ProbeRole {
 	std::vector<SiteDerived> site_derived;    // IDENT_PTRS: one build's sites, each with its own (site_derived())
 	std::string const_name;                   // IDENT_CONST
 	bool semaphore_only = false;              // only hold this probe's semaphore up (see usdt_semaphore)
+	const char *held_cost = nullptr;          // semaphore_only: what holding it up costs the runtime, for reports
 	usdtprof_nests nests = USDTPROF_NESTS_NONE; // how its calls nest on the native stack: see usdtprof_probe_spec.nests
 	uint32_t pair = 0;                        // a custom pair's tag, a span's id (usdtprof_probe_spec.pair), 0 otherwise
 	std::string spec;                         // a custom pair or span: the spec it was given as

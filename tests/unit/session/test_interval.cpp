@@ -55,6 +55,32 @@ TEST_CASE("interval deltas: gains only, ancestors kept for the tree, sums equal 
 	REQUIRE(d3.forget.empty());
 }
 
+TEST_CASE("interval deltas: every ancestor of a gain is kept, however few gained nothing, and no idle path else",
+	  "[interval]")
+{
+	PathDeltas deltas;
+	auto alive = [](uint32_t) { return true; };
+	// A first read: most paths gained, a few (counts 0: a path inserted,
+	// its calls not yet flushed) did not. 1 idle root; 2 -> 3 gained under
+	// it; 7 idle under 2; 6 gained under 5 under 4 under 1, 4 and 5 idle;
+	// 8 gained, its parent 99 not read; 10 idle -> 11 gained -> 12 idle ->
+	// 13 gained; 20 idle, nobody's ancestor.
+	IntervalDelta d = deltas.next({rec(2, 1, 7, 1, 10), rec(3, 2, 7, 1, 10), rec(6, 5, 7, 1, 10), rec(7, 2, 7, 0, 0),
+				       rec(1, 0, 7, 0, 0), rec(4, 1, 7, 0, 0), rec(5, 4, 7, 0, 0), rec(8, 99, 7, 2, 20),
+				       rec(13, 12, 7, 1, 10), rec(12, 11, 7, 0, 0), rec(11, 10, 7, 3, 30),
+				       rec(10, 0, 7, 0, 0), rec(20, 0, 7, 0, 0)},
+				      alive);
+	std::vector<uint64_t> kept;
+	for (const PathRecord &r : d.records)
+		kept.push_back(r.path);
+	// In the order read.
+	REQUIRE(kept == std::vector<uint64_t>{2, 3, 6, 1, 4, 5, 8, 13, 12, 11, 10});
+	for (uint64_t idle : {1, 4, 5, 12, 10})
+		REQUIRE(find(d, idle)->stats.calls == 0);
+	REQUIRE(find(d, 11)->stats.calls == 3);
+	REQUIRE(deltas.tracked() == 13);
+}
+
 TEST_CASE("interval deltas: a path's histogram gains bucket by bucket, its extremes bounded by them", "[interval]")
 {
 	PathDeltas deltas;

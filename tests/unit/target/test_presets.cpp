@@ -561,3 +561,12 @@ TEST_CASE("postgres: a parallel worker's frames go under one naming its leader, 
 	worker.cmdline = {"postgres: parallel worker for PID 10"};
 	CHECK(process_root_labels({backend, worker}) == std::map<uint32_t, std::string>{{11, "[parallel worker for pid 10]"}});
 }
+
+TEST_CASE("the python preset says what holding python:line up costs; other probes nothing", "[presets]")
+{
+	const char *cost = held_semaphore_cost("python:line");
+	REQUIRE(cost != nullptr);
+	CHECK(std::string(cost).starts_with("CPython 3.11 traces every line it runs"));
+	CHECK(held_semaphore_cost("python:function__entry") == nullptr);
+	CHECK(held_semaphore_cost("x:y") == nullptr);
+}
