@@ -590,10 +590,10 @@ static __always_inline bool string_digest(__u64 addr, __u64 *digest)
 	return w[0] || !(__u8)w[2] || len <= CHECK_TEXT;
 }
 
-/* Whether a string lies within [lo, hi), the executable's code and read-only
- * data up to its last (data) segment (a literal: "", "main"), which cannot
- * change until an exec (which empties the thread's slots): for the thread's
- * slots its address is its check, nothing read. */
+/* Whether a string lies within [lo, hi), the thread's program's code and
+ * read-only data up to its last (data) segment (a literal: "", "main"),
+ * which cannot change until an exec (which empties the thread's slots and
+ * range): for the thread's slots its address is its check, nothing read. */
 static __always_inline bool in_text(__u64 addr, __u64 lo, __u64 hi)
 {
 	return addr - 16 >= lo && addr < hi && addr + CHECK_TEXT <= hi;
@@ -605,29 +605,21 @@ static __always_inline bool in_text(__u64 addr, __u64 lo, __u64 hi)
  * as ids are): a name freed and its address reused for another text shows
  * other bytes, a miss. A thread's slot (code: the function name's address;
  * func: the other arguments, mixed; name: the check; id) costs no process
- * id and no map lookup, and reads no literal of the executable; the
- * process's cache outlives an exec, so its check takes every string's
- * digest: each string read once for both levels (a literal only on a
- * slot's miss). */
+ * id and no map lookup, and reads no literal of the thread's program (its
+ * range kept in the thread's stack since its first hit in the program);
+ * the process's cache outlives an exec, so its check takes every string's
+ * digest: read once for both levels, literals read only on a slot's miss. */
 static __noinline __u64 cached_ident_args(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
 					  struct usdtprof_thread_stack *st)
 {
 	struct ident_cache_key key = { .content_mask = spec->content_mask };
 	struct ident_cache_value seen = {}, *known;
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct usdtprof_code_id *slot;
 	bool cacheable = true, process_cacheable;
-	__u64 args_mix, thread_check = FNV_OFFSET, lo = 0, hi = 0, *digest = st->ident_digest;
-	struct mm_struct *mm = task->mm;
+	__u64 args_mix, thread_check = FNV_OFFSET, *digest = st->ident_digest;
+	__u64 lo = st->text_lo, hi = st->text_hi;
 	int i;
 
-	/* Read at each hit: kept per thread they saved nothing measurable
-	 * (docs/benchmarks.md), and a kept range would have to be dropped at
-	 * every exec for a literal's address never to check another image's. */
-	if (mm) {
-		lo = mm->start_code;
-		hi = mm->start_data;
-	}
 	for (i = 0; i < USDTPROF_MAX_IDENT_ARGS; i++) {
 		if (i >= spec->nargs)
 			break;

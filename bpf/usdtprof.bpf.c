@@ -55,6 +55,20 @@ static __always_inline void begin_accounting(struct usdtprof_thread_stack *st, s
 	st->idle_since = since;
 }
 
+/* The thread's program's code and read-only data (text_lo, text_hi), kept
+ * for its hits in this program: an exec empties them (flush_on_exec). */
+static __always_inline void set_text_range(struct usdtprof_thread_stack *st, struct task_struct *task)
+{
+	struct mm_struct *mm = task->mm;
+
+	st->text_lo = 0;
+	st->text_hi = 0;
+	if (mm && mm->start_code < mm->start_data) {
+		st->text_lo = mm->start_code;
+		st->text_hi = mm->start_data;
+	}
+}
+
 /* The calling thread's (task's) stack, created on its first event. */
 static __always_inline struct usdtprof_thread_stack *thread_stack(struct task_struct *task)
 {
@@ -69,6 +83,7 @@ static __always_inline struct usdtprof_thread_stack *thread_stack(struct task_st
 		char comm[16];
 
 		st->tgid = id >> 32;
+		set_text_range(st, task);
 		if (per_thread)
 			st->tid = (__u32)id;
 		begin_accounting(st, task);
@@ -411,7 +426,13 @@ int BPF_PROG(flush_on_exec, struct task_struct *task)
 {
 	struct usdtprof_thread_stack *st = bpf_task_storage_get(&stacks, task, 0, 0);
 
-	if (!st || st->flushed)
+	if (!st)
+		return 0;
+	/* Even for a flushed stack, whose tgid stays: the old program's range
+	 * must never check the new one's strings (empty: every string read). */
+	st->text_lo = 0;
+	st->text_hi = 0;
+	if (st->flushed)
 		return 0;
 	drain_stack(st, task);
 	st->tgid = 0;

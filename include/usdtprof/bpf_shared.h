@@ -390,6 +390,13 @@ struct usdtprof_thread_stack {
 	struct usdtprof_code_id code_hit;
 	__u32 code_slot; /* this hit's slot (known_code); USDTPROF_CODE_CACHE: none */
 	__u32 pad_code;
+	/* The program's code and read-only data, [start_code, start_data) of
+	 * its mm, read at the thread's first hit in its program (the first
+	 * after an exec: flush_on_exec empties it and restarts the thread's
+	 * accounting); an empty range while unknown. USDTPROF_CONTENT_CACHED's
+	 * thread slots take a string within it by its address (cached_ident_args). */
+	__u64 text_lo;
+	__u64 text_hi;
 	/* This hit's strings' digests (cached_ident_args), kept here for a
 	 * slot's miss instead of on the BPF stack, which has no room left. */
 	__u64 ident_digest[USDTPROF_MAX_IDENT_ARGS];
