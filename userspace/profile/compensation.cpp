@@ -140,15 +140,24 @@ void take_costs(Profile &out, const FunctionCosts &function, std::vector<Sums> &
 	}
 }
 
-// Each path's durations shortened by its compensation per call: the
-// average over its calls (exact for their sum; a single call had more or
-// fewer probed descendants than the average), never below 0.
-void shorten_durations(Profile &out, const std::vector<uint64_t> &inside)
+// Each path's durations shortened by what compensation took out of its
+// calls (inside): its own probes' cost from every call, exactly (each call
+// holds its own two hits), and its probed descendants' in proportion to
+// what is left of each call: a call that ran longer had, as a rule, more
+// descendants. (The same average taken from every call took a 184 us call
+// to 0 ns when the path's other calls had hundreds of children.) Exact for
+// their sum and for a path called once; never below 0.
+void shorten_durations(Profile &out, const FunctionCosts &function, const std::vector<uint64_t> &inside)
 {
 	for (size_t i = 0; i < out.nodes.size() && i < out.dists.size(); i++) {
 		const PathNode &node = out.nodes[i];
-		if (node.calls && !out.dists[i].empty())
-			shift_down(out.dists[i], rounded(double(inside[i]) / double(node.calls)));
+		if (!node.calls || !inside[i] || out.dists[i].empty())
+			continue;
+		const ProbeCost *k = function(node.function).cost;
+		uint64_t own = std::min(k ? rounded(k->own_ns) : 0, inside[i] / node.calls);
+		uint64_t raw_total = node.total_ns + inside[i];
+		uint64_t raw_rest = raw_total - std::min(raw_total, own * node.calls);
+		shorten(out.dists[i], DurationCut{.own_ns = own, .keep_num = node.total_ns, .keep_den = raw_rest});
 	}
 }
 
@@ -188,7 +197,7 @@ void compensate_in_place(Profile &profile, CompensationSummary *summary)
 			inside = huge_vector<uint64_t>(profile.nodes.size(), 0);
 		take_costs(profile, function, sums, inside, s);
 		if (profile.distributions)
-			shorten_durations(profile, inside);
+			shorten_durations(profile, function, inside);
 	}
 	if (summary)
 		*summary = s;

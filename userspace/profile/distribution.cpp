@@ -70,11 +70,21 @@ void add_distribution(Distribution &into, const Distribution &more)
 	add_buckets(into.buckets, more.buckets);
 }
 
-void shift_down(Distribution &d, uint64_t by_ns)
+uint64_t DurationCut::operator()(uint64_t ns) const
 {
-	if (d.empty() || by_ns == 0)
+	if (ns <= own_ns || keep_den == 0)
+		return 0;
+	if (keep_num == keep_den)
+		return ns - own_ns;
+	// Rounded, in 128 bits: a path called once keeps its compensated total to the ns.
+	return uint64_t(((unsigned __int128)(ns - own_ns) * keep_num + keep_den / 2) / keep_den);
+}
+
+void shorten(Distribution &d, const DurationCut &cut)
+{
+	if (d.empty() || (cut.own_ns == 0 && cut.keep_num == cut.keep_den))
 		return;
-	auto down = [by_ns](uint64_t ns) { return ns > by_ns ? ns - by_ns : 0; };
+	const DurationCut &down = cut;
 	std::vector<uint64_t> into(kDistBuckets, 0);
 	for (const auto &[b, n] : d.buckets) {
 		// The bucket's values within min..max (the last bucket holds all above its low).

@@ -152,13 +152,21 @@ void add_buckets(std::vector<BucketCount> &into, std::span<const BucketCount> mo
 // Histograms add up, minimum of minimums, maximum of maximums (of those that
 // have timed calls).
 void add_distribution(Distribution &into, const Distribution &more);
-// Every duration made shorter by by_ns, never below 0 (overhead compensation:
-// compensation.h). min and max move exactly; each bucket's count is spread
-// over the buckets its values land in, as if they were uniform over the part
-// of the bucket within min..max (the model quantiles already assume),
-// largest remainder first, so the count is kept and a bucket of one value
-// moves whole.
-void shift_down(Distribution &d, uint64_t by_ns);
+// How compensation shortens a path's durations (compensation.h): a duration
+// ns becomes (ns - own_ns) * keep_num / keep_den, never below 0.
+struct DurationCut {
+	uint64_t own_ns = 0;
+	uint64_t keep_num = 1, keep_den = 1;
+	uint64_t operator()(uint64_t ns) const;
+};
+// Every duration d made cut(d). min and max move exactly; each bucket's count
+// is spread over the buckets its values land in, as if they were uniform over
+// the part of the bucket within min..max (the model quantiles already assume;
+// the cut is linear, so they stay uniform), largest remainder first, so the
+// count is kept and a bucket of one value moves whole.
+void shorten(Distribution &d, const DurationCut &cut);
+// Every duration made shorter by by_ns, never below 0.
+inline void shift_down(Distribution &d, uint64_t by_ns) { shorten(d, DurationCut{.own_ns = by_ns}); }
 
 // The duration below which a share q (0 to 1) of the counted durations
 // fall, placed linearly in its bucket [low(b), high(b)), never outside

@@ -39,8 +39,8 @@ inline std::string durations_note(const Profile &profile, const ReportOptions &o
 {
 	bool compensated = !options.raw && profile.calibration && !profile.calibration->kinds.empty();
 	return std::string("min, p50, p99, max: durations of single calls (inclusive, wall-clock, ") +
-	       (compensated ? "each path's probe overhead per call taken out as from its total: an average per call, "
-			      "so a single call's is approximate"
+	       (compensated ? "probe overhead taken out as from the totals: each call's own exactly, its callees' in "
+			      "proportion to its length, so a single call's is approximate"
 			    : "as measured: probe overhead included") +
 	       "); p50 and p99 are exact to their power-of-two bucket\n";
 }

@@ -175,7 +175,8 @@ Profile with_durations()
 
 } // namespace
 
-TEST_CASE("compensation shifts each path's durations by its compensation per call", "[compensation][distribution]")
+TEST_CASE("compensation shortens each path's durations: its own cost from every call, its descendants' in "
+	  "proportion to each call's rest", "[compensation][distribution]")
 {
 	Profile p = with_durations();
 	Profile c = compensate(p);
@@ -183,13 +184,16 @@ TEST_CASE("compensation shifts each path's durations by its compensation per cal
 	CHECK(c.dists[0].min_ns == c.nodes[0].total_ns);
 	CHECK(c.dists[0].max_ns == c.nodes[0].total_ns);
 	CHECK(dist_quantile(c.dists[0], 0.5) == c.nodes[0].total_ns);
-	// Two calls: each loses the average, (2 x 100 + 20 x 40 + 20 x 100) / 2.
-	CHECK(c.dists[1].min_ns == 25000 - 1500);
-	CHECK(c.dists[1].max_ns == 33000 - 1500);
+	// Two calls: each loses its own 100 ns, then keeps the share of the rest
+	// its path kept, 55000 of 58000 - 2 x 100 (its children's 20 x 40 + 20 x
+	// 100 taken out by the length of each call, not 1400 from each).
+	CHECK(c.nodes[1].total_ns == 55000);
+	CHECK(c.dists[1].min_ns == 23694); // (25000 - 100) x 55000 / 57800, rounded
+	CHECK(c.dists[1].max_ns == 31306); // (33000 - 100) x 55000 / 57800
 	CHECK(c.dists[1].min_ns + c.dists[1].max_ns == c.nodes[1].total_ns);
 	CHECK(c.dists[2].min_ns == 2400);
 	CHECK(bucket_count(c.dists[2].buckets) == 20);
-	// Durations below the shift are 0, not negative.
+	// A leaf's calls lose their own cost exactly (2500 - 100 above); below it they are 0, not negative.
 	p.dists[2] = durations({50, 60});
 	c = compensate(p);
 	CHECK(c.dists[2].min_ns == 0);
@@ -204,8 +208,34 @@ TEST_CASE("a [task] frame's subtree is not taken out of its creator's durations"
 	Profile c = compensate(with_task_frame(with_durations()));
 	// root's own call only: the task's work ran on another thread, outside root's duration.
 	CHECK(c.dists[0].min_ns == 68000 - 100);
-	// The [task] frame's durations lose its children's costs (they ran inside it).
-	CHECK(c.dists[1].min_ns == 25000 - (20 * 40 + 20 * 100) / 2);
+	// The [task] frame's durations lose its children's costs (they ran inside
+	// it; it has no probes of its own): 55200 of 58000 kept by each call.
+	CHECK(c.nodes[1].total_ns == 58000 - (20 * 40 + 20 * 100));
+	CHECK(c.dists[1].min_ns == 23793); // 25000 x 55200 / 58000, rounded
+}
+
+// As Python's gettext.find read: 3 calls, 184 us, 12.6 and 13.3 ms, the long
+// ones with hundreds of probed children. Each call losing the path's
+// average took the short one to 0 ns.
+TEST_CASE("a short call of a path whose other calls had many children keeps its share, not 0 ns",
+	  "[compensation][distribution]")
+{
+	// find: 3 calls, 200 us + 2 x 10 ms; child: 2000 calls of 3 us (1 us of it their probes).
+	Profile p;
+	p.functions = {"find", "child"};
+	p.distributions = true;
+	p.nodes = {{kNoParent, 0, 1, 3, 0, 14'200'000, 20'200'000}, {0, 1, 1, 2000, 0, 6'000'000, 6'000'000}};
+	p.dists = {durations({200'000, 10'000'000, 10'000'000}), durations({3000})};
+	Calibration cal;
+	cal.kinds = {{"native", 1000, 1000, 0, 0, 24, 0}};
+	cal.function_kinds = {0, 0};
+	p.calibration = cal;
+	Profile c = compensate(p);
+	REQUIRE(c.nodes[0].total_ns == 20'200'000 - 3 * 1000 - 2000 * (1000 + 1000));
+	// (200 us - 1 us) x 16.197 / 20.197 ms: 80% of it, not 0.
+	CHECK(c.dists[0].min_ns == 159'588);
+	CHECK(c.dists[0].max_ns == 8'018'706); // (10 ms - 1 us) x the same share: 3 calls add up to the total
+	CHECK(c.dists[1].min_ns == 2000);      // a leaf: its own cost, exactly
 }
 
 TEST_CASE("recursion: each level's durations shifted by its own path's compensation", "[compensation][distribution]")
