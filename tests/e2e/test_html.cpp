@@ -64,6 +64,15 @@ void require_table(const json &rows, const json &functions)
 		REQUIRE(number(r["on"]) == f["self_oncpu_ns"]);
 		REQUIRE(number(r["off"]) == f["self_offcpu_ns"]);
 		REQUIRE((r["recursive"] == "true") == f["recursive"].get<bool>());
+		// Durations (wall-clock whatever the time domain) as JSON's, merged from the paths alike.
+		REQUIRE(r.contains("min") == f.contains("durations"));
+		if (f.contains("durations")) {
+			const json &d = f["durations"];
+			REQUIRE(number(r["min"]) == d["min_ns"]);
+			REQUIRE(number(r["p50"]) == d["p50_ns"]);
+			REQUIRE(number(r["p99"]) == d["p99_ns"]);
+			REQUIRE(number(r["max"]) == d["max_ns"]);
+		}
 	}
 }
 

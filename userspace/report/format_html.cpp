@@ -78,8 +78,26 @@ json threads_json(const CallTree &tree, const Profile &split, const std::vector<
 	return out;
 }
 
+// A node's durations for the page: min, max, [bucket, count, ...]; none
+// when the profile carries none (or the node timed no call).
+void add_durations(json &row, const CallTree &tree, uint32_t node)
+{
+	if (node >= tree.dists.size() || tree.dists[node].empty())
+		return;
+	const Distribution &d = tree.dists[node];
+	json buckets = json::array();
+	for (const auto &[b, n] : d.buckets) {
+		buckets.push_back(b);
+		buckets.push_back(n);
+	}
+	row.push_back(d.min_ns);
+	row.push_back(d.max_ns);
+	row.push_back(std::move(buckets));
+}
+
 // The tree as arrays, one row per node, parents before children:
-// [name index, parent (-1: a root), calls, open, on-CPU self ns, off-CPU self ns].
+// [name index, parent (-1: a root), calls, open, on-CPU self ns, off-CPU self ns
+// (, durations: min ns, max ns, [bucket, count, ...])].
 // Roots are the processes ("comm (pid N)"), each with its pid in "roots".
 json tree_json(const CallTree &tree, const Profile &split)
 {
@@ -91,8 +109,10 @@ json tree_json(const CallTree &tree, const Profile &split)
 			name_index[n.name] = int64_t(names.size());
 			names.push_back(escape_text(tree.names[n.name]));
 		}
-		nodes.push_back({name_index[n.name], n.parent == kNoParent ? -1 : int64_t(n.parent), n.calls, n.open,
-				 n.self_oncpu_ns, n.self_offcpu_ns});
+		json row = {name_index[n.name], n.parent == kNoParent ? -1 : int64_t(n.parent), n.calls, n.open,
+			    n.self_oncpu_ns, n.self_offcpu_ns};
+		add_durations(row, tree, i);
+		nodes.push_back(std::move(row));
 	}
 	// split_by_process names its roots after the processes.
 	std::unordered_map<std::string, int32_t> pid_of;

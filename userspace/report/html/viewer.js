@@ -59,12 +59,13 @@ function go(changes) {
 // A tree: node 0 is a synthetic root (label), name[i] an index into names
 // (-1 for the root), parent, children (largest first), calls, self, total.
 function newTree(label) {
-  return {label, name: [-1], parent: [-1], children: [[]], calls: [0], open: [0], on: [0], off: [0], self: [0], total: [0]};
+  return {label, name: [-1], parent: [-1], children: [[]], calls: [0], open: [0], on: [0], off: [0], self: [0], total: [0],
+    dist: [null]};
 }
 function addNode(t, name, parent) {
   const i = t.name.length;
   t.name.push(name); t.parent.push(parent); t.children.push([]);
-  t.calls.push(0); t.open.push(0); t.on.push(0); t.off.push(0); t.self.push(0); t.total.push(0);
+  t.calls.push(0); t.open.push(0); t.on.push(0); t.off.push(0); t.self.push(0); t.total.push(0); t.dist.push(null);
   t.children[parent].push(i);
   return i;
 }
@@ -99,7 +100,7 @@ function scopeTree(proc, thread, time) {
   const moved = new Int32Array(nodes.length).fill(-1);
   const keys = new Map(), width = D.tree.names.length + 1; // key: parent * width + name
   for (let i = 0; i < nodes.length; i++) {
-    const [name, parent, calls, open, on, off] = nodes[i];
+    const [name, parent, calls, open, on, off, dmin, dmax, buckets] = nodes[i];
     if (parent < 0) continue; // a process
     let into;
     if (one) {
@@ -119,8 +120,39 @@ function scopeTree(proc, thread, time) {
     moved[i] = j;
     t.calls[j] += calls; t.open[j] += open; t.on[j] += on; t.off[j] += off;
     t.self[j] += selfIn(on, off, time);
+    if (buckets) t.dist[j] = addDist(t.dist[j], dmin, dmax, buckets);
   }
   return finish(t);
+}
+
+// ---- durations (as profile/distribution.cpp) -----------------------------
+// {min, max, counts: Map bucket -> count}: histograms add up, min of the
+// minimums, max of the maximums; buckets [2^b, 2^(b+1)) ns, the first from 0.
+function addDist(d, min, max, buckets) {
+  if (!d) d = {min, max, counts: new Map()};
+  else { d.min = Math.min(d.min, min); d.max = Math.max(d.max, max); }
+  for (let k = 0; k + 1 < buckets.length; k += 2) d.counts.set(buckets[k], (d.counts.get(buckets[k]) || 0) + buckets[k + 1]);
+  return d;
+}
+function bucketLow(b) { return b ? 2 ** b : 0; }
+function bucketHigh(b) { return 2 ** (Math.min(b, 39) + 1); }
+// The duration below which a share q of the calls fall, placed linearly in its
+// bucket, never outside min..max: bucket_quantile's arithmetic.
+function quantile(d, q) {
+  const sorted = [...d.counts.entries()].sort((a, b) => a[0] - b[0]);
+  const counted = sorted.reduce((s, [, n]) => s + n, 0);
+  if (!counted) return 0;
+  const rank = Math.min(Math.max(Math.floor(q * counted + 0.5), 1), counted);
+  let below = 0;
+  for (const [b, n] of sorted) {
+    if (below + n >= rank) {
+      const lo = bucketLow(b), hi = bucketHigh(b);
+      const v = Math.min(Math.floor(lo + (rank - below) / n * (hi - lo)), hi - 1);
+      return Math.min(Math.max(v, d.min), Math.max(d.min, d.max));
+    }
+    below += n;
+  }
+  return 0;
 }
 
 // Depth first from the root, children in order: visit(i, outermost), outermost
@@ -149,12 +181,20 @@ function functionsOf(t) {
   walk(t, (i, outer) => {
     const n = t.name[i];
     let f = by.get(n);
-    if (!f) { f = {name: D.tree.names[n], calls: 0, open: 0, self: 0, on: 0, off: 0, total: 0, recursive: false}; by.set(n, f); }
+    if (!f) { f = {name: D.tree.names[n], calls: 0, open: 0, self: 0, on: 0, off: 0, total: 0, recursive: false, dist: null}; by.set(n, f); }
     f.calls += t.calls[i]; f.open += t.open[i]; f.self += t.self[i]; f.on += t.on[i]; f.off += t.off[i];
     if (outer) f.total += t.total[i]; else f.recursive = true;
+    const d = t.dist[i]; // every call's, recursive inner ones too
+    if (d) f.dist = addDist(f.dist, d.min, d.max, [...d.counts].flat());
   });
   // Synthetic frames ([running at attach], ...) are never called.
-  return [...by.values()].filter(f => f.calls > 0);
+  const called = [...by.values()].filter(f => f.calls > 0);
+  for (const f of called) {
+    const d = f.dist;
+    Object.assign(f, d ? {min: d.min, p50: quantile(d, 0.5), p99: quantile(d, 0.99), max: d.max}
+      : {min: null, p50: null, p99: null, max: null});
+  }
+  return called;
 }
 
 // ---- the flame graph -----------------------------------------------------
@@ -312,13 +352,20 @@ const COLUMNS = [
   ['total', 'Total', f => f.total, ns],
   ['totalpct', 'Total %', f => f.total, null],
   ['avg', 'Avg', f => (f.calls ? Math.floor(f.total / f.calls) : 0), ns],
+  ['min', 'Min', f => f.min, ns],
+  ['p50', 'p50', f => f.p50, ns],
+  ['p99', 'p99', f => f.p99, ns],
+  ['max', 'Max', f => f.max, ns],
   ['on', 'On-CPU self', f => f.on, ns],
   ['off', 'Off-CPU self', f => f.off, ns],
 ];
+// The duration columns only when the profile carries durations.
+const HAS_DURATIONS = D.kind === 'report' && D.tree.nodes.some(r => r.length > 6);
+const TABLE_COLUMNS = HAS_DURATIONS ? COLUMNS : COLUMNS.filter(k => !['min', 'p50', 'p99', 'max'].includes(k[0]));
 function tableView(main) {
   const c = scope(), t = c.t;
   if (!c.functions) c.functions = functionsOf(t);
-  const col = COLUMNS.find(k => k[0] === state.sort) || COLUMNS[2];
+  const col = TABLE_COLUMNS.find(k => k[0] === state.sort) || TABLE_COLUMNS[2];
   const rows = c.functions.slice().sort((a, b) => {
     const x = col[2](a), y = col[2](b);
     const d = typeof x === 'string' ? x.localeCompare(y) : x - y;
@@ -327,7 +374,7 @@ function tableView(main) {
   const table = el('table', 'functions');
   table.id = 'functions';
   const head = el('tr');
-  for (const [key, label] of COLUMNS) {
+  for (const [key, label] of TABLE_COLUMNS) {
     const th = el('th', key === col[0] ? 'sorted' : '', label + (key === col[0] ? (state.asc ? ' \u25b2' : ' \u25bc') : ''));
     th.dataset.key = key;
     th.addEventListener('click', () => go({sort: key, asc: key === col[0] ? !state.asc : key === 'name'}));
@@ -342,20 +389,17 @@ function tableView(main) {
     const tr = el('tr');
     Object.assign(tr.dataset, {name: f.name, calls: f.calls, open: f.open, self: f.self, total: f.total,
       on: f.on, off: f.off, recursive: f.recursive});
+    if (HAS_DURATIONS && f.min !== null) Object.assign(tr.dataset, {min: f.min, p50: f.p50, p99: f.p99, max: f.max});
     const name = el('td', 'name');
     const a = el('a', '', f.name);
     a.href = '#'; a.title = 'callers and callees of ' + f.name;
     a.addEventListener('click', e => { e.preventDefault(); go({view: 'sandwich', fn: f.name}); });
     name.appendChild(a);
     tr.appendChild(name);
-    tr.appendChild(el('td', 'num', f.calls));
-    tr.appendChild(el('td', 'num', ns(f.self)));
-    tr.appendChild(el('td', 'num', pct(f.self, total)));
-    tr.appendChild(el('td', 'num', ns(f.total)));
-    tr.appendChild(el('td', 'num', pct(f.total, total)));
-    tr.appendChild(el('td', 'num', ns(f.calls ? Math.floor(f.total / f.calls) : 0)));
-    tr.appendChild(el('td', 'num', ns(f.on)));
-    tr.appendChild(el('td', 'num', ns(f.off)));
+    for (const [key, , value, format] of TABLE_COLUMNS.slice(1)) {
+      const v = value(f);
+      tr.appendChild(el('td', 'num', key.endsWith('pct') ? pct(v, total) : v === null ? '' : format(v)));
+    }
     tr.appendChild(el('td', 'marks', [f.recursive ? 'recursive' : '', f.open ? f.open + ' open' : ''].filter(Boolean).join(', ')));
     body.appendChild(tr);
   }
