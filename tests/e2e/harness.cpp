@@ -191,6 +191,13 @@ std::string source_file(const std::string &relative)
 	return fs::absolute(fs::path(__FILE__).parent_path().parent_path().parent_path() / relative).string();
 }
 
+void require_exit(Background &p, int status)
+{
+	const int got = p.wait();
+	INFO("its stderr:\n" << p.rest_of_stderr());
+	REQUIRE(got == status);
+}
+
 void require_promtool_clean(const std::string &text)
 {
 	std::string file = temp_dir() + "/metrics.txt";

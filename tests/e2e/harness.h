@@ -53,6 +53,9 @@ std::string write_file(const std::string &dir, const std::string &name, const st
 // A /metrics text as Prometheus' own linter reads it: it prints each problem
 // it finds, so a clean text makes it say nothing (REQUIREs it).
 void require_promtool_clean(const std::string &text);
+// Waits for p and requires its exit status, showing its stderr when it differs
+// (a monitor that fails says why only there).
+void require_exit(Background &p, int status);
 // A file of the source tree (tests/clients/...), whatever the working directory.
 std::string source_file(const std::string &relative);
 

@@ -67,7 +67,7 @@ TEST_CASE("monitor -p A,B: each process counted apart under its pid; one exiting
 	REQUIRE(kill(b.pid(), SIGUSR1) == 0);
 	b.wait();
 	// The monitor ends when the last of them has gone.
-	REQUIRE(mon.wait() == 0);
+	require_exit(mon, 0);
 	auto profiles = interval_profiles(dir);
 	REQUIRE(calls_of_pid(profiles, pa, "outer") == 20);
 	REQUIRE(calls_of_pid(profiles, pa, "inner") == 60);
@@ -174,7 +174,7 @@ TEST_CASE("monitor --all: native and PHP processes started before and after it, 
 	REQUIRE(php1.wait() == 0);
 	REQUIRE(php2.wait() == 0);
 	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
-	REQUIRE(mon.wait() == 0);
+	require_exit(mon, 0);
 	std::string err = mon.rest_of_stderr();
 	INFO(err);
 	auto profiles = interval_profiles(out);
@@ -371,7 +371,7 @@ TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled,
 	REQUIRE(quiet.wait() == 7);
 	REQUIRE(kill(p_hot, SIGTERM) == 0);
 	REQUIRE(hot.wait() == 0); // never harmed
-	REQUIRE(mon.wait() == 0);
+	require_exit(mon, 0);
 	std::string log = mon.rest_of_stderr();
 	INFO(log);
 	REQUIRE(log.find("sampling pid " + std::to_string(p_quiet) + " ") == std::string::npos);
@@ -445,7 +445,7 @@ TEST_CASE("monitor -p A,B: every interval file has each process monitored in it 
 	// interval, each interval on the way sampled with no call of hot's.
 	std::string ends = mon.wait_for_line("sampling of pid " + std::to_string(p_hot) + " ", true, 60);
 	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
-	REQUIRE(mon.wait() == 0);
+	require_exit(mon, 0);
 	std::string log = mon.rest_of_stderr();
 	INFO(paused << ends << log);
 	REQUIRE(kill(p_hot, SIGTERM) == 0);
@@ -544,7 +544,7 @@ TEST_CASE("monitor --all: a profiled process that execs is planned again: its ne
 	REQUIRE(kill(pid, SIGUSR1) == 0);
 	REQUIRE(p.wait() == 7);
 	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
-	REQUIRE(mon.wait() == 0);
+	require_exit(mon, 0);
 	std::string err = mon.rest_of_stderr();
 	INFO(err);
 	auto profiles = interval_profiles(out);
@@ -579,7 +579,7 @@ TEST_CASE("monitor --all: a profiled process that execs a program without probes
 	for (int i = 0; i < 600 && files() < seen + 2; i++)
 		usleep(100000);
 	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
-	REQUIRE(mon.wait() == 0);
+	require_exit(mon, 0);
 	REQUIRE(kill(pid, SIGKILL) == 0);
 	p.wait();
 	std::string err = mon.rest_of_stderr();
@@ -617,7 +617,7 @@ TEST_CASE("monitor --all: an exec after the interval's last look for processes, 
 		mon.wait_for_line_from(mon.stderr_size(), "test: the interval ends in", 30, true);
 	}
 	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
-	REQUIRE(mon.wait() == 0);
+	require_exit(mon, 0);
 	REQUIRE(kill(pid, SIGKILL) == 0);
 	p.wait();
 	std::string err = mon.rest_of_stderr();
@@ -665,10 +665,9 @@ TEST_CASE("monitor --all: a profiled process that execs a program with probes mi
 	mon.wait_for_line("--all: profiling pid " + std::to_string(pid) + " (nested)", true);
 	REQUIRE(p.wait() == 7);
 	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
-	const int status = mon.wait();
+	require_exit(mon, 0);
 	std::string err = mon.rest_of_stderr();
 	INFO(err);
-	REQUIRE(status == 0);
 	REQUIRE(err.find("sampling pid") == std::string::npos); // --budget 1: never sampled
 	auto profiles = interval_profiles(out);
 	const uint64_t counted = calls_of_pid(profiles, pid, "outer");
@@ -742,7 +741,7 @@ TEST_CASE("monitor --all: a function running when a process's new program (after
 	std::string lived_line = p.wait_for_line("lived");
 	REQUIRE(p.wait() == 0);
 	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
-	REQUIRE(mon.wait() == 0);
+	require_exit(mon, 0);
 	std::string err = mon.rest_of_stderr();
 	INFO(err);
 	// From held's main's start to after its exit, by its own clock.
@@ -854,7 +853,7 @@ TEST_CASE("monitor --all: a process's forked children are found from their fork 
 	// All gone: no pid label of theirs stays.
 	until_unlabelled({parent, kids[0], kids[1]});
 	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
-	REQUIRE(mon.wait() == 0);
+	require_exit(mon, 0);
 	std::string err = mon.rest_of_stderr();
 	INFO(err);
 	auto profiles = interval_profiles(out);
@@ -944,7 +943,7 @@ TEST_CASE("monitor --all: a process found mid-interval has the share of it its p
 		require_promtool_clean(body);
 	}
 	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
-	REQUIRE(mon.wait() == 0);
+	require_exit(mon, 0);
 	std::string err = mon.rest_of_stderr();
 	INFO(err);
 	// Found in an interval, attached since: its window whole, never sampled (--budget 1).
