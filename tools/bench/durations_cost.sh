@@ -9,7 +9,8 @@
 # distributions), "nosteal" (stolen time not read: USDTPROF_BENCH_NO_STEAL=1),
 # "perthread" (record --per-thread), "perprocess" (each hit counted per
 # process, as `monitor -p A,B` and --all do: USDTPROF_BENCH_PROCESS_HITS=1), "baseline"; DIST_BENCH_ARGS is
-# given to dist_paths after PATHS and CALLS ("roots": every call a root).
+# given to dist_paths after PATHS and CALLS ("roots": every call a root). "with:NAME" and
+# "without:NAME" run the binary DIST_BENCH_BINS/NAME with and without distributions.
 # Prints each run and the medians, and each variant's against the first.
 #
 #   [DIST_BENCH_PATHS="1 256"] [DIST_BENCH_VARIANTS="on off"] [DIST_BENCH_ARGS=roots] \
@@ -45,6 +46,11 @@ one_run() {
 	[ "$1" = nosteal ] && env=(USDTPROF_BENCH_NO_STEAL=1)
 	[ "$1" = perthread ] && args=(--per-thread)
 	[ "$1" = baseline ] && binary=$baseline
+	# with:NAME / without:NAME: the binary $DIST_BENCH_BINS/NAME (throwaway builds side by side).
+	case $1 in
+	with:*) binary=$DIST_BENCH_BINS/${1#with:} ;;
+	without:*) binary=$DIST_BENCH_BINS/${1#without:} env=(USDTPROF_BENCH_NO_DURATIONS=1) ;;
+	esac
 	env "${env[@]}" "$binary" record "${args[@]}" -o "$out/p.data" -- "$target" "$2" 100000000 ${DIST_BENCH_ARGS:-} \
 		>/dev/null 2>&1 &
 	pid=$!

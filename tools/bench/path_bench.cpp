@@ -103,19 +103,20 @@ double median(std::vector<double> v)
 // bytes the kernel gave) and names.tsv ("tgid func
 // cost_kind name location" per function id, tab-separated; path_fill's names
 // hold no tab or newline).
-void save_recording(const std::string &dir, const std::vector<PathRecord> &records, const NameLookup &lookup)
+void save_recording(const std::string &dir, const PathColumns &records, const NameLookup &lookup)
 {
 	FILE *f = fopen((dir + "/records.bin").c_str(), "wb");
 	bool written = f != nullptr;
-	for (const PathRecord &r : records) {
-		usdtprof_path_stats s = kernel_stats_of(r.stats);
-		written = written && fwrite(&r.path, sizeof r.path, 1, f) == 1 && fwrite(&s, sizeof s, 1, f) == 1;
+	for (size_t i = 0; i < records.size(); i++) {
+		usdtprof_path_stats s = kernel_stats_of(records.stats(i));
+		written = written && fwrite(&records.path[i], sizeof(uint64_t), 1, f) == 1 &&
+			  fwrite(&s, sizeof s, 1, f) == 1;
 	}
 	if (!written || fclose(f))
 		die("cannot write " + dir + "/records.bin");
 	std::set<std::pair<uint32_t, uint64_t>> ids;
-	for (const PathRecord &r : records)
-		ids.insert({r.stats.tgid, r.stats.func});
+	for (size_t i = 0; i < records.size(); i++)
+		ids.insert({records.tgid(i), records.func[i]});
 	f = fopen((dir + "/names.tsv").c_str(), "w");
 	if (!f)
 		die("cannot write " + dir + "/names.tsv");
@@ -129,7 +130,7 @@ void save_recording(const std::string &dir, const std::vector<PathRecord> &recor
 
 int replay(const std::string &dir, const char *profile_path)
 {
-	std::vector<PathRecord> records;
+	PathColumns records; // as record reads them
 	FILE *f = fopen((dir + "/records.bin").c_str(), "rb");
 	if (!f)
 		die("cannot read " + dir + "/records.bin");
@@ -138,7 +139,7 @@ int replay(const std::string &dir, const char *profile_path)
 	while (fread(&path, sizeof path, 1, f) == 1) {
 		if (fread(&s, sizeof s, 1, f) != 1)
 			die("cannot read " + dir + "/records.bin");
-		records.push_back({path, path_stats_of(s)});
+		records.append(path, s);
 	}
 	fclose(f);
 	std::map<std::pair<uint32_t, uint64_t>, FunctionName> names;
@@ -187,7 +188,7 @@ struct IntervalCost {
 // (the names captured so far, the maps read then).
 // Engine::read_paths into out's memory where the build has it (monitor's
 // read since it does), else into a new vector (a baseline build's).
-template <class E> void read_into(const E &engine, std::vector<PathRecord> &out)
+template <class E, class R> void read_into(const E &engine, R &out)
 {
 	if constexpr (requires { engine.read_paths(out, true); })
 		engine.read_paths(out, true);
@@ -217,17 +218,17 @@ template <class P> size_t file_bytes(const Format &format, P &profile)
 // The read fills the last interval's records again (read_buffer), as
 // monitor's does.
 IntervalCost monitor_interval(Engine &engine, PathDeltas &deltas, const std::function<FunctionNamer()> &make_namer,
-			      std::vector<PathRecord> &read_buffer)
+			      PathColumns &read_buffer)
 {
 	IntervalCost c;
 	engine.bump_flush_epoch();
-	std::vector<PathRecord> records = std::move(read_buffer);
+	PathColumns records = std::move(read_buffer);
 	std::set<uint32_t> dead, alive;
 	c.read = timed([&] {
 		read_into(engine, records);
-		for (const PathRecord &r : records) // each process looked at once, as read_records does
-			if (!dead.count(r.stats.tgid) && !alive.count(r.stats.tgid))
-				(process_exists(int(r.stats.tgid)) ? alive : dead).insert(r.stats.tgid);
+		for (const PathNode &r : records.nodes) // each process looked at once, as read_records does
+			if (uint32_t tgid = uint32_t(r.pid); !dead.count(tgid) && !alive.count(tgid))
+				(process_exists(int(tgid)) ? alive : dead).insert(tgid);
 	});
 	c.rss_read = peak_rss_mb();
 	c.records = records.size();
@@ -237,7 +238,7 @@ IntervalCost monitor_interval(Engine &engine, PathDeltas &deltas, const std::fun
 	Profile profile;
 	c.named = timed([&] {
 		FunctionNamer namer = make_namer();
-		add_call_paths(profile, delta.records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); });
+		add_call_paths(profile, delta.paths, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); });
 	});
 	c.rss_named = peak_rss_mb();
 	for (const PathNode &n : profile.nodes)
@@ -250,8 +251,10 @@ IntervalCost monitor_interval(Engine &engine, PathDeltas &deltas, const std::fun
 				c.file_bytes += file_bytes(f, profile);
 	});
 	engine.delete_paths(delta.forget);
-	read_buffer = std::move(delta.records);
 	c.reported = profile.nodes.size();
+	read_buffer = std::move(delta.paths); // and the profile's nodes, as monitor keeps them
+	read_buffer.nodes = std::move(profile.nodes);
+	read_buffer.dists = std::move(profile.dists);
 	c.forgotten = delta.forget.size();
 	return c;
 }
@@ -318,7 +321,7 @@ int monitor_bench(const char *fill, int b, int fill_rounds)
 	if (auto r = child->release(); !r)
 		die(r.error().message);
 	PathDeltas deltas;
-	std::vector<PathRecord> read_buffer;
+	PathColumns read_buffer;
 	printf("monitor intervals of path_fill %d %d (%d paths a round), elapsed (CPU) s:\n\n", b, fill_rounds,
 	       1 + b + b * b);
 	printf("| interval | paths read | paths reported | read | deltas | naming | read + deltas + naming "
@@ -404,10 +407,14 @@ int main(int argc, char **argv)
 	if (a[USDTPROF_ANOM_AGG_FULL] || a[USDTPROF_ANOM_DROPPED_NS])
 		die("the table overflowed: agg_full " + std::to_string(a[USDTPROF_ANOM_AGG_FULL]));
 
-	std::vector<PathRecord> records;
-	Timed read = timed([&] { records = engine.read_paths(); });
+	PathColumns records; // as record reads them
+	Timed read = timed([&] { engine.read_paths(records); });
 	Profile profile;
 	FunctionNamer namer(attached, engine.read_names(), {{child->pid(), *maps}}, opened);
+	if (rounds == 0 && argc > 4) { // before add_call_paths takes the nodes; a namer of its own (no names cached)
+		FunctionNamer names(attached, engine.read_names(), {{child->pid(), *maps}}, opened);
+		save_recording(argv[4], records, [&](uint32_t tgid, uint64_t func) { return names(tgid, func); });
+	}
 	Timed named = timed([&] {
 		add_call_paths(profile, records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); });
 	});
@@ -416,17 +423,13 @@ int main(int argc, char **argv)
 		    std::to_string(profile.functions.size()) + " functions");
 	if (rounds == 0) {
 		// What record's stop pays, alone (for perf): one batched read, then the naming.
-		if (argc > 4)
-			save_recording(argv[4], records, [&](uint32_t tgid, uint64_t func) { return namer(tgid, func); });
 		printf("%zu call paths: read (batched) %.3f s (CPU %.3f), add_call_paths %.3f s (CPU %.3f)\n",
 		       records.size(), read.wall, read.cpu, named.wall, named.cpu);
 		return 0;
 	}
 
 	// Forgotten in chunks, batched and key by key alternately.
-	std::vector<uint64_t> ids;
-	for (const PathRecord &r : records)
-		ids.push_back(r.path);
+	std::vector<uint64_t> ids = records.path;
 	Timed del_batch, del_key;
 	size_t n_batch = 0, n_key = 0;
 	const size_t chunk = 100000;

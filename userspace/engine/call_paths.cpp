@@ -67,6 +67,123 @@ Distribution distribution_of(const PathStats &s)
 	return d;
 }
 
+void PathColumns::reserve(size_t n)
+{
+	reserve_huge(path, n);
+	reserve_huge(parent, n);
+	reserve_huge(func, n);
+	reserve_huge(nodes, n + 64);
+	reserve_huge(dists, n + 64);
+}
+
+void PathColumns::clear()
+{
+	truncate(0);
+}
+
+void PathColumns::append(uint64_t id, const usdtprof_path_stats &s)
+{
+	path.push_back(id);
+	parent.push_back(s.parent);
+	func.push_back(s.func);
+	PathNode &n = nodes.emplace_back();
+	n.pid = int32_t(s.tgid);
+	n.calls = s.calls;
+	n.open = s.open;
+	n.self_ns = s.self_ns;
+	n.total_ns = s.total_ns;
+	// As path_stats_of: a steal between the clock's two reads.
+	n.self_offcpu_ns = std::min(s.self_offcpu_ns, s.self_ns);
+	Distribution &d = dists.emplace_back();
+	d.min_ns = s.min_ns;
+	d.max_ns = s.max_ns;
+	uint32_t used = 0;
+	for (uint32_t b = 0; b < USDTPROF_DIST_BUCKETS; b++)
+		used += s.buckets[b] != 0;
+	d.buckets.reserve(used); // one allocation per path, none for one bucket
+	for (uint32_t b = 0; b < USDTPROF_DIST_BUCKETS; b++)
+		if (s.buckets[b])
+			d.buckets.emplace_back(b, s.buckets[b]);
+}
+
+void PathColumns::append(const PathRecord &r)
+{
+	path.push_back(r.path);
+	parent.push_back(r.stats.parent);
+	func.push_back(r.stats.func);
+	PathNode &n = nodes.emplace_back();
+	n.pid = int32_t(r.stats.tgid);
+	n.calls = r.stats.calls;
+	n.open = r.stats.open;
+	n.self_ns = r.stats.self_ns;
+	n.total_ns = r.stats.total_ns;
+	n.self_offcpu_ns = r.stats.self_offcpu_ns;
+	dists.push_back({r.stats.min_ns, r.stats.max_ns, r.stats.buckets});
+}
+
+void PathColumns::truncate(size_t n)
+{
+	n = std::min(n, size());
+	path.resize(n);
+	parent.resize(n);
+	func.resize(n);
+	nodes.resize(n);
+	dists.resize(n);
+}
+
+void PathColumns::keep_if(const std::function<bool(size_t)> &keep)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < size(); i++) {
+		if (!keep(i))
+			continue;
+		if (kept != i) {
+			path[kept] = path[i];
+			parent[kept] = parent[i];
+			func[kept] = func[i];
+			nodes[kept] = nodes[i];
+			dists[kept] = std::move(dists[i]);
+		}
+		kept++;
+	}
+	truncate(kept);
+}
+
+PathStats PathColumns::stats(size_t i) const
+{
+	PathStats s;
+	s.parent = parent[i];
+	s.func = func[i];
+	s.tgid = tgid(i);
+	s.calls = nodes[i].calls;
+	s.open = nodes[i].open;
+	s.self_ns = nodes[i].self_ns;
+	s.total_ns = nodes[i].total_ns;
+	s.self_offcpu_ns = nodes[i].self_offcpu_ns;
+	s.min_ns = dists[i].min_ns;
+	s.max_ns = dists[i].max_ns;
+	s.buckets = dists[i].buckets;
+	return s;
+}
+
+std::vector<PathRecord> PathColumns::records() const
+{
+	std::vector<PathRecord> out;
+	out.reserve(size());
+	for (size_t i = 0; i < size(); i++)
+		out.push_back({path[i], stats(i)});
+	return out;
+}
+
+PathColumns PathColumns::of(const std::vector<PathRecord> &records)
+{
+	PathColumns c;
+	c.reserve(records.size());
+	for (const PathRecord &r : records)
+		c.append(r);
+	return c;
+}
+
 namespace {
 
 struct FunctionIdHash {
@@ -76,33 +193,39 @@ struct FunctionIdHash {
 	}
 };
 
-// add_call_paths' state: the records by path id, the functions and labels
-// made so far, and each record's node once placed.
+// add_call_paths' state: the paths' parents, the functions and labels
+// made so far, and each path's node's place in the profile once placed.
+// The nodes stay where they were read (a label's node, made while placing,
+// after them) until every one is placed; then they are moved to their
+// places, parents first, in place: a copy of the profile's ~100 MB at a
+// million paths would be as many fresh pages again.
 class PathPlacer {
 public:
-	PathPlacer(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup,
+	PathPlacer(Profile &profile, PathColumns &paths, const NameLookup &lookup,
 		   const std::map<uint32_t, std::string> &process_roots,
 		   const std::map<uint32_t, uint64_t> &label_parents, const ThreadNamer &thread_name)
-		: profile_(profile), records_(records), lookup_(lookup), process_roots_(process_roots),
+		: profile_(profile), paths_(paths), nodes_(paths.nodes), dists_(paths.dists), count_(paths.size()),
+		  base_(uint32_t(profile.nodes.size())), lookup_(lookup), process_roots_(process_roots),
 		  label_parents_(label_parents), thread_name_(thread_name),
-		  id_of_(huge_vector<uint32_t>(records.size(), 0)), locations_(profile.locations),
-		  node_of_(huge_vector<uint32_t>(records.size(), kNoParent)),
-		  parent_at_(huge_vector<uint32_t>(records.size(), IdIndex::kNone))
+		  id_of_(huge_vector<uint32_t>(count_, 0)), locations_(profile.locations),
+		  node_of_(huge_vector<uint32_t>(count_, kNoParent)),
+		  parent_at_(huge_vector<uint32_t>(count_, IdIndex::kNone))
 	{
 		find_parents();
-		// A node per record (and a few labels): no regrowth copying a million nodes.
-		reserve_huge(profile.nodes, profile.nodes.size() + records.size() + 64);
+		reserve_huge(order_, count_ + 64);
 		locations_.resize(profile.functions.size());
 	}
 
 	size_t run()
 	{
 		name_functions();
-		profile_.distributions = true;
-		fit_dists(profile_);
-		reserve_huge(profile_.dists, profile_.nodes.capacity());
-		for (size_t i = 0; i < records_.size(); i++)
+		for (size_t i = 0; i < count_; i++)
 			place(i);
+		node_of_ = {};
+		parent_at_ = {};
+		id_of_ = {};
+		put_in_order();
+		give_to_profile();
 		if (profile_.calibration)
 			profile_.calibration->function_kinds.resize(profile_.functions.size(), -1);
 		if (std::any_of(locations_.begin(), locations_.end(), [](const std::string &l) { return !l.empty(); }))
@@ -118,13 +241,73 @@ private:
 	// made, its pages are the nodes' first ones, not fresh pages to fault in.
 	void find_parents()
 	{
-		IdIndex by_path(records_.size());
-		for (size_t i = 0; i < records_.size(); i++)
-			by_path.set(records_[i].path, uint32_t(i));
-		for (size_t i = 0; i < records_.size(); i++)
-			parent_at_[i] = by_path.find(records_[i].stats.parent);
+		IdIndex by_path(count_);
+		for (size_t i = 0; i < count_; i++)
+			by_path.set(paths_.path[i], uint32_t(i));
+		for (size_t i = 0; i < count_; i++)
+			parent_at_[i] = by_path.find(paths_.parent[i]);
 		for (const auto &[tgid, path] : label_parents_)
 			label_record_[tgid] = by_path.find(path);
+	}
+
+	// Node i of nodes_ (a path's, or a label's made after them) takes the
+	// next place; its index in the profile.
+	uint32_t take_place(size_t i)
+	{
+		order_.push_back(uint32_t(i));
+		return base_ + uint32_t(order_.size() - 1);
+	}
+	// The node at a place taken.
+	PathNode &placed(uint32_t index) { return nodes_[order_[index - base_]]; }
+
+	// A node of no path (a label), placed now.
+	uint32_t add_label_node(const PathNode &node)
+	{
+		nodes_.push_back(node);
+		dists_.emplace_back();
+		return take_place(nodes_.size() - 1);
+	}
+
+	// nodes_[order_[p]] to p, cycle by cycle, each node moved once.
+	void put_in_order()
+	{
+		std::vector<bool> done(order_.size());
+		for (size_t start = 0; start < order_.size(); start++) {
+			if (done[start])
+				continue;
+			PathNode node = nodes_[start];
+			Distribution dist = std::move(dists_[start]);
+			for (size_t p = start;;) {
+				done[p] = true;
+				size_t from = order_[p];
+				if (from == start) {
+					nodes_[p] = node;
+					dists_[p] = std::move(dist);
+					break;
+				}
+				nodes_[p] = nodes_[from];
+				dists_[p] = std::move(dists_[from]);
+				p = from;
+			}
+		}
+		order_ = {};
+	}
+
+	// The nodes become the profile's: its arrays when it had none.
+	void give_to_profile()
+	{
+		profile_.distributions = true;
+		fit_dists(profile_);
+		if (profile_.nodes.empty()) {
+			profile_.nodes = std::move(nodes_);
+			profile_.dists = std::move(dists_);
+		} else {
+			profile_.nodes.insert(profile_.nodes.end(), nodes_.begin(), nodes_.end());
+			profile_.dists.insert(profile_.dists.end(), std::make_move_iterator(dists_.begin()),
+					      std::make_move_iterator(dists_.end()));
+		}
+		nodes_.clear();
+		dists_.clear();
 	}
 
 	uint32_t add_function(const FunctionName &n)
@@ -141,12 +324,13 @@ private:
 	// a lambda's name depends on what it calls (JavaLambdaNames).
 	void name_functions()
 	{
-		for (size_t i = 0; i < records_.size(); i++) {
-			const PathStats &s = records_[i].stats;
-			auto [it, added] = func_index_.try_emplace({s.tgid, s.func}, uint32_t(ids_.size()));
+		for (size_t i = 0; i < count_; i++) {
+			uint32_t tgid = paths_.tgid(i);
+			uint64_t func = paths_.func[i];
+			auto [it, added] = func_index_.try_emplace({tgid, func}, uint32_t(ids_.size()));
 			if (added) {
 				bool cut = false;
-				ids_.push_back({s.tgid, function_name(lookup_, s.tgid, s.func, &cut), kNoFunction});
+				ids_.push_back({tgid, function_name(lookup_, tgid, func, &cut), kNoFunction});
 				names_cut_ += cut;
 			}
 			id_of_[i] = it->second;
@@ -164,9 +348,9 @@ private:
 		if (std::find(lambda.begin(), lambda.end(), true) == lambda.end())
 			return;
 		JavaLambdaNames lambdas;
-		for (size_t i = 0; i < records_.size(); i++)
+		for (size_t i = 0; i < count_; i++)
 			if (uint32_t p = parent_at_[i]; p != IdIndex::kNone && lambda[id_of_[p]])
-				lambdas.add_call(records_[i].stats.tgid, ids_[id_of_[p]].name.name, ids_[id_of_[i]].name.name);
+				lambdas.add_call(paths_.tgid(i), ids_[id_of_[p]].name.name, ids_[id_of_[i]].name.name);
 		for (size_t id = 0; id < ids_.size(); id++)
 			if (lambda[id])
 				ids_[id].name.name = lambdas.name(ids_[id].tgid, ids_[id].name.name);
@@ -192,12 +376,12 @@ private:
 	// "[parent dropped]" root per process, not among the real roots.
 	uint32_t orphan_parent(uint32_t tgid)
 	{
-		auto [it, added] = dropped_root_.try_emplace(tgid, uint32_t(profile_.nodes.size()));
+		auto [it, added] = dropped_root_.try_emplace(tgid, 0);
 		if (added) {
 			PathNode root;
 			root.function = add_function({"[parent dropped]", ""});
 			root.pid = int32_t(tgid);
-			add_node(profile_, root);
+			it->second = add_label_node(root);
 		}
 		return it->second;
 	}
@@ -228,9 +412,7 @@ private:
 		root.function = add_function({label->second, ""});
 		root.pid = int32_t(tgid);
 		root.calls = 1;
-		labelled_root_[tgid] = uint32_t(profile_.nodes.size());
-		add_node(profile_, root);
-		return labelled_root_[tgid];
+		return labelled_root_[tgid] = add_label_node(root);
 	}
 
 	// The frame of a thread's roots (--per-thread), where its process's
@@ -245,32 +427,23 @@ private:
 		std::string name = thread_name_ ? thread_name_(tgid, tid) : "";
 		root.function = add_function({(name.empty() ? "" : name + " ") + "(tid " + std::to_string(tid) + ")", ""});
 		root.pid = int32_t(tgid);
-		it->second = uint32_t(profile_.nodes.size());
+		it->second = add_label_node(root);
 		profile_.thread_nodes.push_back(it->second);
-		add_node(profile_, root);
 		return it->second;
 	}
 
-	// The node of a path whose parent is parent_at (a record or kNone): a
+	// The parent of a path whose parent is parent_at (a path or kNone): a
 	// root's parent is its process's label or none, or (thread set) its
 	// thread's frame.
-	PathNode node_of_path(size_t record, uint32_t parent_at, bool &thread)
+	uint32_t parent_of(size_t path, uint32_t parent_at, bool &thread)
 	{
-		const PathStats &s = records_[record].stats;
-		PathNode node;
-		thread = parent_at == IdIndex::kNone && s.parent && is_thread_root(s.parent, s.tgid);
-		node.parent = !s.parent ? root_parent(s.tgid)
-			      : parent_at != IdIndex::kNone ? node_of_[parent_at]
-			      : thread ? thread_parent(s.tgid, thread_root_tid(s.parent))
-				       : orphan_parent(s.tgid);
-		node.function = function_of(record);
-		node.pid = int32_t(s.tgid);
-		node.calls = s.calls;
-		node.open = s.open;
-		node.self_ns = s.self_ns;
-		node.self_offcpu_ns = s.self_offcpu_ns;
-		node.total_ns = s.total_ns;
-		return node;
+		uint64_t parent = paths_.parent[path];
+		uint32_t tgid = paths_.tgid(path);
+		thread = parent_at == IdIndex::kNone && parent && is_thread_root(parent, tgid);
+		return !parent ? root_parent(tgid)
+		       : parent_at != IdIndex::kNone ? node_of_[parent_at]
+		       : thread ? thread_parent(tgid, thread_root_tid(parent))
+				: orphan_parent(tgid);
 	}
 
 	uint32_t place(size_t i)
@@ -280,8 +453,7 @@ private:
 		size_t base = chain_.size();
 		for (size_t j = i; node_of_[j] == kNoParent;) {
 			chain_.push_back(j);
-			if (records_[j].stats.parent == 0 || parent_at_[j] == IdIndex::kNone ||
-			    chain_.size() - base > records_.size())
+			if (paths_.parent[j] == 0 || parent_at_[j] == IdIndex::kNone || chain_.size() - base > count_)
 				break;
 			j = parent_at_[j];
 		}
@@ -289,24 +461,36 @@ private:
 			size_t at = chain_[k];
 			if (node_of_[at] != kNoParent)
 				continue;
-			const PathStats &s = records_[at].stats;
 			bool thread = false;
-			PathNode node = node_of_path(at, parent_at_[at], thread);
+			uint32_t parent = parent_of(at, parent_at_[at], thread);
 			if (node_of_[at] != kNoParent)
 				continue; // placed by root_parent, under a label's parent
-			node_of_[at] = uint32_t(profile_.nodes.size());
-			if ((!s.parent || thread) && node.parent != kNoParent)
-				profile_.nodes[node.parent].total_ns += node.total_ns;
-			if (thread && profile_.nodes[node.parent].parent != kNoParent) // its process's label
-				profile_.nodes[profile_.nodes[node.parent].parent].total_ns += node.total_ns;
-			add_node(profile_, node, distribution_of(s));
+			uint32_t function = function_of(at);
+			PathNode &node = nodes_[at];
+			node.parent = parent;
+			node.function = function;
+			node_of_[at] = take_place(at);
+			if ((!paths_.parent[at] || thread) && parent != kNoParent)
+				placed(parent).total_ns += node.total_ns;
+			if (thread && placed(parent).parent != kNoParent) // its process's label
+				placed(placed(parent).parent).total_ns += node.total_ns;
+			Distribution &d = dists_[at]; // as distribution_of
+			if (d.buckets.empty())
+				d.min_ns = d.max_ns = 0;
+			else
+				d.max_ns = std::max(d.min_ns, d.max_ns);
 		}
 		chain_.resize(base);
 		return node_of_[i];
 	}
 
 	Profile &profile_;
-	const std::vector<PathRecord> &records_;
+	PathColumns &paths_;
+	std::vector<PathNode> &nodes_;      // the paths' (and the labels' after them)
+	std::vector<Distribution> &dists_; // as nodes_
+	size_t count_;                      // paths
+	uint32_t base_;                     // the profile's nodes before
+	std::vector<uint32_t> order_;       // each place's node in nodes_
 	const NameLookup &lookup_;
 	const std::map<uint32_t, std::string> &process_roots_;
 	const std::map<uint32_t, uint64_t> &label_parents_;
@@ -336,11 +520,19 @@ private:
 
 } // namespace
 
+size_t add_call_paths(Profile &profile, PathColumns &paths, const NameLookup &lookup,
+		      const std::map<uint32_t, std::string> &process_roots,
+		      const std::map<uint32_t, uint64_t> &label_parents, const ThreadNamer &thread_name)
+{
+	return PathPlacer(profile, paths, lookup, process_roots, label_parents, thread_name).run();
+}
+
 size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup,
 		      const std::map<uint32_t, std::string> &process_roots,
 		      const std::map<uint32_t, uint64_t> &label_parents, const ThreadNamer &thread_name)
 {
-	return PathPlacer(profile, records, lookup, process_roots, label_parents, thread_name).run();
+	PathColumns paths = PathColumns::of(records);
+	return add_call_paths(profile, paths, lookup, process_roots, label_parents, thread_name);
 }
 
 } // namespace usdtprof

@@ -46,6 +46,38 @@ struct PathRecord {
 // A path's durations as the kernel keeps them.
 Distribution distribution_of(const PathStats &s);
 
+// The kernel's call paths as read, a column per field, in the order read:
+// each path's counts already in the profile node it becomes (its pid the
+// tgid; its parent and function set when add_call_paths places it) and its
+// durations in its Distribution (the kernel's min and max as they are, its
+// nonzero buckets), so that the read's memory is the profile's: at a
+// million paths a PathRecord per path (112 bytes) and then the profile's
+// node and durations (104) were ~220 MB touched for the first time, at up
+// to 2.3 s per GB on this host (docs/benchmarks.md, "Reading a million call
+// paths from the kernel"). 128 bytes a path.
+struct PathColumns {
+	std::vector<uint64_t> path, parent, func; // the path's id, its parent's (0 for a root), its function id
+	std::vector<PathNode> nodes;
+	std::vector<Distribution> dists;
+
+	size_t size() const { return path.size(); }
+	bool empty() const { return path.empty(); }
+	uint32_t tgid(size_t i) const { return uint32_t(nodes[i].pid); }
+	// Room for n paths (and a few nodes more: add_call_paths' labels), in
+	// huge pages, reserved and not touched.
+	void reserve(size_t n);
+	void clear();
+	void append(uint64_t id, const usdtprof_path_stats &s);
+	void append(const PathRecord &r);
+	// Only the first n paths.
+	void truncate(size_t n);
+	// Keeps the paths keep(i) is true of, in order.
+	void keep_if(const std::function<bool(size_t)> &keep);
+	PathStats stats(size_t i) const;
+	std::vector<PathRecord> records() const;
+	static PathColumns of(const std::vector<PathRecord> &records);
+};
+
 // Appends the records to profile.nodes, parents before children (the tree is
 // rebuilt from each record's parent path id), each distinct function id
 // resolved once by function_name() (functions with the same name and location
@@ -65,7 +97,15 @@ Distribution distribution_of(const PathStats &s);
 // long as its roots (itself where the process's roots would be);
 // Profile::thread_nodes lists those frames.
 // Returns how many distinct functions had their name or location cut.
+// The paths' nodes and durations become the profile's (the columns' nodes
+// and dists are left empty, their ids as they were): each node placed in
+// the order read, then all of them put in parents-first order in place.
 using ThreadNamer = std::function<std::string(uint32_t tgid, uint32_t tid)>;
+size_t add_call_paths(Profile &profile, PathColumns &paths, const NameLookup &lookup,
+		      const std::map<uint32_t, std::string> &process_roots = {},
+		      const std::map<uint32_t, uint64_t> &label_parents = {},
+		      const ThreadNamer &thread_name = {});
+// The same from records (copied into columns first).
 size_t add_call_paths(Profile &profile, const std::vector<PathRecord> &records, const NameLookup &lookup,
 		      const std::map<uint32_t, std::string> &process_roots = {},
 		      const std::map<uint32_t, uint64_t> &label_parents = {},

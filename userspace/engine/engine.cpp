@@ -610,9 +610,26 @@ std::pair<uint64_t, uint64_t> Engine::run_stats(const char *program) const
 
 namespace {
 
+void append_path(std::vector<PathRecord> &out, uint64_t path, const usdtprof_path_stats &s)
+{
+	out.push_back({path, path_stats_of(s)});
+}
+void append_path(PathColumns &out, uint64_t path, const usdtprof_path_stats &s)
+{
+	out.append(path, s);
+}
+void truncate_paths(std::vector<PathRecord> &out, size_t n)
+{
+	out.resize(n);
+}
+void truncate_paths(PathColumns &out, size_t n)
+{
+	out.truncate(n);
+}
+
 // Every record of a paths map: in batches of thousands per system call where
 // the kernel has batch lookups (5.6) and batched is true, else one key at a time.
-void read_path_map(int fd, std::vector<PathRecord> &out, bool batched)
+template <class Out> void read_path_map(int fd, Out &out, bool batched)
 {
 	std::vector<uint64_t> keys(4096);
 	std::vector<usdtprof_path_stats> values(keys.size());
@@ -624,7 +641,7 @@ void read_path_map(int fd, std::vector<PathRecord> &out, bool batched)
 					       &count, nullptr);
 		int why = err ? errno : 0;
 		for (__u32 i = 0; i < count; i++)
-			out.push_back({keys[i], path_stats_of(values[i])});
+			append_path(out, keys[i], values[i]);
 		if (err && why == ENOSPC && count == 0) {
 			// A hash bucket holds more entries than a batch: larger batches.
 			keys.resize(keys.size() * 2);
@@ -634,7 +651,7 @@ void read_path_map(int fd, std::vector<PathRecord> &out, bool batched)
 		if (err && why == ENOENT)
 			return;
 		if (err) {
-			out.resize(first); // no batch lookups here: key by key
+			truncate_paths(out, first); // no batch lookups here: key by key
 			break;
 		}
 		in_batch = out_batch;
@@ -643,7 +660,7 @@ void read_path_map(int fd, std::vector<PathRecord> &out, bool batched)
 	for (uint64_t path : map_keys<uint64_t>(fd)) {
 		usdtprof_path_stats stats;
 		if (bpf_map_lookup_elem(fd, &path, &stats) == 0)
-			out.push_back({path, path_stats_of(stats)});
+			append_path(out, path, stats);
 	}
 }
 
@@ -683,6 +700,19 @@ void Engine::read_paths(std::vector<PathRecord> &out, bool batched) const
 	try {
 		reserve_huge(out, size_t(bpf_map__max_entries(skel_->maps.paths)) +
 					  bpf_map__max_entries(skel_->maps.other_paths));
+	} catch (const std::bad_alloc &) {
+	}
+	read_path_map(bpf_map__fd(skel_->maps.paths), out, batched);
+	read_path_map(bpf_map__fd(skel_->maps.other_paths), out, batched);
+}
+
+void Engine::read_paths(PathColumns &out, bool batched) const
+{
+	// As above, each path straight into the node it becomes (PathColumns).
+	out.clear();
+	try {
+		out.reserve(size_t(bpf_map__max_entries(skel_->maps.paths)) +
+			    bpf_map__max_entries(skel_->maps.other_paths));
 	} catch (const std::bad_alloc &) {
 	}
 	read_path_map(bpf_map__fd(skel_->maps.paths), out, batched);

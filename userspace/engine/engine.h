@@ -147,6 +147,9 @@ public:
 	// reads the table every interval; at a million paths the fresh pages
 	// of a new vector (~110 MB) were a fifth of the read's CPU.
 	void read_paths(std::vector<PathRecord> &out, bool batched = true) const;
+	// Into columns (PathColumns: what record and monitor read, the nodes
+	// their profiles are made of), out's memory reused.
+	void read_paths(PathColumns &out, bool batched = true) const;
 	// What the two path tables hold in kernel memory now, by the kernel's
 	// own accounting (memlock in the maps' fdinfo, from their contents on
 	// kernels 6.4+), bytes.

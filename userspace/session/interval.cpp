@@ -23,13 +23,13 @@ namespace {
 // now becomes its gain since before: the counts subtract (a count only
 // grows; the buckets of both are in bucket order); an extreme is exact when
 // the interval set it, else bounded by the interval's own buckets.
-void subtract(PathStats &now, const PathStats &before)
+void subtract(PathNode &counts, Distribution &now, const PathStats &before)
 {
-	now.calls -= before.calls;
-	now.open -= before.open;
-	now.self_ns -= before.self_ns;
-	now.total_ns -= before.total_ns;
-	now.self_offcpu_ns -= before.self_offcpu_ns;
+	counts.calls -= before.calls;
+	counts.open -= before.open;
+	counts.self_ns -= before.self_ns;
+	counts.total_ns -= before.total_ns;
+	counts.self_offcpu_ns -= before.self_offcpu_ns;
 	size_t left = 0;
 	const BucketCount *was = before.buckets.begin();
 	for (auto [b, n] : now.buckets) {
@@ -51,7 +51,7 @@ void subtract(PathStats &now, const PathStats &before)
 		now.max_ns = std::min<uint64_t>(now.max_ns, dist_bucket_high(highest) - 1);
 }
 
-bool gained(const PathStats &d)
+bool gained(const PathNode &d)
 {
 	return d.calls || d.open || d.self_ns || d.total_ns;
 }
@@ -82,11 +82,11 @@ private:
 };
 
 // A path kept only for the tree: nothing gained.
-void clear_gain(PathStats &s)
+void clear_gain(PathNode &s, Distribution &d)
 {
 	s.calls = s.open = s.self_ns = s.total_ns = s.self_offcpu_ns = 0;
-	s.min_ns = s.max_ns = 0;
-	s.buckets.clear();
+	d.min_ns = d.max_ns = 0;
+	d.buckets.clear();
 }
 
 } // namespace
@@ -152,15 +152,26 @@ void PackedTotals::reserve(size_t paths)
 
 void PackedTotals::append(uint64_t path, const PathStats &s)
 {
+	PathNode counts;
+	counts.calls = s.calls;
+	counts.open = s.open;
+	counts.self_ns = s.self_ns;
+	counts.total_ns = s.total_ns;
+	counts.self_offcpu_ns = s.self_offcpu_ns;
+	append(path, counts, Distribution{s.min_ns, s.max_ns, s.buckets});
+}
+
+void PackedTotals::append(uint64_t path, const PathNode &s, const Distribution &d)
+{
 	uint8_t packed[kPackedFixed];
 	uint8_t *p = packed;
 	memcpy(p, &path, sizeof path);
 	p += sizeof path;
-	for (uint64_t field : {s.calls, s.open, s.self_ns, s.total_ns, s.self_offcpu_ns, s.min_ns, s.max_ns})
+	for (uint64_t field : {s.calls, s.open, s.self_ns, s.total_ns, s.self_offcpu_ns, d.min_ns, d.max_ns})
 		put_varint(p, field);
-	put_varint(p, s.buckets.size());
+	put_varint(p, d.buckets.size());
 	bytes_.insert(bytes_.end(), packed, p);
-	for (auto [b, n] : s.buckets) {
+	for (auto [b, n] : d.buckets) {
 		uint8_t bucket[kPackedBucket], *q = bucket;
 		put_varint(q, b);
 		put_varint(q, n);
@@ -198,10 +209,10 @@ bool PackedTotals::Finder::find(uint64_t path, PathStats &out)
 // that gained nothing and are no gainer's ancestor are dropped; what is
 // left, in the order read, is the delta. The totals of the paths of
 // processes alive are packed, in the order read, for the next one.
-IntervalDelta PathDeltas::next(std::vector<PathRecord> totals, const std::function<bool(uint32_t)> &alive)
+IntervalDelta PathDeltas::next(PathColumns totals, const std::function<bool(uint32_t)> &alive)
 {
 	IntervalDelta out;
-	// Per record of totals: gained, an ancestor of one (nothing gained) or
+	// Per path of totals: gained, an ancestor of one (nothing gained) or
 	// dropped.
 	enum : uint8_t { kDropped, kGained, kAncestor };
 	std::vector<uint8_t> kept = huge_vector<uint8_t>(totals.size(), kDropped);
@@ -212,16 +223,17 @@ IntervalDelta PathDeltas::next(std::vector<PathRecord> totals, const std::functi
 	PathStats before;
 	size_t gainers = 0;
 	for (size_t i = 0; i < totals.size(); i++) {
-		PathRecord &r = totals[i];
+		PathNode &counts = totals.nodes[i];
+		Distribution &durations = totals.dists[i];
 		// Paths no longer in the map (deleted) or of processes gone are no
 		// longer kept; those first seen are.
-		if (is_alive(r.stats.tgid))
-			packed.append(r.path, r.stats);
+		if (is_alive(totals.tgid(i)))
+			packed.append(totals.path[i], counts, durations);
 		else
-			out.forget.push_back(r.path);
-		if (was.find(r.path, before))
-			subtract(r.stats, before);
-		if (gained(r.stats))
+			out.forget.push_back(totals.path[i]);
+		if (was.find(totals.path[i], before))
+			subtract(counts, durations, before);
+		if (gained(counts))
 			kept[i] = kGained, gainers++;
 	}
 	last_ = std::move(packed);
@@ -236,26 +248,22 @@ IntervalDelta PathDeltas::next(std::vector<PathRecord> totals, const std::functi
 		IdIndex idle(totals.size() - gainers);
 		for (size_t i = 0; i < totals.size(); i++)
 			if (kept[i] == kDropped)
-				idle.set(totals[i].path, uint32_t(i));
+				idle.set(totals.path[i], uint32_t(i));
 		for (size_t i = 0; i < totals.size(); i++) {
 			if (kept[i] != kGained)
 				continue;
-			for (uint64_t parent = totals[i].stats.parent; parent;) {
+			for (uint64_t parent = totals.parent[i]; parent;) {
 				uint32_t a = idle.find(parent);
 				if (a == IdIndex::kNone || kept[a] != kDropped)
 					break;
 				kept[a] = kAncestor;
-				clear_gain(totals[a].stats);
-				parent = totals[a].stats.parent;
+				clear_gain(totals.nodes[a], totals.dists[a]);
+				parent = totals.parent[a];
 			}
 		}
 	}
-	size_t delta = 0;
-	for (size_t i = 0; i < totals.size(); i++)
-		if (kept[i] != kDropped)
-			totals[delta++] = std::move(totals[i]);
-	totals.resize(delta);
-	out.records = std::move(totals);
+	totals.keep_if([&](size_t i) { return kept[i] != kDropped; });
+	out.paths = std::move(totals);
 	for (const auto &[tgid, lives] : is_alive.seen())
 		if (!lives)
 			out.gone.push_back(tgid);

@@ -18,7 +18,7 @@ namespace usdtprof {
 struct IntervalDelta {
 	// What each path gained since the last interval, with its ancestors
 	// (zero where they gained nothing) so the tree can be rebuilt.
-	std::vector<PathRecord> records;
+	PathColumns paths;
 	// Paths of processes that are gone, reported in full: to delete.
 	std::vector<uint64_t> forget;
 	std::vector<uint32_t> gone; // those processes
@@ -33,6 +33,7 @@ class PackedTotals {
 public:
 	void reserve(size_t paths);
 	void append(uint64_t path, const PathStats &s);
+	void append(uint64_t path, const PathNode &counts, const Distribution &durations);
 	size_t size() const { return count_; }
 	size_t bytes() const { return bytes_.size(); }
 	bool empty() const { return count_ == 0; }
@@ -64,7 +65,7 @@ private:
 // The kernel's totals only grow: a path's gain is its total now minus its
 // total at the last read. Nothing is counted twice, and what the kernel adds
 // while the map is read is in the next delta.
-// At a million paths an interval's read is a million records: next() takes
+// At a million paths an interval's read is a million paths: next() takes
 // them (by value: moved in), turns them into the deltas in place and keeps
 // what it subtracts next time packed (PackedTotals, ~30 MB at 1M paths).
 // unordered_maps of the totals, the gains and the ancestors placed cost
@@ -73,7 +74,11 @@ private:
 // (docs/benchmarks.md, "What a monitor interval pays for a million paths").
 class PathDeltas {
 public:
-	IntervalDelta next(std::vector<PathRecord> totals, const std::function<bool(uint32_t tgid)> &alive);
+	IntervalDelta next(PathColumns totals, const std::function<bool(uint32_t tgid)> &alive);
+	IntervalDelta next(const std::vector<PathRecord> &totals, const std::function<bool(uint32_t tgid)> &alive)
+	{
+		return next(PathColumns::of(totals), alive);
+	}
 	size_t tracked() const { return last_.size(); }
 	size_t tracked_bytes() const { return last_.bytes(); }
 

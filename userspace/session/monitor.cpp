@@ -264,7 +264,7 @@ private:
 	BudgetEstimate next_budget(const Interval &iv, uint64_t *hits);
 	void set_duty(const Cost &cost, const char *from);
 	void end_interval(Interval &iv, bool stopping);
-	std::vector<PathRecord> read_records(std::set<uint32_t> &dead);
+	PathColumns read_records(std::set<uint32_t> &dead);
 	// Whether pid was monitored in the interval: those seen gone before it were not.
 	bool monitored(int pid, const std::set<uint32_t> &dead) const
 	{
@@ -274,7 +274,7 @@ private:
 	// it, and each that left by an exec in it (exec_left_), as last known.
 	std::vector<std::pair<int, const ProfileProcess *>> described_in(const Interval &iv,
 									  const std::set<uint32_t> &dead) const;
-	Profile interval_profile(const Interval &iv, const IntervalDelta &delta, const std::set<uint32_t> &dead,
+	Profile interval_profile(const Interval &iv, IntervalDelta &delta, const std::set<uint32_t> &dead,
 				 double attached_share, size_t *names_cut);
 	std::vector<ProcessShare> process_shares(const Interval &iv, const std::set<uint32_t> &dead) const;
 	void publish(const Interval &iv, Profile &profile, size_t names_cut);
@@ -312,9 +312,9 @@ private:
 
 	std::mt19937_64 rng_{std::random_device{}()};
 	PathDeltas deltas_;
-	// The last interval's records: the next read empties them and fills the same pages
-	// (Engine::read_paths).
-	std::vector<PathRecord> read_buffer_;
+	// The last interval's paths, their nodes the last profile's: the next read empties
+	// them and fills the same pages (Engine::read_paths).
+	PathColumns read_buffer_;
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> last_anomalies_{};
 	MonitorHealth health_;
 	CostBaseline last_; // at the end of the last interval
@@ -765,29 +765,29 @@ void MonitorSession::end_interval(Interval &iv, bool stopping)
 // and names can be forgotten after that read; one that dies after the read
 // is read again, or its last calls would be lost (or, its names deleted,
 // reported unnamed).
-std::vector<PathRecord> MonitorSession::read_records(std::set<uint32_t> &dead)
+PathColumns MonitorSession::read_records(std::set<uint32_t> &dead)
 {
 	if (session_.processes().binary() || pids_.size() > 1 || host_)
 		for (const auto &[p, process] : processes())
 			if (!process_exists(p))
 				dead.insert(uint32_t(p));
-	std::vector<PathRecord> records = std::move(read_buffer_);
+	PathColumns records = std::move(read_buffer_);
 	engine().read_paths(records);
 	bool died = false;
 	std::set<uint32_t> alive; // each process looked at once (a read of /proc/PID/stat)
-	for (const PathRecord &r : records)
-		if (!dead.count(r.stats.tgid) && !alive.count(r.stats.tgid)) {
-			if (process_exists(int(r.stats.tgid)))
-				alive.insert(r.stats.tgid);
+	for (const PathNode &r : records.nodes)
+		if (uint32_t tgid = uint32_t(r.pid); !dead.count(tgid) && !alive.count(tgid)) {
+			if (process_exists(int(tgid)))
+				alive.insert(tgid);
 			else
-				died = dead.insert(r.stats.tgid).second;
+				died = dead.insert(tgid).second;
 		}
 	if (died)
 		engine().read_paths(records);
 	return records;
 }
 
-Profile MonitorSession::interval_profile(const Interval &iv, const IntervalDelta &delta,
+Profile MonitorSession::interval_profile(const Interval &iv, IntervalDelta &delta,
 					 const std::set<uint32_t> &dead, double attached_share, size_t *names_cut)
 {
 	Profile profile;
@@ -796,8 +796,8 @@ Profile MonitorSession::interval_profile(const Interval &iv, const IntervalDelta
 	profile.stop_unix_ns = iv.begin_unix + int64_t(profile.duration_ns);
 	profile.sampled_fraction = std::max(attached_share, 1e-6);
 	std::set<uint32_t> tgids;
-	for (const PathRecord &r : delta.records)
-		tgids.insert(r.stats.tgid);
+	for (const PathNode &r : delta.paths.nodes)
+		tgids.insert(uint32_t(r.pid));
 	// Those with calls first, then every other process monitored in the
 	// interval: one sampled whose window caught no call, or idle, is there
 	// with its share, apart from one not monitored (absent).
@@ -822,7 +822,7 @@ Profile MonitorSession::interval_profile(const Interval &iv, const IntervalDelta
 			profile.sampled_fraction = std::min(profile.sampled_fraction, p.sampled_fraction);
 	}
 	apply_titles(profile.processes, engine().read_process_titles());
-	*names_cut = session_.add_paths(profile, delta.records, session_.namer(maps()));
+	*names_cut = session_.add_paths(profile, delta.paths, session_.namer(maps()));
 	// The kernel's counters are cumulative; an interval shows its own.
 	auto anomalies = engine().anomalies();
 	for (int a = 0; a < USDTPROF_ANOM_COUNT; a++)
@@ -923,7 +923,7 @@ void MonitorSession::run()
 		pause_for_test();
 		end_interval(iv, stopping);
 		std::set<uint32_t> dead;
-		std::vector<PathRecord> records = read_records(dead);
+		PathColumns records = read_records(dead);
 		if (!iv.finished)
 			iv.finished = mono_ns(Clock::now()); // probes detached: nothing counted after the window
 		note_late_execs(iv);
@@ -949,7 +949,10 @@ void MonitorSession::run()
 		publish(iv, profile, names_cut);
 		// What is reported of processes that are gone is forgotten: the maps stay bounded.
 		engine().delete_paths(delta.forget);
-		read_buffer_ = std::move(delta.records); // the read's memory, for the next one
+		// The read's memory, and the profile's nodes, for the next one.
+		read_buffer_ = std::move(delta.paths);
+		read_buffer_.nodes = std::move(profile.nodes);
+		read_buffer_.dists = std::move(profile.dists);
 		forget_gone(dead);
 		// A target gone by now may have counted calls since the read: one
 		// more (last) interval reads them.

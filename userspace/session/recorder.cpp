@@ -113,7 +113,7 @@ public:
 
 	// The profile covers what the probes could see: from the start to the
 	// stop, after which no hit counts. Returns the paths the kernel holds.
-	std::vector<PathRecord> stop()
+	PathColumns stop()
 	{
 		if (tree_) {
 			followed_processes_ = tree_->stop(*followed_, [&] { stop_ns_ = engine().stop(); });
@@ -146,8 +146,9 @@ public:
 		for (auto &[p, maps] : attach_maps_)
 			if (auto fresh = read_proc_maps(p); fresh && !fresh->empty() && !followed_processes_.reimaged(p))
 				maps = std::move(*fresh);
-		std::vector<PathRecord> records = engine().read_paths();
-		std::erase_if(records, [](const PathRecord &r) { return r.stats.tgid == uint32_t(getpid()); });
+		PathColumns records;
+		engine().read_paths(records);
+		records.keep_if([&](size_t i) { return records.tgid(i) != uint32_t(getpid()); });
 		if (session_.processes().binary())
 			describe_binary_processes(records);
 		apply_titles(profile_.processes, engine().read_process_titles());
@@ -198,12 +199,9 @@ public:
 	// kind that came late; 12 with --trace, all of them). The target's
 	// paths, all read, leave the table (a full one would keep no
 	// calibration); the probes count again, at usdtprof's own sites only.
-	void calibrate(const std::vector<PathRecord> &records)
+	void calibrate(const PathColumns &records)
 	{
-		std::vector<uint64_t> read;
-		for (const PathRecord &r : records)
-			read.push_back(r.path);
-		engine().delete_paths(read);
+		engine().delete_paths(records.path);
 		engine().open_window();
 		if (calibrator_)
 			session_.calibrate(*calibrator_, 4);
@@ -213,7 +211,7 @@ public:
 	}
 
 	// Names the paths, writes the profile (and the trace) and says so.
-	void save(const std::vector<PathRecord> &records, Wake reason)
+	void save(PathColumns &records, Wake reason)
 	{
 		refresh_comms();
 		FunctionNamer namer = session_.namer(attach_maps_);
@@ -379,15 +377,15 @@ private:
 
 	// --binary: every process with a path or a span, as seen or as the kernel
 	// kept its name.
-	void describe_binary_processes(const std::vector<PathRecord> &records)
+	void describe_binary_processes(const PathColumns &records)
 	{
 		BinaryProcesses &binary = *session_.processes().binary();
 		binary.scan();
 		for (const auto &[p, maps] : binary.maps())
 			attach_maps_.emplace(p, maps);
 		std::set<uint32_t> tgids;
-		for (const PathRecord &r : records)
-			tgids.insert(r.stats.tgid);
+		for (const PathNode &r : records.nodes)
+			tgids.insert(uint32_t(r.pid));
 		for (const ProfileSpan &sp : profile_.spans)
 			tgids.insert(uint32_t(sp.pid));
 		auto comms = engine().read_process_comms();
@@ -421,7 +419,7 @@ int record(const RecordOptions &o)
 	session.start();
 	session.begin_calibration();
 	Wake reason = session.wait();
-	std::vector<PathRecord> records = session.stop();
+	PathColumns records = session.stop();
 	if (session.found_no_probes())
 		return session.say_no_probes();
 	session.calibrate(records);

@@ -131,7 +131,7 @@ FunctionNamer Session::namer(std::map<int, std::vector<Mapping>> maps) const
 	return namer;
 }
 
-size_t Session::add_paths(Profile &profile, const std::vector<PathRecord> &records, const FunctionNamer &namer) const
+size_t Session::add_paths(Profile &profile, PathColumns &records, const FunctionNamer &namer) const
 {
 	profile.probes = attached_.probes;
 	if (calibration_)

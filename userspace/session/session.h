@@ -137,7 +137,7 @@ public:
 	// The kernel's paths into profile (add_call_paths), named by namer, with
 	// the attached probes and the calibration; returns how many function
 	// names or locations were cut.
-	size_t add_paths(Profile &profile, const std::vector<PathRecord> &records, const FunctionNamer &namer) const;
+	size_t add_paths(Profile &profile, PathColumns &records, const FunctionNamer &namer) const;
 	// The kernel's spans as profile's spans, named by the --span specs among
 	// custom (one no spec names is left out), sorted by name.
 	void set_spans(Profile &profile, const std::vector<ProbeRole> &custom) const;

@@ -313,3 +313,61 @@ TEST_CASE("call paths: a Java lambda's hidden class is named by what it calls, p
 	REQUIRE(std::count(p.functions.begin(), p.functions.end(), lambda) == 1);
 	REQUIRE(p.nodes[5].calls == 2);
 }
+
+TEST_CASE("call paths: from columns, each node and its durations moved to its place, after the profile's own")
+{
+	// Read children first, an orphan (its parent 99 not read) among them: its
+	// "[parent dropped]" frame is made while placing, after the paths.
+	std::vector<PathRecord> records = {record(3, 2, 0x30), record(5, 99, 0x50), record(2, 1, 0x20),
+					   record(1, 0, 0x10)};
+	records[0].stats.buckets = {{5, 1}};
+	records[0].stats.min_ns = 40, records[0].stats.max_ns = 30; // max below min: raised to it
+	records[2].stats.buckets = {{3, 2}, {4, 1}};
+	records[2].stats.min_ns = 10, records[2].stats.max_ns = 20;
+	records[3].stats.min_ns = 7, records[3].stats.max_ns = 9; // no buckets: no extremes
+	PathColumns paths = PathColumns::of(records);
+	Profile p;
+	p.functions = {"before"};
+	add_node(p, PathNode{});
+	std::map<uint64_t, std::string> names = {{0x10, "main"}, {0x20, "parse"}, {0x30, "lex"}, {0x50, "lost"}};
+	add_call_paths(p, paths, [&](uint32_t, uint64_t func) -> Result<FunctionName> {
+		return FunctionName{names.at(func), ""};
+	});
+	REQUIRE(paths.nodes.empty());
+	REQUIRE(paths.dists.empty());
+	REQUIRE(paths.path == std::vector<uint64_t>{3, 5, 2, 1});
+	REQUIRE(p.nodes.size() == 6);
+	REQUIRE(p.dists.size() == 6);
+	REQUIRE(name_of(p, 0) == "before");
+	std::map<std::string, uint32_t> at;
+	for (uint32_t i = 0; i < p.nodes.size(); i++) {
+		INFO(i);
+		REQUIRE((p.nodes[i].parent == kNoParent || p.nodes[i].parent < i));
+		at[name_of(p, i)] = i;
+	}
+	REQUIRE(p.nodes[at["lex"]].parent == at["parse"]);
+	REQUIRE(p.nodes[at["parse"]].parent == at["main"]);
+	REQUIRE(p.nodes[at["main"]].parent == kNoParent);
+	REQUIRE(p.nodes[at["lost"]].parent == at["[parent dropped]"]);
+	REQUIRE(p.nodes[at["lost"]].pid == 100);
+	REQUIRE(p.dists[at["lex"]].buckets == Buckets{{5, 1}});
+	REQUIRE((p.dists[at["lex"]].min_ns == 40 && p.dists[at["lex"]].max_ns == 40));
+	REQUIRE(p.dists[at["parse"]].buckets == Buckets{{3, 2}, {4, 1}});
+	REQUIRE((p.dists[at["parse"]].min_ns == 10 && p.dists[at["parse"]].max_ns == 20));
+	REQUIRE((p.dists[at["main"]].empty() && p.dists[at["main"]].min_ns == 0 && p.dists[at["main"]].max_ns == 0));
+	REQUIRE(p.dists[at["[parent dropped]"]].empty());
+	// The same profile as from the records themselves (copied into columns).
+	Profile q;
+	q.functions = {"before"};
+	add_node(q, PathNode{});
+	add_call_paths(q, records, [&](uint32_t, uint64_t func) -> Result<FunctionName> {
+		return FunctionName{names.at(func), ""};
+	});
+	REQUIRE(q.functions == p.functions);
+	for (uint32_t i = 0; i < p.nodes.size(); i++) {
+		INFO(i);
+		REQUIRE(q.nodes[i].parent == p.nodes[i].parent);
+		REQUIRE(q.nodes[i].function == p.nodes[i].function);
+		REQUIRE(q.dists[i].buckets == p.dists[i].buckets);
+	}
+}

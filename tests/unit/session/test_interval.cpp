@@ -1,3 +1,4 @@
+#include <optional>
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -26,12 +27,12 @@ PathRecord rec(uint64_t path, uint64_t parent, uint32_t tgid, uint64_t calls, ui
 	return r;
 }
 
-const PathRecord *find(const IntervalDelta &d, uint64_t path)
+std::optional<PathRecord> find(const IntervalDelta &d, uint64_t path)
 {
-	for (const PathRecord &r : d.records)
+	for (const PathRecord &r : d.paths.records())
 		if (r.path == path)
-			return &r;
-	return nullptr;
+			return r;
+	return std::nullopt;
 }
 
 } // namespace
@@ -42,16 +43,16 @@ TEST_CASE("interval deltas: gains only, ancestors kept for the tree, sums equal 
 	auto alive = [](uint32_t) { return true; };
 	// main(1) -> a(2), main -> b(3)
 	IntervalDelta d1 = deltas.next({rec(1, 0, 7, 1, 10), rec(2, 1, 7, 5, 50), rec(3, 1, 7, 2, 20)}, alive);
-	REQUIRE(d1.records.size() == 3);
+	REQUIRE(d1.paths.size() == 3);
 	IntervalDelta d2 = deltas.next({rec(1, 0, 7, 1, 10), rec(2, 1, 7, 9, 90), rec(3, 1, 7, 2, 20)}, alive);
 	// Only a gained; main is there for the tree, with nothing gained.
-	REQUIRE(d2.records.size() == 2);
+	REQUIRE(d2.paths.size() == 2);
 	REQUIRE(find(d2, 2)->stats.calls == 4);
 	REQUIRE(find(d2, 2)->stats.self_ns == 40);
 	REQUIRE(find(d2, 1)->stats.calls == 0);
-	REQUIRE(find(d2, 3) == nullptr);
+	REQUIRE(find(d2, 3) == std::nullopt);
 	IntervalDelta d3 = deltas.next({rec(1, 0, 7, 1, 10), rec(2, 1, 7, 9, 90), rec(3, 1, 7, 2, 20)}, alive);
-	REQUIRE(d3.records.empty());
+	REQUIRE(d3.paths.empty());
 	REQUIRE(d3.forget.empty());
 }
 
@@ -71,7 +72,7 @@ TEST_CASE("interval deltas: every ancestor of a gain is kept, however few gained
 				       rec(10, 0, 7, 0, 0), rec(20, 0, 7, 0, 0)},
 				      alive);
 	std::vector<uint64_t> kept;
-	for (const PathRecord &r : d.records)
+	for (const PathRecord &r : d.paths.records())
 		kept.push_back(r.path);
 	// In the order read.
 	REQUIRE(kept == std::vector<uint64_t>{2, 3, 6, 1, 4, 5, 8, 13, 12, 11, 10});
@@ -99,7 +100,7 @@ TEST_CASE("interval deltas: a path's histogram gains bucket by bucket, its extre
 	after.stats.max_ns = 300000;
 	deltas.next({before}, alive);
 	IntervalDelta d = deltas.next({after}, alive);
-	const PathStats &s = find(d, 1)->stats;
+	PathStats s = find(d, 1)->stats;
 	REQUIRE(s.calls == 3);
 	REQUIRE(s.buckets == std::vector<BucketCount>{{b5, 1}, {b300, 2}});
 	// The minimum was set before: the interval's is at least its lowest
@@ -127,7 +128,7 @@ TEST_CASE("interval deltas: a process that is gone is reported once more, then f
 	REQUIRE(deltas.tracked() == 1);
 	// Deleted from the map: nothing more is reported for it.
 	IntervalDelta after = deltas.next({rec(5, 0, 8, 2, 20)}, alive);
-	REQUIRE(after.records.size() == 1);
+	REQUIRE(after.paths.size() == 1);
 	REQUIRE(find(after, 5)->stats.calls == 1);
 }
 
@@ -185,15 +186,15 @@ TEST_CASE("interval deltas: paths read in another order, deleted or new, gain wh
 	// 2 deleted meanwhile (not read), 5 new, the rest in another order.
 	IntervalDelta d = deltas.next({rec(4, 1, 7, 3, 30), rec(5, 1, 7, 1, 10), rec(1, 0, 7, 2, 20), rec(3, 1, 7, 2, 20)},
 				      alive);
-	REQUIRE(d.records.size() == 3);
+	REQUIRE(d.paths.size() == 3);
 	REQUIRE(find(d, 4)->stats.calls == 2);
 	REQUIRE(find(d, 5)->stats.calls == 1);
 	REQUIRE(find(d, 1)->stats.calls == 1);
-	REQUIRE(find(d, 3) == nullptr);
+	REQUIRE(find(d, 3) == std::nullopt);
 	REQUIRE(deltas.tracked() == 4);
 	IntervalDelta again = deltas.next({rec(2, 1, 7, 1, 10), rec(4, 1, 7, 3, 30)}, alive);
 	REQUIRE(find(again, 2)->stats.calls == 1); // back after its deletion: new
-	REQUIRE(find(again, 4) == nullptr);
+	REQUIRE(find(again, 4) == std::nullopt);
 }
 
 TEST_CASE("budget: attached all the time while cheap, a proportional share when not", "[interval]")
