@@ -11,6 +11,23 @@
 
 namespace usdtprof {
 
+namespace {
+
+// The kernel's nonzero buckets of a path, in bucket order: one allocation
+// per path, none for one bucket.
+void take_buckets(Buckets &into, const usdtprof_path_stats &s)
+{
+	uint32_t used = 0;
+	for (uint32_t b = 0; b < USDTPROF_DIST_BUCKETS; b++)
+		used += s.buckets[b] != 0;
+	into.reserve(used);
+	for (uint32_t b = 0; b < USDTPROF_DIST_BUCKETS; b++)
+		if (s.buckets[b])
+			into.emplace_back(b, s.buckets[b]);
+}
+
+} // namespace
+
 PathStats path_stats_of(const usdtprof_path_stats &s)
 {
 	PathStats p;
@@ -27,13 +44,7 @@ PathStats path_stats_of(const usdtprof_path_stats &s)
 	p.self_offcpu_ns = std::min(s.self_offcpu_ns, s.self_ns);
 	p.min_ns = s.min_ns;
 	p.max_ns = s.max_ns;
-	uint32_t used = 0;
-	for (uint32_t b = 0; b < USDTPROF_DIST_BUCKETS; b++)
-		used += s.buckets[b] != 0;
-	p.buckets.reserve(used); // one allocation per path, none for one bucket
-	for (uint32_t b = 0; b < USDTPROF_DIST_BUCKETS; b++)
-		if (s.buckets[b])
-			p.buckets.emplace_back(b, s.buckets[b]);
+	take_buckets(p.buckets, s);
 	return p;
 }
 
@@ -97,13 +108,7 @@ void PathColumns::append(uint64_t id, const usdtprof_path_stats &s)
 	Distribution &d = dists.emplace_back();
 	d.min_ns = s.min_ns;
 	d.max_ns = s.max_ns;
-	uint32_t used = 0;
-	for (uint32_t b = 0; b < USDTPROF_DIST_BUCKETS; b++)
-		used += s.buckets[b] != 0;
-	d.buckets.reserve(used); // one allocation per path, none for one bucket
-	for (uint32_t b = 0; b < USDTPROF_DIST_BUCKETS; b++)
-		if (s.buckets[b])
-			d.buckets.emplace_back(b, s.buckets[b]);
+	take_buckets(d.buckets, s);
 }
 
 void PathColumns::append(const PathRecord &r)
