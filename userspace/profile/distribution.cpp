@@ -84,7 +84,6 @@ void shorten(Distribution &d, const DurationCut &cut)
 {
 	if (d.empty() || (cut.own_ns == 0 && cut.keep_num == cut.keep_den))
 		return;
-	const DurationCut &down = cut;
 	std::vector<uint64_t> into(kDistBuckets, 0);
 	for (const auto &[b, n] : d.buckets) {
 		// The bucket's values within min..max (the last bucket holds all above its low).
@@ -92,7 +91,7 @@ void shorten(Distribution &d, const DurationCut &cut)
 		uint64_t hi = b + 1 >= kDistBuckets ? d.max_ns : std::min(dist_bucket_high(b) - 1, d.max_ns);
 		if (hi < lo) // a histogram that disagrees with its extremes: keep the count at the bucket's edge
 			hi = lo = std::clamp(lo, d.min_ns, std::max(d.min_ns, d.max_ns));
-		uint64_t a = down(lo), z = down(hi);
+		uint64_t a = cut(lo), z = cut(hi);
 		uint32_t first = dist_bucket_of(a), last = dist_bucket_of(z);
 		if (first == last) {
 			into[first] += n;
@@ -115,8 +114,8 @@ void shorten(Distribution &d, const DurationCut &cut)
 		for (size_t i = 0; given < n; i = (i + 1) % rest.size(), given++)
 			into[rest[i].second]++;
 	}
-	d.min_ns = down(d.min_ns);
-	d.max_ns = down(d.max_ns);
+	d.min_ns = cut(d.min_ns);
+	d.max_ns = cut(d.max_ns);
 	d.buckets.clear();
 	for (uint32_t b = 0; b < kDistBuckets; b++)
 		if (into[b])

@@ -128,10 +128,14 @@ function scopeTree(proc, thread, time) {
 // ---- durations (as profile/distribution.cpp) -----------------------------
 // {min, max, counts: Map bucket -> count}: histograms add up, min of the
 // minimums, max of the maximums; buckets [2^b, 2^(b+1)) ns, the first from 0.
+// buckets: [bucket, count, bucket, count, ...], as the page's data has them,
+// or a Map bucket -> count (another distribution's counts).
 function addDist(d, min, max, buckets) {
   if (!d) d = {min, max, counts: new Map()};
   else { d.min = Math.min(d.min, min); d.max = Math.max(d.max, max); }
-  for (let k = 0; k + 1 < buckets.length; k += 2) d.counts.set(buckets[k], (d.counts.get(buckets[k]) || 0) + buckets[k + 1]);
+  const add = (b, n) => d.counts.set(b, (d.counts.get(b) || 0) + n);
+  if (buckets instanceof Map) buckets.forEach((n, b) => add(b, n));
+  else for (let k = 0; k + 1 < buckets.length; k += 2) add(buckets[k], buckets[k + 1]);
   return d;
 }
 function bucketLow(b) { return b ? 2 ** b : 0; }
@@ -185,7 +189,7 @@ function functionsOf(t) {
     f.calls += t.calls[i]; f.open += t.open[i]; f.self += t.self[i]; f.on += t.on[i]; f.off += t.off[i];
     if (outer) f.total += t.total[i]; else f.recursive = true;
     const d = t.dist[i]; // every call's, recursive inner ones too
-    if (d) f.dist = addDist(f.dist, d.min, d.max, [...d.counts].flat());
+    if (d) f.dist = addDist(f.dist, d.min, d.max, d.counts);
   });
   // Synthetic frames ([running at attach], ...) are never called.
   const called = [...by.values()].filter(f => f.calls > 0);
