@@ -132,6 +132,27 @@ TEST_CASE("durations: two recordings merged add their histograms, min of mins, m
 	for (const json &h : merged["histogram"])
 		got[u(h["low_ns"])] = u(h["count"]);
 	REQUIRE(got == sum);
+
+	// Compensated (no --raw): two `record` runs are calibrated apart, so each
+	// is compensated with its own calibration before merging; the merged
+	// report has no one calibration, and says so rather than "as measured".
+	Output c = run({e2e::usdtprof(), "report", "--format", "json", a.data, b.data});
+	REQUIRE(c.status == 0);
+	json compensated = json::parse(c.out);
+	REQUIRE(compensated["calibration"].is_null());
+	REQUIRE(compensated["compensated_parts"] == json({{"compensated", 2}, {"merged", 2}}));
+	uint64_t parts_self = u(function(report_json(a.data), "step")["self_ns"]) +
+			      u(function(report_json(b.data), "step")["self_ns"]);
+	REQUIRE(u(function(compensated, "step")["self_ns"]) == parts_self);
+	REQUIRE(u(function(compensated, "step")["self_ns"]) < u(function(json::parse(o.out), "step")["self_ns"]));
+	Output text = run({e2e::usdtprof(), "report", a.data, b.data});
+	REQUIRE(text.status == 0);
+	INFO(text.out);
+	REQUIRE(text.out.find("probe overhead taken out of each of 2 of the 2 merged profiles with its own calibration") !=
+		std::string::npos);
+	REQUIRE(text.out.find("durations of single calls (inclusive, wall-clock, probe overhead taken out") !=
+		std::string::npos);
+	REQUIRE(text.out.find("as measured: probe overhead included") == std::string::npos);
 }
 
 // The durations are compensated like the totals (docs/design.md, "Overhead

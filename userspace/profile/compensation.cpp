@@ -230,6 +230,20 @@ std::string compensation_line(const Profile &raw, const CompensationSummary &sum
 	return out;
 }
 
+std::string merged_compensation_line(const Profile &profile)
+{
+	if (!profile.compensated_parts)
+		return "";
+	std::string out = "probe overhead taken out of each of " + std::to_string(profile.compensated_parts) + " of the " +
+			  std::to_string(profile.merged_parts) +
+			  " merged profiles with its own calibration, before merging (they were calibrated apart; "
+			  "--raw shows times as measured)";
+	if (profile.compensated_parts < profile.merged_parts)
+		out += "; the other " + std::to_string(profile.merged_parts - profile.compensated_parts) +
+		       " have no calibration: as measured";
+	return out + "\n";
+}
+
 std::vector<std::string> held_semaphores(const Profile &profile)
 {
 	std::vector<std::string> out;

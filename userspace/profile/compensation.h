@@ -39,6 +39,9 @@ std::vector<uint64_t> compensated_self_ns(const Profile &raw);
 // One line for reports: the costs taken out, what is left uncompensated,
 // the clamped count; "" without calibration.
 std::string compensation_line(const Profile &raw, const CompensationSummary &summary);
+// A merged profile whose parts were compensated apart (compensated_parts):
+// says so, as compensation_line would of one profile; else "".
+std::string merged_compensation_line(const Profile &profile);
 // The probes a recording held the semaphore of without probing them
 // ("provider:name"): held so that the runtime fires the probes it records
 // (CPython 3.11's python:line), they make it run slower between probes,

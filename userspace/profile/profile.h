@@ -131,6 +131,12 @@ struct Profile {
 	// Absent in profiles of older versions and when calibration failed:
 	// then times are shown as measured.
 	std::optional<Calibration> calibration;
+	// Profiles merged though calibrated apart (separate `record` runs): how
+	// many of them were each compensated with its own calibration before
+	// merging, and how many were merged; 0 otherwise. The merged profile has
+	// no calibration, yet its times are compensated. Not saved.
+	uint32_t compensated_parts = 0;
+	uint32_t merged_parts = 0;
 	std::vector<ProfileSpan> spans;         // record --span, by name then pid
 	// record --per-thread: each thread's call paths hang under a frame of
 	// its own, "NAME (tid N)"; these are those frames' nodes, ascending.

@@ -254,6 +254,11 @@ Profile merge_profiles(const std::vector<Profile> &parts, bool raw)
 	if (keep) {
 		out.calibration = parts[0].calibration;
 		out.calibration->function_kinds = merger.kinds;
+	} else if (!raw) {
+		out.compensated_parts = uint32_t(std::count_if(parts.begin(), parts.end(), [](const Profile &p) {
+			return p.calibration.has_value();
+		}));
+		out.merged_parts = out.compensated_parts ? uint32_t(parts.size()) : 0;
 	}
 	return out;
 }
@@ -267,6 +272,8 @@ Profile merge_threads(const Profile &p)
 	out.stop_unix_ns = p.stop_unix_ns;
 	out.duration_ns = p.duration_ns;
 	out.sampled_fraction = p.sampled_fraction;
+	out.compensated_parts = p.compensated_parts;
+	out.merged_parts = p.merged_parts;
 	if (p.calibration) {
 		out.calibration = p.calibration;
 		out.calibration->function_kinds = merger.kinds;

@@ -54,7 +54,8 @@ json facts_json(const Profile &raw, const CompensationSummary &summary, bool com
 	}
 	return {{"command", command}, {"processes", processes}, {"start_unix_ns", raw.start_unix_ns},
 		{"stop_unix_ns", raw.stop_unix_ns}, {"duration_ns", raw.duration_ns},
-		{"sampled_fraction", raw.sampled_fraction}, {"anomalies", anomalies}, {"calibration", calibration}};
+		{"sampled_fraction", raw.sampled_fraction}, {"anomalies", anomalies}, {"calibration", calibration},
+		{"compensated_parts", raw.compensated_parts}, {"merged_parts", raw.merged_parts}};
 }
 
 // --per-thread: the threads' frames in the tree, {node, pid, tid, name},

@@ -381,6 +381,10 @@ void write_json(Sink &out, const Profile &profile, const CallTree &tree, const R
 	report.value(processes);
 	report.key("calibration");
 	report.value(calibration_json(profile, summary, !options.raw));
+	if (profile.compensated_parts) { // merged profiles calibrated apart: compensated each before merging
+		report.key("compensated_parts");
+		report.value(json{{"compensated", profile.compensated_parts}, {"merged", profile.merged_parts}});
+	}
 	report.key("spans");
 	report.value(spans_json(profile, options.per_process));
 	if (options.per_thread) {

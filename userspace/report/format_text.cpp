@@ -81,6 +81,7 @@ std::string report_footer(const Profile &profile, const ReportOptions &options, 
 	if (options.raw && profile.calibration)
 		out += "times as measured (--raw): probe overhead included\n";
 	out += compensation_line(profile, summary);
+	out += merged_compensation_line(profile);
 	out += held_semaphore_line(profile, held_semaphore_cost);
 	if (uncertain)
 		out += "~: a self time within the calibration's spread: not precise\n";

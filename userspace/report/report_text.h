@@ -37,7 +37,8 @@ std::string duration_cells(const CallTree &tree, const Distribution *d);
 // unless --raw or the profile has no calibration (compensation.h).
 inline std::string durations_note(const Profile &profile, const ReportOptions &options)
 {
-	bool compensated = !options.raw && profile.calibration && !profile.calibration->kinds.empty();
+	bool compensated = !options.raw && ((profile.calibration && !profile.calibration->kinds.empty()) ||
+					    (profile.merged_parts && profile.compensated_parts == profile.merged_parts));
 	return std::string("min, p50, p99, max: durations of single calls (inclusive, wall-clock, ") +
 	       (compensated ? "probe overhead taken out as from the totals: each call's own exactly, its callees' in "
 			      "proportion to its length, so a single call's is approximate"

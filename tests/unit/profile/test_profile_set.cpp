@@ -109,10 +109,14 @@ TEST_CASE("merge_profiles: one calibration is kept, different ones are applied p
 	b.calibration = calibration(2, 3);
 	Profile apart = merge_profiles({a, b}, false);
 	CHECK_FALSE(apart.calibration);
+	CHECK(apart.compensated_parts == 2); // said in the report: compensated, not as measured
+	CHECK(apart.merged_parts == 2);
+	CHECK(same.compensated_parts == 0);
 	uint64_t compensated = build_call_tree(compensate(a)).total_self_ns + build_call_tree(compensate(b)).total_self_ns;
 	CHECK(build_call_tree(apart).total_self_ns == compensated);
 	Profile raw = merge_profiles({a, b}, true);
 	CHECK_FALSE(raw.calibration);
+	CHECK(raw.compensated_parts == 0);
 	CHECK(build_call_tree(raw).total_self_ns == 180);
 }
 

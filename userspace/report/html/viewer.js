@@ -551,7 +551,10 @@ function factsView(main) {
   add('Sampling', F.sampled_fraction < 1 ? `probes attached ${(100 * F.sampled_fraction).toFixed(1)}% of the time (counts and times not scaled)` :
     'probes attached the whole time (exact counts)');
   add('Times', D.raw ? 'as measured (--raw): the probes\' own cost included' :
-    F.calibration ? 'compensated for the probes\' own cost' : 'as measured (no calibration in the profile)');
+    F.calibration ? 'compensated for the probes\' own cost' :
+    F.compensated_parts ? `compensated for the probes' own cost: each of ${F.compensated_parts} of the ${F.merged_parts} merged ` +
+      'profiles with its own calibration, before merging (they were calibrated apart)' :
+    'as measured (no calibration in the profile)');
   if (F.calibration) {
     const C = F.calibration, ul = el('ul');
     for (const k of C.kinds) ul.appendChild(el('li', '', `${k.kind}: ${k.own_ns.toFixed(1)} ns own, ${k.caller_ns.toFixed(1)} ns in the caller per call ` +
