@@ -1,9 +1,11 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
+#include "profile/distribution.h"
 #include "report/diff.h"
 
 using namespace usdtprof;
@@ -135,4 +137,64 @@ TEST_CASE("diff: one process's burst does not reorder the rows; a 2% move is wit
 	ten_pct[0].second = 1100;
 	Diff large = diff_profiles(profile_of(kBase, pids, 0.001), profile_of(ten_pct, pids, 0.001), {});
 	CHECK(row(large.functions, "a").significant);
+}
+
+namespace {
+
+// One process: main -> each function, 10 calls (calls[f] if given), with
+// the durations' histogram: each call at the per-call time, or (wide) the
+// function's time spread as 9 short calls and one long one.
+Profile one_process(const std::vector<std::pair<std::string, uint64_t>> &fs, const std::string &wide = "",
+		    const std::map<std::string, uint64_t> &calls = {})
+{
+	Profile p = profile_of(fs, {1});
+	p.distributions = true;
+	p.dists.resize(p.nodes.size());
+	for (size_t i = 1; i < p.nodes.size(); i++) {
+		PathNode &n = p.nodes[i];
+		const std::string &name = p.functions[n.function];
+		uint64_t per_call = n.self_ns / n.calls;
+		if (calls.contains(name)) {
+			n.calls = calls.at(name);
+			n.self_ns = n.total_ns = per_call * n.calls;
+		}
+		if (name == wide) { // 9 x per_call/3, 1 x the rest: the same mean
+			uint64_t shortest = per_call / 3, longest = per_call * 10 - 9 * shortest;
+			p.dists[i] = {shortest, longest, {{dist_bucket_of(shortest), 9}, {dist_bucket_of(longest), 1}}};
+		} else {
+			p.dists[i] = {per_call, per_call, {{dist_bucket_of(per_call), n.calls}}};
+		}
+	}
+	return p;
+}
+
+} // namespace
+
+TEST_CASE("diff: one process's calls give the spread from their durations; a few calls get no verdict", "[diff]")
+{
+	// The others move a little (the run's spread), c 2x.
+	const std::vector<std::pair<std::string, uint64_t>> now_fs = {
+		{"a", 1010}, {"b", 1980}, {"c", 6000}, {"d", 4040}, {"e", 4950}};
+	Diff tight = diff_profiles(one_process(kBase), one_process(now_fs), {});
+	REQUIRE(row(tight.functions, "c").z);
+	CHECK(row(tight.functions, "c").significant);
+	// The same means, but BASE's c calls spread 9 short, 1 ten times as long:
+	// a 2x mean is within what 10 such calls can show.
+	Diff wide = diff_profiles(one_process(kBase, "c"), one_process(now_fs), {});
+	REQUIRE(row(wide.functions, "c").z);
+	CHECK_FALSE(row(wide.functions, "c").significant);
+	CHECK(std::fabs(*row(wide.functions, "c").z) < std::fabs(*row(tight.functions, "c").z) / 2);
+	// Durations are wall-clock: the on-CPU comparison does not read them.
+	DiffOptions cpu;
+	cpu.time = TimeMode::Cpu;
+	Profile base_cpu = one_process(kBase, "c"), now_cpu = one_process(now_fs);
+	for (Profile *p : {&base_cpu, &now_cpu})
+		for (PathNode &n : p->nodes)
+			n.self_offcpu_ns = 0; // all on-CPU
+	CHECK(row(diff_profiles(base_cpu, now_cpu, cpu).functions, "c").significant);
+	// Under 10 calls in one process: no verdict, whatever the durations.
+	Diff few = diff_profiles(one_process(kBase, "", {{"c", 9}}), one_process(now_fs, "", {{"c", 9}}), {});
+	CHECK_FALSE(row(few.functions, "c").z);
+	CHECK_FALSE(row(few.functions, "c").significant);
+	CHECK(render_diff_text(few, {}).find("fewer than 10 calls in one process") != std::string::npos);
 }
