@@ -642,7 +642,8 @@ function diffTableView(main) {
   const table = el('table', 'functions');
   table.id = 'diff';
   const head = el('tr');
-  for (const h of ['Function', 'Base calls', 'New calls', 'Base self', 'New self', 'Change', 'Share', 'z', 'Status']) head.appendChild(el('th', '', h));
+  for (const h of ['Function', 'Base calls', 'New calls', 'Base self', 'New self', 'Base total', 'New total', 'Change', 'Share', 'z',
+    'Status']) head.appendChild(el('th', '', h));
   table.appendChild(el('thead')).appendChild(head);
   const body = table.appendChild(el('tbody'));
   for (const r of D.functions) {
@@ -653,6 +654,8 @@ function diffTableView(main) {
     tr.appendChild(el('td', 'num', r.new.calls));
     tr.appendChild(el('td', 'num', ns(r.base.self_ns)));
     tr.appendChild(el('td', 'num', ns(r.new.self_ns)));
+    tr.appendChild(el('td', 'num', ns(r.base.total_ns)));
+    tr.appendChild(el('td', 'num', ns(r.new.total_ns)));
     tr.appendChild(el('td', 'num', (r.delta_self_ns > 0 ? '+' : '') + ns(r.delta_self_ns)));
     tr.appendChild(el('td', 'num', (r.delta_share > 0 ? '+' : '') + r.delta_share.toFixed(1) + ' pp'));
     tr.appendChild(el('td', 'num', r.z === null ? '-' : r.z.toFixed(1) + (r.significant ? ' *' : '')));
