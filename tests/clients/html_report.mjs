@@ -10,6 +10,7 @@
 //   node html_report.mjs large FILE SHOT.png     how long opening, a zoom and a search take
 //   node html_report.mjs diff FILE SHOT.png      the diff table, the legend and the frames' colours
 //   node html_report.mjs threads FILE SHOT.png   per thread chosen in the thread switch: its function table and flame graph
+//   node html_report.mjs processes FILE SHOT.png per process chosen in the process switch: its function table and flame graph
 import puppeteer from 'puppeteer-core';
 
 const [mode, file, shot, ...args] = process.argv.slice(2);
@@ -125,6 +126,21 @@ try {
       await act(() => page.click('.tab[data-view="table"]'));
     }
     await act(() => page.select('#thread', options[1].value));
+    await act(() => page.click('.tab[data-view="flame"]'));
+    await page.screenshot({path: shot});
+  } else if (mode === 'processes') {
+    out.open = await open('#view=table&all=1');
+    const options = await page.$$eval('#process option', os => os.map(o => ({value: o.value, label: o.textContent})));
+    out.processes = [];
+    for (const o of options) {
+      await act(() => page.select('#process', o.value));
+      const table = await tableRows('functions');
+      await act(() => page.click('.tab[data-view="flame"]'));
+      out.processes.push({pid: o.value, label: o.label, table, hash: await page.evaluate(() => location.hash),
+                          crumbs: await page.$$eval('.crumbs .crumb', cs => cs.map(c => c.textContent))});
+      await act(() => page.click('.tab[data-view="table"]'));
+    }
+    await act(() => page.select('#process', options[1].value));
     await act(() => page.click('.tab[data-view="flame"]'));
     await page.screenshot({path: shot});
   } else if (mode === 'diff') {

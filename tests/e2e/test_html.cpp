@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -382,4 +383,56 @@ TEST_CASE("html: with --per-thread the thread switch shows each thread's own fun
 	}
 	REQUIRE(work_calls == std::map<std::string, uint64_t>{{"worker-0", 20}, {"worker-1", 40}});
 	REQUIRE(fs::file_size(artifacts() + "/threads.png") > 10000);
+}
+
+TEST_CASE("html: the process switch shows each process's own function table, as report --per-process's tree",
+	  "[html][clients][per_process]")
+{
+	std::string dir = temp_dir(), data = dir + "/procs.data", page = dir + "/procs.html";
+	// diffable: six worker processes, each worker -> alpha..echo 30 times.
+	Output rec = run({e2e::usdtprof(), "record", "-o", data, "--", target("diffable")});
+	INFO(rec.err);
+	REQUIRE(rec.status == 0);
+	Output html = run({e2e::usdtprof(), "report", data, "--format", "html", "-o", page});
+	INFO(html.err);
+	REQUIRE(html.status == 0);
+	json shown = open_page({"processes", page, artifacts() + "/processes.png"});
+	json tree = run_json({e2e::usdtprof(), "report", data, "--per-process", "--tree", "--min-percent", "0", "--format",
+			      "json"})["tree"];
+	json report = report_json(data);
+	INFO(shown.dump());
+	// Per process: each function's calls and self time summed over its subtree.
+	std::map<std::string, std::map<std::string, std::pair<uint64_t, uint64_t>>> want;
+	std::function<void(const std::string &, const json &)> add = [&](const std::string &root, const json &n) {
+		auto &f = want[root][n["name"].get<std::string>()];
+		f.first += n["calls"].get<uint64_t>();
+		f.second += n["self_ns"].get<uint64_t>();
+		for (const json &c : n["children"])
+			add(root, c);
+	};
+	for (const json &root : tree)
+		for (const json &c : root["children"])
+			add(root["name"], c);
+	REQUIRE(want.size() == 6);
+	REQUIRE(shown["processes"].size() == 7); // "all processes" and the six
+	REQUIRE(shown["processes"][0]["pid"] == "all");
+	require_table(shown["processes"][0]["table"], report["functions"]);
+	for (size_t i = 1; i < shown["processes"].size(); i++) {
+		const json &s = shown["processes"][i];
+		std::string label = s["label"];
+		INFO(label);
+		REQUIRE(label == "diffable (pid " + s["pid"].get<std::string>() + ")");
+		REQUIRE(want.count(label) == 1);
+		REQUIRE(s["crumbs"] == json({label}));
+		REQUIRE(s["hash"].get<std::string>().find("proc=" + s["pid"].get<std::string>()) != std::string::npos);
+		REQUIRE(s["table"].size() == want[label].size());
+		for (const json &r : s["table"]) {
+			auto it = want[label].find(r["name"].get<std::string>());
+			REQUIRE(it != want[label].end());
+			REQUIRE(number(r["calls"]) == it->second.first);
+			REQUIRE(number(r["self"]) == it->second.second);
+		}
+		REQUIRE(number(s["table"][0]["calls"]) > 0);
+	}
+	REQUIRE(fs::file_size(artifacts() + "/processes.png") > 10000);
 }
