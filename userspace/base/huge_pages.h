@@ -32,7 +32,7 @@ template <class T> void reserve_huge(std::vector<T> &v, size_t n)
 // blocks back to its host, which then faults them in again on first touch:
 // a huge page can only come from such a block, while 4 KiB pages come first
 // from the guest's small free blocks, still backed. The first interval of a
-// million new paths: 0.63-0.66 s of CPU in 4 KiB pages, 0.56-1.32 s in huge
+// million new paths: 0.62-0.70 s of CPU in 4 KiB pages, 0.56-1.51 s in huge
 // pages (docs/benchmarks.md, "Fresh memory in 4 KiB pages"). Where huge
 // pages are backed, 4 KiB ones cost ~0.05 s more per 190 MB in faults.
 template <class T> void reserve_fresh(std::vector<T> &v, size_t n)
