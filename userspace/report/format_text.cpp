@@ -72,7 +72,7 @@ std::string render_spans(const Profile &profile, bool per_process)
 }
 
 // What follows a report's tables: the spans, the anomalies and what
-// compensation did; uncertain: some self time shown is within the spread.
+// compensation did; uncertain: some time shown may be within the spread.
 std::string report_footer(const Profile &profile, const ReportOptions &options, const CompensationSummary &summary,
 			  bool uncertain)
 {
@@ -83,14 +83,23 @@ std::string report_footer(const Profile &profile, const ReportOptions &options, 
 	out += compensation_line(profile, summary);
 	out += held_semaphore_line(profile, held_semaphore_cost);
 	if (uncertain)
-		out += "~: a self time within the calibration's spread: not precise\n";
+		out += "~: within the calibration's spread, not precise (a self time: of its calls; an average or one call's "
+		       "duration: of one call)\n";
 	return out;
 }
 
 bool any_uncertain(const CallTree &tree)
 {
-	return std::any_of(tree.nodes.begin(), tree.nodes.end(),
-			   [](const TreeNode &n) { return uncertain(n.self_ns, n.uncertain_ns); });
+	// A node's shortest call, or its average, within one call's spread: a
+	// table's average or duration may be marked (its rows merge nodes).
+	for (size_t i = 0; i < tree.nodes.size(); i++) {
+		const TreeNode &n = tree.nodes[i];
+		uint64_t spread = call_spread(n.uncertain_ns, n.calls);
+		if (uncertain(n.self_ns, n.uncertain_ns) || (n.calls && uncertain(n.total_ns / n.calls, spread)) ||
+		    (!tree.dists.empty() && !tree.dists[i].empty() && uncertain(tree.dists[i].min_ns, spread)))
+			return true;
+	}
+	return false;
 }
 
 // The view's text of a (compensated) profile, its title line saying the time domain.

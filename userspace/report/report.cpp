@@ -58,7 +58,7 @@ std::string human_ns(uint64_t ns)
 
 double percent(uint64_t part, uint64_t whole) { return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0; }
 
-std::string duration_cells(const CallTree &tree, const Distribution *d)
+std::string duration_cells(const CallTree &tree, const Distribution *d, uint64_t call_spread_ns)
 {
 	if (tree.dists.empty())
 		return "";
@@ -66,9 +66,12 @@ std::string duration_cells(const CallTree &tree, const Distribution *d)
 		return line(" %10s %10s %10s %10s", "min", "p50", "p99", "max");
 	if (d->empty())
 		return line(" %10s %10s %10s %10s", "-", "-", "-", "-");
-	return line(" %10s %10s %10s %10s", human_ns(d->min_ns).c_str(), human_ns(dist_quantile(*d, 0.5)).c_str(),
-		    human_ns(dist_quantile(*d, 0.99)).c_str(), human_ns(d->max_ns).c_str());
+	return line(" %10s %10s %10s %10s", time_text(d->min_ns, call_spread_ns).c_str(),
+		    time_text(dist_quantile(*d, 0.5), call_spread_ns).c_str(),
+		    time_text(dist_quantile(*d, 0.99), call_spread_ns).c_str(), time_text(d->max_ns, call_spread_ns).c_str());
 }
+
+uint64_t call_spread(uint64_t uncertain_ns, uint64_t calls) { return calls ? (uncertain_ns + calls - 1) / calls : 0; }
 
 std::string open_marker(uint64_t open) { return open ? " (" + std::to_string(open) + " open)" : ""; }
 
@@ -135,10 +138,10 @@ std::string lost_paths_line(const Profile &profile, const CallTree &tree)
 		    percent(other_ns, tree.total_self_ns), human_ns(other_ns).c_str());
 }
 
-// "~" before a self time within the calibration's spread.
-std::string self_text(uint64_t self_ns, uint64_t uncertain_ns)
+// "~" before a time within the calibration's spread.
+std::string time_text(uint64_t ns, uint64_t uncertain_ns)
 {
-	return (uncertain(self_ns, uncertain_ns) ? "~" : "") + human_ns(self_ns);
+	return (uncertain(ns, uncertain_ns) ? "~" : "") + human_ns(ns);
 }
 
 // Largest total first, then by name: the order of the tree views.

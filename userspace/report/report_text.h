@@ -27,12 +27,17 @@ std::string container_lines(const Profile &profile);
 // the time charged to [other] frames, said first, since every line below is
 // coarser for it; else "".
 std::string lost_paths_line(const Profile &profile, const CallTree &tree);
-// "~" before a self time within the calibration's spread.
-std::string self_text(uint64_t self_ns, uint64_t uncertain_ns);
+// "~" before a time within the calibration's spread (uncertain_ns): a self
+// time against its calls' spread, one call's time against one call's.
+std::string time_text(uint64_t ns, uint64_t uncertain_ns);
+// One call's share of its calls' spread (rounded up): what an average or a
+// single call's duration is held against. A lower bound for a duration,
+// which also loses its deeper callees' costs.
+uint64_t call_spread(uint64_t uncertain_ns, uint64_t calls);
 // The duration columns of a text table when the tree has distributions:
 // " %10s" each of min, p50, p99, max (headings when d is null, "-" when
-// the calls have none), else "".
-std::string duration_cells(const CallTree &tree, const Distribution *d);
+// the calls have none; "~" before one within call_spread_ns), else "".
+std::string duration_cells(const CallTree &tree, const Distribution *d, uint64_t call_spread_ns = 0);
 // What those columns are, said under the table: compensated like the totals
 // unless --raw or the profile has no calibration (compensation.h).
 inline std::string durations_note(const Profile &profile, const ReportOptions &options)

@@ -45,8 +45,9 @@ void render_tree_lines(const CallTree &tree, const ReportOptions &options, std::
 		}
 		const TreeNode &n = tree.nodes[it.node];
 		out += line("%10s %6.1f%% %10s %12llu", human_ns(n.total_ns).c_str(), percent(n.total_ns, tree.total_self_ns),
-			self_text(n.self_ns, n.uncertain_ns).c_str(), static_cast<unsigned long long>(n.calls)) +
-			duration_cells(tree, tree.dists.empty() ? nullptr : &tree.dists[it.node]) + "  " + indent + escape_text(tree.names[n.name]) + open_marker(n.open) + "\n";
+			time_text(n.self_ns, n.uncertain_ns).c_str(), static_cast<unsigned long long>(n.calls)) +
+			duration_cells(tree, tree.dists.empty() ? nullptr : &tree.dists[it.node],
+				       call_spread(n.uncertain_ns, n.calls)) + "  " + indent + escape_text(tree.names[n.name]) + open_marker(n.open) + "\n";
 		push_group(tree.children(it.node), it.depth + 1);
 	}
 }

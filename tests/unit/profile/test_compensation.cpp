@@ -140,7 +140,7 @@ TEST_CASE("a compensated self time within the calibration's spread is marked", "
 	p.nodes[0].self_ns = 100 + 80 + 8; // 8 ns left, spread 5 + 2 x 2
 	std::string text = render_as("text", p, ReportOptions{});
 	CHECK(text.find("~8 ns") != std::string::npos);
-	CHECK(text.find("~: a self time within") != std::string::npos);
+	CHECK(text.find("~: within the calibration's spread") != std::string::npos);
 }
 
 namespace {
@@ -201,6 +201,35 @@ TEST_CASE("compensation shortens each path's durations: its own cost from every 
 	// Without calibration, or --raw (no compensation), they are as measured.
 	p.calibration.reset();
 	CHECK(compensate(p).dists[0].min_ns == 68000);
+}
+
+TEST_CASE("an average or a single call's duration within one call's spread is marked, longer ones are not",
+	  "[compensation][distribution][report]")
+{
+	// leaf: 20 calls of 2500 ns measured, spread 5 ns a call (calibrated_profile).
+	Profile p = with_durations();
+	ReportOptions o;
+	std::string text = render_as("text", p, o);
+	CHECK(text.find("~") == std::string::npos); // 2400 ns a call: far outside 5 ns
+	CHECK(text.find("~: within") == std::string::npos);
+	// Two of them 104 ns (4 ns left after the own 100), the rest as before;
+	// their self time (20 x 2400 - 4792) is far outside its 100 ns spread.
+	Distribution leaf = durations({104, 104});
+	for (int i = 0; i < 18; i++)
+		add_distribution(leaf, durations({2500}));
+	p.dists[2] = leaf;
+	text = render_as("text", p, o);
+	size_t row = text.find("  leaf\n");
+	REQUIRE(row != std::string::npos);
+	std::string leaf_row = text.substr(text.rfind('\n', row) + 1, row - text.rfind('\n', row) - 1);
+	CAPTURE(text);
+	CHECK(leaf_row.find("~4 ns") != std::string::npos); // the shortest call
+	CHECK(leaf_row.find("2.40 us") != std::string::npos); // the longest: unmarked
+	CHECK(leaf_row.find("~2.40") == std::string::npos);
+	CHECK(text.find("~: within the calibration's spread") != std::string::npos);
+	// --raw: nothing compensated, nothing marked.
+	o.raw = true;
+	CHECK(render_as("text", p, o).find("~") == std::string::npos);
 }
 
 TEST_CASE("a [task] frame's subtree is not taken out of its creator's durations", "[compensation][distribution]")
