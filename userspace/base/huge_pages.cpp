@@ -23,7 +23,6 @@ void *map_zeroed(size_t bytes)
 	void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return nullptr;
-	advise_huge_pages(p, bytes);
 	return p;
 }
 

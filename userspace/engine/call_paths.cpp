@@ -80,11 +80,11 @@ Distribution distribution_of(const PathStats &s)
 
 void PathColumns::reserve(size_t n)
 {
-	reserve_huge(path, n);
-	reserve_huge(parent, n);
-	reserve_huge(func, n);
-	reserve_huge(nodes, n + 64);
-	reserve_huge(dists, n + 64);
+	reserve_fresh(path, n);
+	reserve_fresh(parent, n);
+	reserve_fresh(func, n);
+	reserve_fresh(nodes, n + 64);
+	reserve_fresh(dists, n + 64);
 }
 
 void PathColumns::clear()
@@ -212,12 +212,12 @@ public:
 		: profile_(profile), paths_(paths), nodes_(paths.nodes), dists_(paths.dists), count_(paths.size()),
 		  base_(uint32_t(profile.nodes.size())), lookup_(lookup), process_roots_(process_roots),
 		  label_parents_(label_parents), thread_name_(thread_name),
-		  id_of_(huge_vector<uint32_t>(count_, 0)), locations_(profile.locations),
-		  node_of_(huge_vector<uint32_t>(count_, kNoParent)),
-		  parent_at_(huge_vector<uint32_t>(count_, IdIndex::kNone))
+		  id_of_(std::vector<uint32_t>(count_, 0)), locations_(profile.locations),
+		  node_of_(std::vector<uint32_t>(count_, kNoParent)),
+		  parent_at_(std::vector<uint32_t>(count_, IdIndex::kNone))
 	{
 		find_parents();
-		reserve_huge(order_, count_ + 64);
+		reserve_fresh(order_, count_ + 64);
 		locations_.resize(profile.functions.size());
 	}
 

@@ -64,7 +64,7 @@ struct PathColumns {
 	bool empty() const { return path.empty(); }
 	uint32_t tgid(size_t i) const { return uint32_t(nodes[i].pid); }
 	// Room for n paths (and a few nodes more: add_call_paths' labels), in
-	// huge pages, reserved and not touched.
+	// 4 KiB pages (reserve_fresh), reserved and not touched.
 	void reserve(size_t n);
 	void clear();
 	void append(uint64_t id, const usdtprof_path_stats &s);

@@ -690,16 +690,16 @@ std::vector<PathRecord> Engine::read_paths(bool batched) const
 
 void Engine::read_paths(std::vector<PathRecord> &out, bool batched) const
 {
-	// Room for both tables full, in huge pages, reserved (not touched) up
-	// front: growing the vector by doubling copied its hundreds of MB and
-	// faulted in each 4 KiB page (1M paths: reading took 4 s of CPU instead
-	// of ~1). Each record is kept compact (PathStats): the pages the kernel
+	// Room for both tables full, reserved (not touched) up front, in 4 KiB
+	// pages (reserve_fresh: fresh huge pages are dearer here): growing the
+	// vector by doubling copied its hundreds of MB (1M paths: reading took
+	// 4 s of CPU instead of ~1). Each record is kept compact (PathStats): the pages the kernel
 	// zeroes on first touch were most of the rest.
 	// (Address space only: a refusal, for a huge --max-paths, just grows it.)
 	out.clear();
 	try {
-		reserve_huge(out, size_t(bpf_map__max_entries(skel_->maps.paths)) +
-					  bpf_map__max_entries(skel_->maps.other_paths));
+		reserve_fresh(out, size_t(bpf_map__max_entries(skel_->maps.paths)) +
+					   bpf_map__max_entries(skel_->maps.other_paths));
 	} catch (const std::bad_alloc &) {
 	}
 	read_path_map(bpf_map__fd(skel_->maps.paths), out, batched);

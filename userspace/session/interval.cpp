@@ -147,7 +147,7 @@ void PackedTotals::reserve(size_t paths)
 {
 	// Address space: only the pages written are touched. ~30 bytes a path
 	// measured (path_fill); more grows the vector.
-	reserve_huge(bytes_, paths * 48);
+	reserve_fresh(bytes_, paths * 48);
 }
 
 void PackedTotals::append(uint64_t path, const PathStats &s)
@@ -215,7 +215,7 @@ IntervalDelta PathDeltas::next(PathColumns totals, const std::function<bool(uint
 	// Per path of totals: gained, an ancestor of one (nothing gained) or
 	// dropped.
 	enum : uint8_t { kDropped, kGained, kAncestor };
-	std::vector<uint8_t> kept = huge_vector<uint8_t>(totals.size(), kDropped);
+	std::vector<uint8_t> kept(totals.size(), kDropped);
 	PackedTotals packed;
 	packed.reserve(totals.size());
 	AliveCache is_alive(alive);

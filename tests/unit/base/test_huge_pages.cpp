@@ -7,7 +7,7 @@ using namespace usdtprof;
 
 TEST_CASE("mapped array: zeroed, written and read, moved without a copy, empty when size 0")
 {
-	// 6 MiB: large enough for huge pages to be asked for.
+	// 6 MiB: several pages of its own mapping.
 	const size_t n = (6u << 20) / sizeof(uint64_t);
 	MappedArray<uint64_t> a(n);
 	REQUIRE(a.size() == n);
