@@ -203,28 +203,80 @@ void compensate_in_place(Profile &profile, CompensationSummary *summary)
 		*summary = s;
 }
 
-std::string compensation_line(const Profile &raw, const CompensationSummary &summary)
+std::string uncompensated_kinds(const Calibration &calibration)
 {
-	if (!summary.applied)
-		return "";
-	std::string kinds, unknown;
-	for (const ProbeCost &k : raw.calibration->kinds) {
-		char buf[160];
-		snprintf(buf, sizeof buf, "%s%s own %.0f ns, caller %.0f ns (+-%.0f/%.0f)", kinds.empty() ? "" : "; ",
-			 k.kind.c_str(), k.own_ns, k.caller_ns, k.own_spread_ns, k.caller_spread_ns);
-		kinds += buf;
+	std::string unknown;
+	for (const ProbeCost &k : calibration.kinds) {
 		if (k.uncompensated_ns < 0)
 			unknown += (unknown.empty() ? "" : ", ") + k.kind;
 		else if (k.uncompensated_ns > 0) {
+			char buf[160];
 			snprintf(buf, sizeof buf, "%s%s %.0f ns", unknown.empty() ? "" : ", ", k.kind.c_str(),
 				 k.uncompensated_ns);
 			unknown += buf;
 		}
 	}
+	return unknown.empty() ? "" : unknown + "; per call: unknown";
+}
+
+namespace {
+
+const char *const kUncompensated = "not compensated: the runtime's own probe code";
+const char *const kUncalibrated = "which usdtprof cannot calibrate in its own process";
+
+// Which merged profiles (numbered from 1 in the order read) left the same
+// runtime probe code uncompensated: "1, 3 and 4".
+std::string part_numbers(const std::vector<size_t> &parts)
+{
+	std::string out;
+	for (size_t k = 0; k < parts.size(); k++)
+		out += (k == 0 ? "" : k + 1 == parts.size() ? " and " : ", ") + std::to_string(parts[k] + 1);
+	return out;
+}
+
+// The merged parts' uncompensated runtime probe code: said once as one
+// profile's report says it when every compensated part left the same,
+// else each with the parts that left it.
+std::string merged_uncompensated_line(const Profile &profile)
+{
+	std::vector<std::pair<std::string, std::vector<size_t>>> groups; // in order of first appearance
+	for (size_t i = 0; i < profile.part_uncompensated.size(); i++) {
+		const std::string &text = profile.part_uncompensated[i];
+		if (text.empty())
+			continue;
+		auto it = std::find_if(groups.begin(), groups.end(), [&](const auto &g) { return g.first == text; });
+		if (it == groups.end())
+			groups.push_back({text, {i}});
+		else
+			it->second.push_back(i);
+	}
+	if (groups.empty())
+		return "";
+	if (groups.size() == 1 && groups[0].second.size() == profile.compensated_parts)
+		return std::string(kUncompensated) + " (" + groups[0].first + "), " + kUncalibrated + "\n";
+	std::string out = std::string(kUncompensated) + ", " + kUncalibrated + ":";
+	for (size_t g = 0; g < groups.size(); g++)
+		out += std::string(g ? ";" : "") + " (" + groups[g].first + ") in merged profile" +
+		       (groups[g].second.size() > 1 ? "s " : " ") + part_numbers(groups[g].second);
+	return out + " of " + std::to_string(profile.merged_parts) + " (numbered in the order read)\n";
+}
+
+} // namespace
+
+std::string compensation_line(const Profile &raw, const CompensationSummary &summary)
+{
+	if (!summary.applied)
+		return "";
+	std::string kinds;
+	for (const ProbeCost &k : raw.calibration->kinds) {
+		char buf[160];
+		snprintf(buf, sizeof buf, "%s%s own %.0f ns, caller %.0f ns (+-%.0f/%.0f)", kinds.empty() ? "" : "; ",
+			 k.kind.c_str(), k.own_ns, k.caller_ns, k.own_spread_ns, k.caller_spread_ns);
+		kinds += buf;
+	}
 	std::string out = "probe overhead taken out (per call; --raw shows times as measured): " + kinds + "\n";
-	if (!unknown.empty())
-		out += "not compensated: the runtime's own probe code (" + unknown +
-		       "; per call: unknown), which usdtprof cannot calibrate in its own process\n";
+	if (std::string unknown = uncompensated_kinds(*raw.calibration); !unknown.empty())
+		out += std::string(kUncompensated) + " (" + unknown + "), " + kUncalibrated + "\n";
 	if (summary.clamped)
 		out += std::to_string(summary.clamped) + " self times would have gone below zero: shown as 0\n";
 	return out;
@@ -241,7 +293,7 @@ std::string merged_compensation_line(const Profile &profile)
 	if (profile.compensated_parts < profile.merged_parts)
 		out += "; the other " + std::to_string(profile.merged_parts - profile.compensated_parts) +
 		       " have no calibration: as measured";
-	return out + "\n";
+	return out + "\n" + merged_uncompensated_line(profile);
 }
 
 std::vector<std::string> held_semaphores(const Profile &profile)

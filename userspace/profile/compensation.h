@@ -39,8 +39,13 @@ std::vector<uint64_t> compensated_self_ns(const Profile &raw);
 // One line for reports: the costs taken out, what is left uncompensated,
 // the clamped count; "" without calibration.
 std::string compensation_line(const Profile &raw, const CompensationSummary &summary);
+// What a calibration leaves uncompensated (the runtime's own probe code):
+// "KIND[, KIND N ns]...; per call: unknown", "" for nothing.
+std::string uncompensated_kinds(const Calibration &calibration);
 // A merged profile whose parts were compensated apart (compensated_parts):
-// says so, as compensation_line would of one profile; else "".
+// says so, as compensation_line would of one profile, with what the parts
+// left uncompensated (part_uncompensated: once when all alike, else which
+// part left what); else "".
 std::string merged_compensation_line(const Profile &profile);
 // The probes a recording held the semaphore of without probing them
 // ("provider:name"): held so that the runtime fires the probes it records

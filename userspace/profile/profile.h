@@ -137,6 +137,9 @@ struct Profile {
 	// no calibration, yet its times are compensated. Not saved.
 	uint32_t compensated_parts = 0;
 	uint32_t merged_parts = 0;
+	// Then per merged part, in the order read: what its calibration left
+	// uncompensated (uncompensated_kinds), "" for none or no calibration.
+	std::vector<std::string> part_uncompensated;
 	std::vector<ProfileSpan> spans;         // record --span, by name then pid
 	// record --per-thread: each thread's call paths hang under a frame of
 	// its own, "NAME (tid N)"; these are those frames' nodes, ascending.

@@ -66,6 +66,7 @@ public:
 			m.self_ns += n.self_ns;
 			m.total_ns += n.total_ns;
 			m.self_offcpu_ns += n.self_offcpu_ns;
+			m.uncertain_ns += n.uncertain_ns; // a part compensated apart: its spread
 			if (out_.distributions)
 				add_distribution(out_.dists[moved[i]], node_dist(p, i));
 		}
@@ -259,6 +260,9 @@ Profile merge_profiles(const std::vector<Profile> &parts, bool raw)
 			return p.calibration.has_value();
 		}));
 		out.merged_parts = out.compensated_parts ? uint32_t(parts.size()) : 0;
+		if (out.compensated_parts)
+			for (const Profile &p : parts)
+				out.part_uncompensated.push_back(p.calibration ? uncompensated_kinds(*p.calibration) : "");
 	}
 	return out;
 }
@@ -274,6 +278,7 @@ Profile merge_threads(const Profile &p)
 	out.sampled_fraction = p.sampled_fraction;
 	out.compensated_parts = p.compensated_parts;
 	out.merged_parts = p.merged_parts;
+	out.part_uncompensated = p.part_uncompensated;
 	if (p.calibration) {
 		out.calibration = p.calibration;
 		out.calibration->function_kinds = merger.kinds;

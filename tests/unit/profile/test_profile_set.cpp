@@ -7,6 +7,7 @@
 #include "profile/path_filter.h"
 #include "profile/profile_set.h"
 #include "report/report.h"
+#include "../render_as.h"
 
 using namespace usdtprof;
 
@@ -118,6 +119,90 @@ TEST_CASE("merge_profiles: one calibration is kept, different ones are applied p
 	CHECK_FALSE(raw.calibration);
 	CHECK(raw.compensated_parts == 0);
 	CHECK(build_call_tree(raw).total_self_ns == 180);
+}
+
+namespace {
+
+// A runtime's calibration: its own probe code uncompensated (unknown per call).
+Calibration runtime_calibration(const char *kind, double own_ns, size_t functions)
+{
+	Calibration c = calibration(own_ns, functions);
+	c.kinds[0].kind = kind;
+	c.kinds[0].uncompensated_ns = -1;
+	return c;
+}
+
+const std::string kPhpLine = "not compensated: the runtime's own probe code (php; per call: unknown), which usdtprof "
+			     "cannot calibrate in its own process\n";
+
+size_t count_of(const std::string &text, const std::string &what)
+{
+	size_t n = 0;
+	for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+		n++;
+	return n;
+}
+
+} // namespace
+
+TEST_CASE("merged profiles calibrated apart keep the line on the runtime's own probe code: once when the parts "
+	  "agree, else which part left what",
+	  "[merge][compensation][report]")
+{
+	Profile a = interval({"main", "work", "parse"}, 0, 1, 2, 1);
+	Profile b = interval({"main", "work", "parse"}, 0, 1, 2, 2);
+	a.calibration = runtime_calibration("php", 1, 3);
+	b.calibration = runtime_calibration("php", 2, 3);
+	ReportOptions o;
+	// One profile's report says it ...
+	REQUIRE(render_as("text", a, o).find(kPhpLine) != std::string::npos);
+	// ... and two calibrated apart, both php, say it once, as one would.
+	Profile apart = merge_profiles({a, b}, false);
+	REQUIRE(apart.compensated_parts == 2);
+	CHECK(merged_compensation_line(apart).find(kPhpLine) != std::string::npos);
+	std::string text = render_as("text", apart, o);
+	CAPTURE(text);
+	CHECK(count_of(text, "not compensated: ") == 1);
+	CHECK(count_of(text, kPhpLine) == 1);
+	// A third part with no calibration (as measured) changes nothing of it.
+	Profile c = interval({"main", "work", "parse"}, 0, 1, 2, 3);
+	CHECK(count_of(render_as("text", merge_profiles({a, b, c}, false), o), kPhpLine) == 1);
+
+	// Parts that differ: each runtime with the parts that left it; a native
+	// part leaves nothing uncompensated and is not named.
+	Profile r = interval({"main", "work", "parse"}, 0, 1, 2, 4);
+	r.calibration = runtime_calibration("ruby", 3, 3);
+	Profile n = interval({"main", "work", "parse"}, 0, 1, 2, 5);
+	n.calibration = calibration(4, 3); // native: uncompensated_ns 0
+	Profile mixed = merge_profiles({a, r, n, b}, false);
+	text = render_as("text", mixed, o);
+	CAPTURE(text);
+	CHECK(count_of(text, "not compensated: ") == 1);
+	CHECK(text.find("not compensated: the runtime's own probe code, which usdtprof cannot calibrate in its own process: "
+			"(php; per call: unknown) in merged profiles 1 and 4; (ruby; per call: unknown) in merged "
+			"profile 2 of 4 (numbered in the order read)\n") != std::string::npos);
+	// Only native parts: nothing to say; --raw: nothing compensated, nothing said.
+	CHECK(merged_compensation_line(merge_profiles({n, interval({"main", "work", "parse"}, 0, 1, 2, 6)}, false))
+		      .find("not compensated") == std::string::npos);
+	o.raw = true;
+	CHECK(render_as("text", merge_profiles({a, b}, true), o).find("not compensated") == std::string::npos);
+}
+
+TEST_CASE("merged profiles calibrated apart keep each part's spread: their uncertain times are marked",
+	  "[merge][compensation][report]")
+{
+	Profile a = interval({"main", "work", "parse"}, 0, 1, 2, 1);
+	Profile b = interval({"main", "work", "parse"}, 0, 1, 2, 1);
+	a.calibration = calibration(1, 3);
+	b.calibration = calibration(2, 3);
+	Profile apart = merge_profiles({a, b}, false);
+	Profile ca = compensate(a), cb = compensate(b);
+	REQUIRE(apart.nodes.size() == 3);
+	for (size_t i = 0; i < 3; i++) {
+		CAPTURE(i);
+		CHECK(apart.nodes[i].uncertain_ns > 0);
+		CHECK(apart.nodes[i].uncertain_ns == ca.nodes[i].uncertain_ns + cb.nodes[i].uncertain_ns);
+	}
 }
 
 TEST_CASE("parse_clock_time: a time of day on the side of the anchor asked for; full dates as given", "[merge]")
