@@ -11,6 +11,8 @@
 //   node html_report.mjs diff FILE SHOT.png      the diff table, the legend and the frames' colours
 //   node html_report.mjs threads FILE SHOT.png   per thread chosen in the thread switch: its function table and flame graph
 //   node html_report.mjs processes FILE SHOT.png per process chosen in the process switch: its function table and flame graph
+//   node html_report.mjs marks FILE SHOT.png     the "~" marks: each table cell's text and tooltip, on-CPU then
+//                                                wall-clock, the legend, the frames' tooltips, tiny's sandwich
 import puppeteer from 'puppeteer-core';
 
 const [mode, file, shot, ...args] = process.argv.slice(2);
@@ -143,6 +145,27 @@ try {
     await act(() => page.select('#process', options[1].value));
     await act(() => page.click('.tab[data-view="flame"]'));
     await page.screenshot({path: shot});
+  } else if (mode === 'marks') {
+    // Each row's data with its cells' text and tooltips by column key.
+    const cells = () => page.$$eval('#functions tbody tr', rows => rows.map(r => {
+      const keyed = [...r.cells].filter(c => c.dataset.key);
+      return Object.assign({}, r.dataset, {cells: Object.fromEntries(keyed.map(c => [c.dataset.key, c.textContent])),
+        titles: Object.fromEntries(keyed.filter(c => c.title).map(c => [c.dataset.key, c.title]))});
+    }));
+    const note = () => page.$eval('#uncertain-note', n => n.textContent).catch(() => null);
+    out.open = await open('#view=table&all=1&time=cpu');
+    out.table_cpu = await cells();
+    out.note_cpu = await note();
+    await act(() => page.select('#time', 'wall'));
+    out.table = await cells();
+    out.note = await note();
+    await act(() => page.click('.tab[data-view="flame"]'));
+    out.tips = await page.$$eval('.flame .fr[data-name]', fs => fs.map(f => ({name: f.dataset.name, tip: f.title})));
+    await page.screenshot({path: shot});
+    await act(() => page.evaluate(() => { location.hash = '#view=sandwich&fn=tiny&time=cpu'; }));
+    out.sandwich_cpu = await page.$eval('p.summary', p => p.textContent);
+    await act(() => page.click('.tab[data-view="facts"]'));
+    out.facts = await page.$eval('#facts', f => f.innerText);
   } else if (mode === 'diff') {
     out.open = await open();
     out.legend = await page.$eval('#legend', l => l.innerText);

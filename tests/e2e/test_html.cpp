@@ -89,6 +89,54 @@ void require_edges(const json &rows, const json &edges)
 	}
 }
 
+// What "~" means, as the text report's footer says it.
+const std::string kUncertainNote = "~: within the calibration's spread, not precise (a self time: of its calls; an "
+				   "average or one call's duration: of one call)";
+
+bool marked(const json &row, const char *key)
+{
+	return row["cells"].contains(key) && row["cells"][key].get<std::string>().starts_with("~");
+}
+
+// The page's table as report --format json's, each cell marked "~" exactly
+// where JSON's numbers lie within the spread as the text report marks them:
+// a self time within uncertain_ns, an average or one call's duration within
+// one call's share of it (rounded up); each marked cell says why on hover.
+void require_marks(const json &rows, const json &functions)
+{
+	require_table(rows, functions);
+	for (size_t i = 0; i < rows.size(); i++) {
+		const json &r = rows[i], &f = functions[i];
+		INFO("row " << r.dump() << "\nreport " << f.dump());
+		uint64_t spread = f["uncertain_ns"], calls = f["calls"];
+		REQUIRE(number(r["uncertain"]) == spread);
+		REQUIRE(marked(r, "self") == f["self_uncertain"].get<bool>());
+		uint64_t call_spread = calls ? (spread + calls - 1) / calls : 0;
+		auto within = [&](uint64_t v) { return spread && v <= call_spread; };
+		REQUIRE(marked(r, "avg") == within(calls ? f["total_ns"].get<uint64_t>() / calls : 0));
+		if (f.contains("durations"))
+			for (const char *key : {"min", "p50", "p99", "max"})
+				REQUIRE(marked(r, key) == within(f["durations"][std::string(key) + "_ns"].get<uint64_t>()));
+		size_t marks = 0;
+		for (const auto &[key, text] : r["cells"].items())
+			marks += text.get<std::string>().starts_with("~");
+		REQUIRE(r["titles"].size() == marks);
+		for (const auto &[key, title] : r["titles"].items()) {
+			REQUIRE(marked(r, key.c_str()));
+			REQUIRE(title == kUncertainNote);
+		}
+	}
+}
+
+const json &row_named(const json &rows, const std::string &name)
+{
+	for (const json &r : rows)
+		if (r["name"] == name)
+			return r;
+	FAIL("no row named " << name);
+	return rows;
+}
+
 std::string joined(const json &stack)
 {
 	std::string out;
@@ -210,6 +258,58 @@ TEST_CASE("html: the report page shows report --format json's table, zooms on a 
 	REQUIRE(shown["anomalies"].size() == report["anomalies"].size());
 	REQUIRE(fs::file_size(shot) > 10000);
 	REQUIRE(fs::file_size(artifacts() + "/report-sandwich.png") > 10000);
+}
+
+TEST_CASE("html: a time within the calibration's spread shows ~ in the page as in the text report, one far above "
+	  "it does not, each function's spread as report --format json's",
+	  "[html][clients][compensation]")
+{
+	std::string dir = temp_dir(), data = dir + "/spread.data", page = dir + "/spread.html";
+	Output rec = run({e2e::usdtprof(), "record", "-o", data, "--", target("spread")});
+	INFO(rec.err);
+	REQUIRE(rec.status == 0);
+	Output html = run({e2e::usdtprof(), "report", data, "--format", "html", "-o", page});
+	INFO(html.err);
+	REQUIRE(html.status == 0);
+	json wall = report_json(data);
+	json cpu = run_json({e2e::usdtprof(), "report", data, "--format", "json", "--time", "cpu"});
+	REQUIRE(cpu["calibration"]["compensated"] == true);
+	json shown = open_page({"marks", page, artifacts() + "/marks.png"});
+	require_marks(shown["table_cpu"], cpu["functions"]);
+	require_marks(shown["table"], wall["functions"]);
+
+	// tiny does nothing between its probes: on-CPU, its self time and its
+	// shortest call are the probes' cost give or take, within the spread.
+	const json &tiny = row_named(shown["table_cpu"], "tiny");
+	INFO("tiny " << tiny.dump());
+	REQUIRE(marked(tiny, "self"));
+	REQUIRE(marked(tiny, "min"));
+	REQUIRE(marked(row_named(shown["table"], "tiny"), "min"));
+	// busy spins 2 ms a call: it has a spread, far below its times: nothing marked.
+	for (const json *rows : {&shown["table_cpu"], &shown["table"]}) {
+		const json &busy = row_named(*rows, "busy");
+		INFO("busy " << busy.dump());
+		REQUIRE(number(busy["uncertain"]) > 0);
+		for (const auto &[key, text] : busy["cells"].items())
+			REQUIRE(!text.get<std::string>().starts_with("~"));
+	}
+	// The legend under the table and the recording's facts say what ~ means.
+	REQUIRE(shown["note_cpu"] == kUncertainNote);
+	REQUIRE(shown["facts"].get<std::string>().find(kUncertainNote) != std::string::npos);
+	// The flame graph's tooltips mark a frame's self time as its table row,
+	// and give its spread; tiny's sandwich (on-CPU) marks its self time.
+	bool tiny_self = row_named(wall["functions"], "tiny")["self_uncertain"];
+	for (const json &frame : shown["tips"]) {
+		std::string tip = frame["tip"];
+		INFO(tip);
+		if (frame["name"] == "busy") {
+			REQUIRE(tip.find('~') == std::string::npos);
+			REQUIRE(tip.find("calibration's spread over these calls: ") != std::string::npos);
+		} else if (frame["name"] == "tiny") {
+			REQUIRE((tip.find("self ~") != std::string::npos) == tiny_self);
+		}
+	}
+	REQUIRE(shown["sandwich_cpu"].get<std::string>().find("self ~") != std::string::npos);
 }
 
 TEST_CASE("html: a hostile program's names reach the page as the text report escapes them, and run nothing",

@@ -19,6 +19,15 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
+// What the report's footer says is left uncompensated (compensation_line,
+// merged_compensation_line): the runtime's own probe code; "" for nothing.
+std::string uncompensated_text(const Profile &raw, const CompensationSummary &summary)
+{
+	std::string lines = compensation_line(raw, summary) + merged_compensation_line(raw);
+	size_t at = lines.find("not compensated: ");
+	return at == std::string::npos ? "" : lines.substr(at, lines.find('\n', at) - at);
+}
+
 json facts_json(const Profile &raw, const CompensationSummary &summary, bool compensated)
 {
 	json processes = json::array();
@@ -55,7 +64,8 @@ json facts_json(const Profile &raw, const CompensationSummary &summary, bool com
 	return {{"command", command}, {"processes", processes}, {"start_unix_ns", raw.start_unix_ns},
 		{"stop_unix_ns", raw.stop_unix_ns}, {"duration_ns", raw.duration_ns},
 		{"sampled_fraction", raw.sampled_fraction}, {"anomalies", anomalies}, {"calibration", calibration},
-		{"compensated_parts", raw.compensated_parts}, {"merged_parts", raw.merged_parts}};
+		{"compensated_parts", raw.compensated_parts}, {"merged_parts", raw.merged_parts},
+		{"uncompensated", uncompensated_text(raw, summary)}};
 }
 
 // --per-thread: the threads' frames in the tree, {node, pid, tid, name},
@@ -100,9 +110,13 @@ void add_durations(json &row, const CallTree &tree, uint32_t node)
 // [name index, parent (-1: a root), calls, open, on-CPU self ns, off-CPU self ns
 // (, durations: min ns, max ns, [bucket, count, ...])].
 // Roots are the processes ("comm (pid N)"), each with its pid in "roots".
+// "uncertain" (only when some node has any): per node, the calibration's
+// spread over its calls in ns (TreeNode::uncertain_ns), for the page's "~"
+// marks; a number per node, not in the rows, so rows keep their layout.
 json tree_json(const CallTree &tree, const Profile &split)
 {
-	json names = json::array(), nodes = json::array(), roots = json::array();
+	json names = json::array(), nodes = json::array(), roots = json::array(), uncertain = json::array();
+	bool any_uncertain = false;
 	std::vector<int64_t> name_index(tree.names.size(), -1); // the tree's name id -> names
 	for (uint32_t i = 0; i < tree.nodes.size(); i++) {
 		const TreeNode &n = tree.nodes[i];
@@ -114,6 +128,8 @@ json tree_json(const CallTree &tree, const Profile &split)
 			    n.self_oncpu_ns, n.self_offcpu_ns};
 		add_durations(row, tree, i);
 		nodes.push_back(std::move(row));
+		uncertain.push_back(n.uncertain_ns);
+		any_uncertain = any_uncertain || n.uncertain_ns;
 	}
 	// split_by_process names its roots after the processes.
 	std::unordered_map<std::string, int32_t> pid_of;
@@ -122,7 +138,10 @@ json tree_json(const CallTree &tree, const Profile &split)
 			pid_of.emplace(split.functions[p.function], p.pid);
 	for (uint32_t root : tree.roots)
 		roots.push_back({{"node", root}, {"pid", pid_of[tree.name(root)]}});
-	return {{"names", names}, {"nodes", nodes}, {"roots", roots}};
+	json out = {{"names", names}, {"nodes", nodes}, {"roots", roots}};
+	if (any_uncertain)
+		out["uncertain"] = std::move(uncertain);
+	return out;
 }
 
 std::string title_of(const Profile &profile)

@@ -24,6 +24,14 @@ function ns(v) {
   const x = a / div;
   return sign + x.toFixed(x < 9.995 ? 2 : x < 99.95 ? 1 : 0) + ' ' + unit;
 }
+// "~" before a time within the calibration's spread, as the text report's
+// time_text: a self time within the spread over its calls (u), an average or
+// one call's duration within one call's share of it (perCall).
+const UNCERTAIN_NOTE = '~: within the calibration\'s spread, not precise (a self time: of its calls; ' +
+  'an average or one call\'s duration: of one call)';
+function uncertain(v, u) { return u > 0 && v <= u; }
+function perCall(u, calls) { return calls ? Math.floor((u + calls - 1) / calls) : 0; }
+function nsMarked(v, u) { return (uncertain(v, u) ? '~' : '') + ns(v); }
 function pct(part, whole) { return whole ? (100 * part / whole).toFixed(1) + '%' : '0.0%'; }
 function hashOf(s) { let h = 0; for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0; return h >>> 0; }
 function warm(name) { const h = hashOf(name); return `hsl(${10 + h % 40},${60 + (h >> 8) % 30}%,${55 + (h >> 16) % 15}%)`; }
@@ -60,12 +68,12 @@ function go(changes) {
 // (-1 for the root), parent, children (largest first), calls, self, total.
 function newTree(label) {
   return {label, name: [-1], parent: [-1], children: [[]], calls: [0], open: [0], on: [0], off: [0], self: [0], total: [0],
-    dist: [null]};
+    dist: [null], unc: [0]};
 }
 function addNode(t, name, parent) {
   const i = t.name.length;
   t.name.push(name); t.parent.push(parent); t.children.push([]);
-  t.calls.push(0); t.open.push(0); t.on.push(0); t.off.push(0); t.self.push(0); t.total.push(0); t.dist.push(null);
+  t.calls.push(0); t.open.push(0); t.on.push(0); t.off.push(0); t.self.push(0); t.total.push(0); t.dist.push(null); t.unc.push(0);
   t.children[parent].push(i);
   return i;
 }
@@ -91,6 +99,8 @@ function threadOf(tid) { return THREADS.find(x => String(x.tid) === tid); }
 // below it (a thread of its own), as report --per-thread's tables.
 function scopeTree(proc, thread, time) {
   const nodes = D.tree.nodes, roots = D.tree.roots;
+  // The calibration's spread per node; none off-CPU (probes run on the CPU: off-CPU time is not compensated).
+  const U = time === 'offcpu' ? null : D.tree.uncertain;
   const rootOf = new Map(roots.map(r => [r.node, r.pid]));
   const one = threadOf(thread);
   const label = one ? D.tree.names[nodes[one.node][0]]
@@ -120,6 +130,7 @@ function scopeTree(proc, thread, time) {
     moved[i] = j;
     t.calls[j] += calls; t.open[j] += open; t.on[j] += on; t.off[j] += off;
     t.self[j] += selfIn(on, off, time);
+    if (U) t.unc[j] += U[i];
     if (buckets) t.dist[j] = addDist(t.dist[j], dmin, dmax, buckets);
   }
   return finish(t);
@@ -185,8 +196,8 @@ function functionsOf(t) {
   walk(t, (i, outer) => {
     const n = t.name[i];
     let f = by.get(n);
-    if (!f) { f = {name: D.tree.names[n], calls: 0, open: 0, self: 0, on: 0, off: 0, total: 0, recursive: false, dist: null}; by.set(n, f); }
-    f.calls += t.calls[i]; f.open += t.open[i]; f.self += t.self[i]; f.on += t.on[i]; f.off += t.off[i];
+    if (!f) { f = {name: D.tree.names[n], calls: 0, open: 0, self: 0, on: 0, off: 0, total: 0, recursive: false, dist: null, unc: 0}; by.set(n, f); }
+    f.calls += t.calls[i]; f.open += t.open[i]; f.self += t.self[i]; f.on += t.on[i]; f.off += t.off[i]; f.unc += t.unc[i];
     if (outer) f.total += t.total[i]; else f.recursive = true;
     const d = t.dist[i]; // every call's, recursive inner ones too
     if (d) f.dist = addDist(f.dist, d.min, d.max, d.counts);
@@ -289,9 +300,12 @@ function compileSearch() {
   try { return new RegExp(state.search); } catch (e) { return 'invalid'; }
 }
 function tipOf(t) {
-  return i => `${nameOf(t, i)}\ntotal ${ns(t.total[i])} (${pct(t.total[i], t.total[0])}), self ${ns(t.self[i])}` +
+  return i => `${nameOf(t, i)}\ntotal ${ns(t.total[i])} (${pct(t.total[i], t.total[0])}), self ${nsMarked(t.self[i], t.unc[i])}` +
     (i ? `, calls ${t.calls[i]}` + (t.open[i] ? `, ${t.open[i]} open` : '') +
-     `\non-CPU self ${ns(t.on[i])}, off-CPU self ${ns(t.off[i])}` : '');
+     (t.calls[i] ? `, avg ${nsMarked(Math.floor(t.total[i] / t.calls[i]), perCall(t.unc[i], t.calls[i]))}` : '') +
+     `\non-CPU self ${ns(t.on[i])}, off-CPU self ${ns(t.off[i])}` : '') +
+    (t.unc[i] ? `\ncalibration's spread over these calls: ${ns(t.unc[i])}` : '') +
+    (uncertain(t.self[i], t.unc[i]) ? '\n' + UNCERTAIN_NOTE : '');
 }
 
 function flameView(main) {
@@ -348,18 +362,19 @@ function walkMatches(t, hit, take) {
   }
 }
 
+function oneCall(v, f) { return nsMarked(v, perCall(f.unc, f.calls)); }
 const COLUMNS = [
   ['name', 'Function', f => f.name, null],
   ['calls', 'Calls', f => f.calls, String],
-  ['self', 'Self', f => f.self, ns],
+  ['self', 'Self', f => f.self, (v, f) => nsMarked(v, f.unc)],
   ['selfpct', 'Self %', f => f.self, null],
   ['total', 'Total', f => f.total, ns],
   ['totalpct', 'Total %', f => f.total, null],
-  ['avg', 'Avg', f => (f.calls ? Math.floor(f.total / f.calls) : 0), ns],
-  ['min', 'Min', f => f.min, ns],
-  ['p50', 'p50', f => f.p50, ns],
-  ['p99', 'p99', f => f.p99, ns],
-  ['max', 'Max', f => f.max, ns],
+  ['avg', 'Avg', f => (f.calls ? Math.floor(f.total / f.calls) : 0), oneCall],
+  ['min', 'Min', f => f.min, oneCall],
+  ['p50', 'p50', f => f.p50, oneCall],
+  ['p99', 'p99', f => f.p99, oneCall],
+  ['max', 'Max', f => f.max, oneCall],
   ['on', 'On-CPU self', f => f.on, ns],
   ['off', 'Off-CPU self', f => f.off, ns],
 ];
@@ -389,10 +404,11 @@ function tableView(main) {
   const body = table.appendChild(el('tbody'));
   const shown = state.all ? rows : rows.slice(0, TABLE_ROWS);
   const total = t.total[0];
+  let marked = false;
   for (const f of shown) {
     const tr = el('tr');
     Object.assign(tr.dataset, {name: f.name, calls: f.calls, open: f.open, self: f.self, total: f.total,
-      on: f.on, off: f.off, recursive: f.recursive});
+      on: f.on, off: f.off, recursive: f.recursive, uncertain: f.unc});
     if (HAS_DURATIONS && f.min !== null) Object.assign(tr.dataset, {min: f.min, p50: f.p50, p99: f.p99, max: f.max});
     const name = el('td', 'name');
     const a = el('a', '', f.name);
@@ -402,7 +418,9 @@ function tableView(main) {
     tr.appendChild(name);
     for (const [key, , value, format] of TABLE_COLUMNS.slice(1)) {
       const v = value(f);
-      tr.appendChild(el('td', 'num', key.endsWith('pct') ? pct(v, total) : v === null ? '' : format(v)));
+      const td = tr.appendChild(el('td', 'num', key.endsWith('pct') ? pct(v, total) : v === null ? '' : format(v, f)));
+      td.dataset.key = key;
+      if (td.textContent.startsWith('~')) { td.title = UNCERTAIN_NOTE; marked = true; }
     }
     tr.appendChild(el('td', 'marks', [f.recursive ? 'recursive' : '', f.open ? f.open + ' open' : ''].filter(Boolean).join(', ')));
     body.appendChild(tr);
@@ -415,6 +433,7 @@ function tableView(main) {
   }
   main.appendChild(el('p', 'hint', 'Total counts each outermost activation once (recursion is never counted twice); ' +
     'avg is total / calls. Click a header to sort, a name for its callers and callees.'));
+  if (marked) main.appendChild(el('p', 'hint', UNCERTAIN_NOTE)).id = 'uncertain-note';
 }
 
 // A function's callers (inverted tree, it at the bottom) and callees (its
@@ -438,7 +457,7 @@ function sandwichOf(t, fname) {
     }
     callers.total[0] += t.total[o];
     // The subtree below o, merged into callees by name path.
-    callees.self[0] += t.self[o]; callees.on[0] += t.on[o]; callees.off[0] += t.off[o];
+    callees.self[0] += t.self[o]; callees.on[0] += t.on[o]; callees.off[0] += t.off[o]; callees.unc[0] += t.unc[o];
     const stack = t.children[o].map(c => [c, 0]);
     while (stack.length) {
       const [i, into2] = stack.pop();
@@ -446,6 +465,7 @@ function sandwichOf(t, fname) {
       let j = ekeys.get(key);
       if (j === undefined) { j = addNode(callees, t.name[i], into2); ekeys.set(key, j); }
       callees.calls[j] += t.calls[i]; callees.self[j] += t.self[i]; callees.on[j] += t.on[i]; callees.off[j] += t.off[i];
+      callees.unc[j] += t.unc[i];
       for (const c of t.children[i]) stack.push([c, j]);
     }
   }
@@ -521,7 +541,7 @@ function sandwichView(main) {
   if (!fname) { main.appendChild(el('p', '', 'No function has calls in this scope.')); return; }
   const s = sandwichOf(t, fname);
   const f = c.functions.find(x => x.name === fname);
-  main.appendChild(el('p', 'summary', `${fname}: ${f.calls} calls, self ${ns(f.self)}, total ${ns(f.total)}` +
+  main.appendChild(el('p', 'summary', `${fname}: ${f.calls} calls, self ${nsMarked(f.self, f.unc)}, total ${ns(f.total)}` +
     (f.recursive ? ' [recursive]' : '') + (f.open ? ` (${f.open} open)` : '')));
   const lists = el('div', 'lists');
   lists.appendChild(edgeTable('callers', 'Callers', s.callerEdges, s.total));
@@ -563,6 +583,8 @@ function factsView(main) {
       (C.offcpu_hook ? '' : '; no context-switch hook: off-CPU time not split')));
     add('Calibration', ul);
   }
+  if (F.uncompensated) add('Uncompensated', F.uncompensated);
+  if (D.tree.uncertain) add('Marks', UNCERTAIN_NOTE);
   const an = el('table', 'anomalies');
   an.id = 'anomalies';
   for (const a of F.anomalies) {
