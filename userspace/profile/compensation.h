@@ -47,6 +47,8 @@ std::string uncompensated_kinds(const Calibration &calibration);
 // left uncompensated (part_uncompensated: once when all alike, else which
 // part left what); else "".
 std::string merged_compensation_line(const Profile &profile);
+// A merge of profiles with and without durations shows none: what says so.
+std::string merged_durations_line(const Profile &profile);
 // The probes a recording held the semaphore of without probing them
 // ("provider:name"): held so that the runtime fires the probes it records
 // (CPython 3.11's python:line), they make it run slower between probes,

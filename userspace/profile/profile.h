@@ -140,6 +140,10 @@ struct Profile {
 	// Then per merged part, in the order read: what its calibration left
 	// uncompensated (uncompensated_kinds), "" for none or no calibration.
 	std::vector<std::string> part_uncompensated;
+	// Profiles merged with others that carry durations though they carry
+	// none (recorded by a usdtprof older than them): the merge then has no
+	// durations, rather than those of only some of its calls. Not saved.
+	uint32_t parts_without_durations = 0;
 	std::vector<ProfileSpan> spans;         // record --span, by name then pid
 	// record --per-thread: each thread's call paths hang under a frame of
 	// its own, "NAME (tid N)"; these are those frames' nodes, ascending.

@@ -291,7 +291,10 @@ BudgetEstimate estimate_budget(const BudgetInput &in, double budget, double min_
 	// not meet it.
 	double left = std::max(budget / 2, budget - in.fixed_ns / own);
 	e.probe_share = left;
-	e.next_duty = full <= left ? 1.0 : std::clamp(left / full, min_duty, 1.0);
+	// Probes that cost no more than the window's detach and attach are not
+	// cut: sampling would cost usdtprof more than it saves.
+	bool cheap = probes / attached <= in.window_ns;
+	e.next_duty = full <= left || cheap ? 1.0 : std::clamp(left / full, min_duty, 1.0);
 	// A window that saw nothing says little: widen it step by step, never
 	// jump to attaching all the time.
 	if (in.attached < 1 && in.hits == 0)
@@ -326,9 +329,9 @@ std::map<int, double> fair_duties(const std::vector<ProcessLoad> &loads, double 
 		double probes = double(l.hits) * hit_ns;
 		double own = probe_share * std::max(0.0, double(l.cpu_ns) - probes);
 		double full = probes / std::clamp(l.attached, 1e-6, 1.0);
-		if (full <= own) {
+		if (full <= own || full <= l.window_ns) {
 			duties[l.pid] = 1;
-			pool += own - full;
+			pool += own - full; // less than nothing for one kept for its window's cost
 		} else {
 			over.push_back({own, full, &l});
 		}
@@ -338,7 +341,7 @@ std::map<int, double> fair_duties(const std::vector<ProcessLoad> &loads, double 
 		  [](const Need &a, const Need &b) { return a.full - a.own < b.full - b.own; });
 	for (size_t i = 0; i < over.size(); i++) {
 		const auto &[own, full, l] = over[i];
-		double extra = std::min(full - own, pool / double(over.size() - i));
+		double extra = std::min(full - own, pool / double(over.size() - i)); // < 0: pays for those kept
 		pool -= extra;
 		duties[l->pid] = std::clamp((own + extra) / full, min_duty, 1.0);
 	}

@@ -95,6 +95,7 @@ struct BudgetInput {
 	double attached = 1;         // the share of the interval probes were attached
 	double probe_ns = 0;         // run time of the probes' programs in the interval
 	double fixed_ns = 0;         // costs sampling cannot cut: the context-switch hook, usdtprof's own CPU
+	double window_ns = 0;        // usdtprof's CPU to close the window and open it again, in the same span
 };
 
 struct BudgetEstimate {
@@ -117,6 +118,7 @@ struct ProcessLoad {
 	double attached = 1; // the share of the time its probes were attached
 	uint64_t cpu_ns = 0; // its CPU time, its probes' included
 	double duty = 1;     // its attached share now
+	double window_ns = 0; // usdtprof's CPU to close its window and open it again (detach and attach its probes)
 };
 
 // One budget for the host, shared fairly among the processes. Each process
@@ -127,7 +129,12 @@ struct ProcessLoad {
 // the others do. What those leave unused is shared by the others max-min
 // fairly ("water-filling"): each gets at most an equal part of what is
 // left, on top of its own share, and is attached for that part of its
-// cost, at least min_duty. The sum stays within the host's budget. As
+// cost, at least min_duty. A process whose probes, attached all the time,
+// cost no more than closing and opening its window once (window_ns) keeps
+// them all too: cutting them would cost usdtprof more than it saves (a
+// process that barely ran: a few hits against a few us of its CPU); what
+// it takes over its own share comes out of the others'. The sum stays
+// within the host's budget. As
 // estimate_budget, per process: a sampled window grows at most twofold an
 // interval, one that saw no hit doubles, and hits with no CPU time read (it
 // exited between the reads) keep its duty. By pid.

@@ -293,6 +293,7 @@ private:
 	std::vector<FoundSite> sites_;
 	bool skip_gone_ = false;
 	bool attached_now_ = true;
+	double site_attach_ns_ = 0; // usdtprof's CPU to attach one site, measured at the start
 	std::optional<HostProcesses> host_; // --all's processes
 	std::optional<ProcessWindows> fair_; // -p A,B and --all: a window per process
 	std::set<uint32_t> gone_before_;     // fair_: the processes seen gone at the last interval's end
@@ -378,7 +379,15 @@ MonitorSession::MonitorSession(const MonitorOptions &o)
 	skip_gone_ = session_.processes().binary() != nullptr || pids_.size() > 1 || host_;
 	if (host_ || pids_.size() > 1)
 		fair_.emplace(session_, sites_);
+	timespec before, after;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &before);
 	session_.attach(sites_, skip_gone_);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &after);
+	// A sampling window's cost before one is measured: this attach's per site.
+	site_attach_ns_ = (double(after.tv_sec - before.tv_sec) * 1e9 + double(after.tv_nsec - before.tv_nsec)) /
+			  double(std::max<size_t>(1, engine().attached_sites()));
+	if (fair_)
+		fair_->set_site_cost(site_attach_ns_);
 	if (host_) {
 		host_->say_found(true);
 		// No process with probes yet: the intervals start now all the same.
@@ -679,13 +688,16 @@ MonitorSession::Cost MonitorSession::estimate_cost(const Interval &iv, CostBasel
 	double measured_share = std::clamp(double(attached_until - iv.window_open) /
 						   double(std::max<uint64_t>(1, measured - iv.begin)), 0.0, 1.0);
 	uint64_t own_cpu = own_cpu_ns();
+	// The span measured, a share of an interval: a window's cost in it.
+	double span_share = double(measured - std::min(measured, iv.begin)) / (o_.interval_s * 1e9);
 	cost.hits = runs.hits - base.runs.hits;
 	cost.budget = estimate_budget(
 		{cost.hits, trap_ns_, cpu, measured_share, double(runs.probe_ns - base.runs.probe_ns),
-		 double(runs.switch_ns - base.runs.switch_ns) + double(own_cpu - base.own_cpu)},
+		 double(runs.switch_ns - base.runs.switch_ns) + double(own_cpu - base.own_cpu),
+		 2 * site_attach_ns_ * double(engine().attached_sites()) * span_share},
 		o_.budget, o_.min_duty);
 	if (fair_) {
-		cost.loads = fair_->loads(cpu_of, iv.begin, measured, base.hits);
+		cost.loads = fair_->loads(cpu_of, iv.begin, measured, span_share, base.hits);
 		// The programs' run time per hit since the start: an interval's few
 		// hits (a sampled one's) would let one slow run (preempted) decide.
 		cost.hit_ns = trap_ns_ + (runs.hits ? double(runs.probe_ns) / double(runs.hits) : 0);

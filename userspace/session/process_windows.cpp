@@ -18,6 +18,14 @@ uint64_t now_ns()
 	return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
 }
 
+// This thread's CPU time: what attaching and detaching cost usdtprof.
+uint64_t thread_cpu_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
+}
+
 } // namespace
 
 void ProcessWindows::begin(uint64_t interval_begin)
@@ -37,8 +45,10 @@ void ProcessWindows::begin(uint64_t interval_begin)
 		std::vector<FoundSite> own;
 		std::copy_if(sites_.begin(), sites_.end(), std::back_inserter(own),
 			     [pid = pid](const FoundSite &f) { return f.pid == pid; });
+		uint64_t cpu = thread_cpu_ns();
 		session_.attach(own, true); // a process gone meanwhile is skipped
 		w.open = session_.engine().open_process_window(pid);
+		w.attach_cpu = thread_cpu_ns() - cpu;
 		w.attached = true;
 	}
 }
@@ -60,10 +70,12 @@ void ProcessWindows::close(int pid, Window &w)
 		w.close = now_ns();
 		return;
 	}
+	uint64_t cpu = thread_cpu_ns();
 	auto closed = session_.engine().close_process_window(pid);
 	if (!closed)
 		throw UserError(closed.error().message);
 	w.close = *closed;
+	w.close_cpu = thread_cpu_ns() - cpu;
 }
 
 void ProcessWindows::close_due(std::chrono::duration<double> length)
@@ -88,8 +100,17 @@ bool ProcessWindows::any_whole() const
 	       std::any_of(windows_.begin(), windows_.end(), [](const auto &w) { return w.second.duty == 1; });
 }
 
+double ProcessWindows::window_ns(int pid, const Window *w) const
+{
+	if (w && w->attach_cpu && w->close_cpu)
+		return double(w->attach_cpu + w->close_cpu);
+	double sites = double(std::count_if(sites_.begin(), sites_.end(), [&](const FoundSite &f) { return f.pid == pid; }));
+	double estimate = sites * site_ns_; // each of attach and detach
+	return (w && w->attach_cpu ? double(w->attach_cpu) : estimate) + (w && w->close_cpu ? double(w->close_cpu) : estimate);
+}
+
 std::vector<ProcessLoad> ProcessWindows::loads(const std::map<int, uint64_t> &cpu, uint64_t interval_begin,
-					       uint64_t now, std::map<uint32_t, uint64_t> &base) const
+					       uint64_t now, double span_share, std::map<uint32_t, uint64_t> &base) const
 {
 	std::map<uint32_t, uint64_t> hits = session_.engine().process_hits();
 	std::vector<ProcessLoad> out;
@@ -106,8 +127,9 @@ std::vector<ProcessLoad> ProcessWindows::loads(const std::map<int, uint64_t> &cp
 			attached = std::clamp(double(to - std::min(to, interval_begin)) / double(now - interval_begin), 0.0,
 					      1.0);
 		}
-		out.push_back({pid, total - std::min(total, last), attached, cpu_ns,
-			       w == windows_.end() ? 1.0 : w->second.duty});
+		const Window *own = w == windows_.end() ? nullptr : &w->second;
+		out.push_back({pid, total - std::min(total, last), attached, cpu_ns, own ? own->duty : 1.0,
+			       window_ns(pid, own) * span_share});
 		last = total;
 	}
 	return out;

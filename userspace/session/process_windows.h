@@ -38,9 +38,13 @@ public:
 	// Each profiled process's hits since base (which moves to now), its CPU
 	// time (cpu, by pid), the share of [interval_begin, now] its probes were
 	// attached (one found in it, not sampled, as attached from its start)
-	// and its duty now.
+	// and its duty now; its window's cost (window_ns) in the same span:
+	// span_share is [interval_begin, now]'s share of an interval.
 	std::vector<ProcessLoad> loads(const std::map<int, uint64_t> &cpu, uint64_t interval_begin, uint64_t now,
-				       std::map<uint32_t, uint64_t> &base) const;
+				       double span_share, std::map<uint32_t, uint64_t> &base) const;
+	// usdtprof's CPU to attach one site, measured at the monitor's start:
+	// a window's cost until its own detach and attach are measured.
+	void set_site_cost(double ns) { site_ns_ = ns; }
 	// The share of [interval_begin, end] pid's probes were attached.
 	double attached_share(int pid, uint64_t interval_begin, uint64_t end) const;
 	// The next duties (fair_duties); sampling starting or ending for a
@@ -67,7 +71,11 @@ private:
 		uint64_t close = 0; // 0: still open
 		uint64_t earlier = 0; // ns attached in this interval before open (a program before its exec)
 		uint64_t found = 0;   // found in this interval (new, or after an exec): when; 0: not
+		// usdtprof's CPU for its last attach and detach (0: not yet measured).
+		uint64_t attach_cpu = 0, close_cpu = 0;
 	};
+	// usdtprof's CPU to close pid's window and open it again.
+	double window_ns(int pid, const Window *w) const;
 	void close(int pid, Window &w);
 	// The ns of [interval_begin, end] pid's probes were attached.
 	uint64_t attached_ns(int pid, uint64_t interval_begin, uint64_t end) const;
@@ -77,6 +85,7 @@ private:
 	std::map<int, Window> windows_;
 	std::map<int, uint64_t> exec_attached_; // exec'd in this interval, not (yet) found again: ns attached before
 	uint64_t begin_ = 0; // the interval's
+	double site_ns_ = 0; // set_site_cost
 };
 
 } // namespace usdtprof

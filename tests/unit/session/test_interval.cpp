@@ -240,6 +240,12 @@ TEST_CASE("budget: attached all the time while cheap, a proportional share when 
 	REQUIRE(estimate_budget({5, 5'000, 0, 0.25, 17'685, 2'500'000}, 0.01, 0.01).next_duty == 0.25);
 	// A hot target's CPU time is nearly all probes: sampled hard, not left alone.
 	REQUIRE(estimate_budget({100'000, 5'000, 480'000'000, 1.0, 10'000'000}, 0.01, 0.01).next_duty == 0.01);
+	// A target that barely ran, over budget by its 2 hits, is not cut when
+	// detaching and attaching its probes costs more than they do.
+	REQUIRE(estimate_budget({2, 668, 34'000, 1.0}, 0.01, 0.01).next_duty < 1.0);
+	REQUIRE(estimate_budget({2, 668, 34'000, 1.0, 0, 0, 200'000}, 0.01, 0.01).next_duty == 1.0);
+	REQUIRE(estimate_budget({100'000, 5'000, 480'000'000, 1.0, 10'000'000, 0, 200'000}, 0.01, 0.01).next_duty ==
+		0.01);
 	// A sampled window that saw no hit widens step by step.
 	REQUIRE(estimate_budget({0, 500, 1'000'000, 0.05}, 0.01, 0.01).next_duty == Approx(0.1));
 	// So does one whose few hits say the probes are cheap now (a quiet
@@ -282,6 +288,18 @@ TEST_CASE("fair budget: a hot process is sampled alone, quiet ones keep every pr
 	d = fair_duties({{1, 10, 0.3, 0, 0.3}}, 1'000, 0.01, 0.01);
 	REQUIRE(d.at(1) == 0.3);
 	REQUIRE(fair_duties({}, 1'000, 0.01, 0.01).empty());
+	// CI's case: a process that barely ran (2 hits of 668 ns against 34 us of
+	// its CPU) beside a hot one is over its own share, but cutting 1.3 us of
+	// probes would cost more (its window's detach and attach, 200 us) than it
+	// saves: kept; the hot one pays what it takes over its share.
+	d = fair_duties({{1, 95'524, 1.0, 100'000'000, 1.0, 200'000}, {2, 2, 1.0, 34'000, 1.0, 200'000}}, 668, 0.025,
+			0.01);
+	REQUIRE(d.at(2) == 1.0);
+	double hot_probes = 95'524 * 668.0, quiet_over = 2 * 668.0 - 0.025 * (34'000 - 2 * 668.0);
+	REQUIRE(d.at(1) * hot_probes == Approx(0.025 * (100e6 - hot_probes) - quiet_over));
+	// Without the window's cost known, it is sampled as before.
+	d = fair_duties({{1, 95'524, 1.0, 100'000'000}, {2, 2, 1.0, 34'000}}, 668, 0.025, 0.01);
+	REQUIRE(d.at(2) < 1.0);
 }
 
 TEST_CASE("retention: oldest intervals go first, by count, bytes and age", "[interval]")
