@@ -333,6 +333,27 @@ TEST_CASE("clients: go tool pprof keeps Python's <module>, <lambda>, <dictcomp> 
 	check_pprof(pb, report);
 }
 
+TEST_CASE("clients: go tool pprof reads the export of an old build's profile with the old build's own times",
+	  "[clients][pprof][old-profiles]")
+{
+	std::string dir = temp_dir();
+	size_t files = 0;
+	for (const auto &e : fs::directory_iterator(source_file("tests/fixtures/old-profiles"))) {
+		if (e.path().extension() != ".data")
+			continue;
+		std::string data = e.path().string(), pb = dir + "/" + e.path().stem().string() + ".pb.gz";
+		INFO(data);
+		REQUIRE(run({usdtprof(), "export", data, "--format", "pprof", "-o", pb}).status == 0);
+		// The report of today is the old build's (test_old_profiles.cpp); pprof shows it.
+		std::ifstream in(e.path().parent_path() / (e.path().stem().string() + ".report.json"));
+		json old = json::parse(in), report = report_json(data);
+		REQUIRE(report["total_self_ns"] == old["total_self_ns"]);
+		check_pprof(pb, report);
+		files++;
+	}
+	REQUIRE(files >= 3);
+}
+
 TEST_CASE("clients: the DevTools trace engine loads the trace with no mismatch: names, self times, flows",
 	  "[clients][trace]")
 {

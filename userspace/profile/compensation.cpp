@@ -244,6 +244,14 @@ std::string merged_compensation_line(const Profile &profile)
 	return out + "\n";
 }
 
+std::string merged_durations_line(const Profile &profile)
+{
+	if (!profile.parts_without_durations)
+		return "";
+	return "durations (min, p50, p99, max) not shown: " + std::to_string(profile.parts_without_durations) +
+	       " of the merged profiles carry none (recorded by a usdtprof older than them)\n";
+}
+
 std::vector<std::string> held_semaphores(const Profile &profile)
 {
 	std::vector<std::string> out;

@@ -42,6 +42,8 @@ std::string compensation_line(const Profile &raw, const CompensationSummary &sum
 // A merged profile whose parts were compensated apart (compensated_parts):
 // says so, as compensation_line would of one profile; else "".
 std::string merged_compensation_line(const Profile &profile);
+// A merge of profiles with and without durations shows none: what says so.
+std::string merged_durations_line(const Profile &profile);
 // The probes a recording held the semaphore of without probing them
 // ("provider:name"): held so that the runtime fires the probes it records
 // (CPython 3.11's python:line), they make it run slower between probes,

@@ -137,6 +137,10 @@ struct Profile {
 	// no calibration, yet its times are compensated. Not saved.
 	uint32_t compensated_parts = 0;
 	uint32_t merged_parts = 0;
+	// Profiles merged with others that carry durations though they carry
+	// none (recorded by a usdtprof older than them): the merge then has no
+	// durations, rather than those of only some of its calls. Not saved.
+	uint32_t parts_without_durations = 0;
 	std::vector<ProfileSpan> spans;         // record --span, by name then pid
 	// record --per-thread: each thread's call paths hang under a frame of
 	// its own, "NAME (tid N)"; these are those frames' nodes, ascending.

@@ -251,6 +251,16 @@ Profile merge_profiles(const std::vector<Profile> &parts, bool raw)
 		merger.add(keep || raw || !p.calibration ? p : compensate(p));
 	Profile out = merger.take();
 	add_times(out, parts);
+	// A part with call paths but no durations (an older usdtprof's file):
+	// the durations of the other parts' calls alone would pass for all of
+	// them (min, p50, p99, max of half the calls), so none are shown.
+	auto without = std::count_if(parts.begin(), parts.end(), [](const Profile &p) {
+		return !p.distributions && !p.nodes.empty();
+	});
+	if (without && out.distributions) {
+		drop_distributions(out);
+		out.parts_without_durations = uint32_t(without);
+	}
 	if (keep) {
 		out.calibration = parts[0].calibration;
 		out.calibration->function_kinds = merger.kinds;

@@ -15,7 +15,8 @@ namespace usdtprof {
 // The profiles' nodes, functions, processes and probes as one profile: the
 // same call path of the same process becomes one node whose calls, open
 // calls and times are the sums (processes stay apart by pid); anomaly
-// counters add up, durations add up, the start is the earliest and the stop
+// counters add up, durations add up (none at all when a part with call
+// paths has none: an older usdtprof's), the start is the earliest and the stop
 // the latest. When every part has the same calibration (a monitor's
 // intervals) it is kept; otherwise each part is compensated with its own
 // before merging (unless raw) and the result has none.

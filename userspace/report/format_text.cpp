@@ -82,6 +82,7 @@ std::string report_footer(const Profile &profile, const ReportOptions &options, 
 		out += "times as measured (--raw): probe overhead included\n";
 	out += compensation_line(profile, summary);
 	out += merged_compensation_line(profile);
+	out += merged_durations_line(profile);
 	out += held_semaphore_line(profile, held_semaphore_cost);
 	if (uncertain)
 		out += "~: within the calibration's spread, not precise (a self time: of its calls; an average or one call's "
