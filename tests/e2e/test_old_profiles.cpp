@@ -155,7 +155,10 @@ TEST_CASE("old profiles: diff against a recording made now, and a merge with it,
 			REQUIRE(f["base"]["calls"] == std::get<0>(functions_of(old).at(f["name"].get<std::string>())));
 			REQUIRE(f["new"]["calls"] == function(now.report, f["name"].get<std::string>())["calls"]);
 		}
-		ok({usdtprof(), "diff", data, now.data});
+		// The old side's calls are not taken as calls that never spread.
+		REQUIRE(diff["base"]["durations"] == false);
+		REQUIRE(diff["new"]["durations"] == true);
+		REQUIRE(ok({usdtprof(), "diff", data, now.data}).out.find("base has no durations") != std::string::npos);
 		// Merged: calls add up; the durations of the new half's calls alone
 		// would pass for all of them, so none are shown.
 		Output merged = ok({usdtprof(), "report", data, now.data});

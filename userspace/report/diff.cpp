@@ -66,6 +66,7 @@ struct Side {
 	std::map<std::string, Stats> functions, paths;
 	std::map<std::string, std::vector<std::string>> stacks;
 	uint64_t total_ns = 0;
+	bool durations = true; // the profile carries them (an older usdtprof's does not)
 };
 
 std::string joined(const std::vector<std::string> &stack)
@@ -86,6 +87,7 @@ Side side_of(const Profile &profile, const DiffOptions &options)
 	auto se = [&](const Distribution &d) { return wall ? mean_se_ns(d) : -1; };
 	Side s;
 	s.total_ns = tree.total_self_ns;
+	s.durations = profile.distributions || profile.nodes.empty();
 	for (const FunctionSummary &f : summarize_functions(tree))
 		s.functions[f.name] = {f.calls, f.self_ns, f.total_ns, f.uncertain_ns, se(f.dist)};
 	for (uint32_t i = 0; i < tree.nodes.size(); i++) {
@@ -181,6 +183,23 @@ double calls_se(const Stats &s)
 	return s.mean_se_ns / (double(s.self_ns) / double(s.calls));
 }
 
+// A side whose profile has no durations (an older usdtprof's) has no
+// spread of its calls to show, not none: its calls are taken to spread as
+// the other side's do, relative to their mean, rather than not at all
+// (which would make any change of theirs look significant).
+void spread_for_the_one_without(Stats *base_without, Stats *new_without, const Stats &a, const Stats &b)
+{
+	auto take = [](Stats &into, const Stats &from) {
+		double relative = calls_se(from);
+		if (relative > 0 && into.calls && into.self_ns)
+			into.mean_se_ns = relative * (double(into.self_ns) / double(into.calls));
+	};
+	if (base_without && !new_without)
+		take(*base_without, b);
+	else if (new_without && !base_without)
+		take(*new_without, a);
+}
+
 // z of a row's per-call change over the run's, from the units' spread, the
 // run's spread and the calibration's uncertainty.
 std::optional<double> z_of(const Stats &a, const Stats &b, const std::vector<double> &ua, const std::vector<double> &ub,
@@ -270,7 +289,8 @@ std::vector<DiffRow> rows(const Side &a, const Side &b, bool paths, const std::v
 		if (r.status != DiffStatus::Changed)
 			continue;
 		Diff::Run others = logs.size() <= kLeaveOneOutRows ? run_level(logs, &r.name) : run;
-		const Stats sa = ta.at(r.name), sb = tb.at(r.name);
+		Stats sa = ta.at(r.name), sb = tb.at(r.name);
+		spread_for_the_one_without(a.durations ? nullptr : &sa, b.durations ? nullptr : &sb, sa, sb);
 		r.z = z_of(sa, sb, r.base.per_call_ns, r.now.per_call_ns, others);
 		r.significant = r.z && std::fabs(*r.z) >= kSignificantZ;
 	}
@@ -371,9 +391,24 @@ Diff diff_profiles(const Profile &base_raw, const Profile &new_raw, const DiffOp
 	add_units(now, options, scale, units_b);
 	d.base_units = units_a.size();
 	d.new_units = units_b.size();
+	d.base_durations = a.durations;
+	d.new_durations = b.durations;
 	d.functions = rows(a, b, false, units_a, units_b, d.functions_run);
 	d.paths = rows(a, b, true, units_a, units_b, d.paths_run);
 	return d;
+}
+
+// What a profile without durations (an older usdtprof's) does to the z column.
+std::string durations_note(const Diff &d)
+{
+	if (d.base_durations && d.new_durations)
+		return "";
+	if (!d.base_durations && !d.new_durations)
+		return "\nneither profile has durations (recorded by a usdtprof older than them): z from the processes' and "
+		       "the run's spread only\n";
+	return std::string("\n") + (d.base_durations ? "new" : "base") +
+	       " has no durations (recorded by a usdtprof older than them): its calls are taken to spread as " +
+	       (d.base_durations ? "base's" : "new's") + " do\n";
 }
 
 std::string render_diff_text(const Diff &d, const DiffOptions &options)
@@ -389,6 +424,7 @@ std::string render_diff_text(const Diff &d, const DiffOptions &options)
 	std::string out = buf;
 	out += "functions, significant changes first, then by the size of the change of self time:\n" + table_text(d.functions, options);
 	out += "\npaths, in the same order:\n" + table_text(d.paths, options);
+	out += durations_note(d);
 	out += "\n*: significant, the per-call self time changed beyond 3 times the spread the profiles show (z); "
 	       "-: no spread to judge by (or fewer than 10 calls in one process); new/gone: only in NEW/BASE (docs/diff.md)\n";
 	return out;
@@ -398,8 +434,8 @@ std::string render_diff_json(const Diff &d, const DiffOptions &options)
 {
 	json j = {{"time", time_mode_name(options.time)},
 		  {"normalize", options.normalize},
-		  {"base", {{"total_self_ns", d.base_total_ns}, {"processes", d.base_units}}},
-		  {"new", {{"total_self_ns", d.new_total_ns}, {"processes", d.new_units}}},
+		  {"base", {{"total_self_ns", d.base_total_ns}, {"processes", d.base_units}, {"durations", d.base_durations}}},
+		  {"new", {{"total_self_ns", d.new_total_ns}, {"processes", d.new_units}, {"durations", d.new_durations}}},
 		  {"run", {{"functions", {{"ratio", d.functions_run.ratio}, {"spread", d.functions_run.spread}}},
 			   {"paths", {{"ratio", d.paths_run.ratio}, {"spread", d.paths_run.spread}}}}},
 		  {"functions", rows_json(d.functions, false, options.limit)},

@@ -51,6 +51,9 @@ struct DiffOptions {
 struct Diff {
 	uint64_t base_total_ns = 0, new_total_ns = 0; // sums of self time (before scaling)
 	size_t base_units = 0, new_units = 0;         // processes
+	// Each profile carries durations (an older usdtprof's does not: its calls
+	// are taken to spread as the other's do, relative to their mean).
+	bool base_durations = true, new_durations = true;
 	// What the run as a whole moved, per table: the median per-call ratio
 	// over the rows in both, and its robust spread (1.4826 MAD of the log
 	// ratios; 0 under 3 rows).

@@ -198,3 +198,32 @@ TEST_CASE("diff: one process's calls give the spread from their durations; a few
 	CHECK_FALSE(row(few.functions, "c").significant);
 	CHECK(render_diff_text(few, {}).find("fewer than 10 calls in one process") != std::string::npos);
 }
+
+TEST_CASE("diff: a profile without durations (an older usdtprof's) is not taken as calls that never spread", "[diff]")
+{
+	const std::vector<std::pair<std::string, uint64_t>> now_fs = {
+		{"a", 1010}, {"b", 1980}, {"c", 6000}, {"d", 4040}, {"e", 4950}};
+	// NEW's c calls spread wide (9 short, 1 ten times as long).
+	Profile now = one_process(now_fs, "c");
+	// BASE with calls that all last the same (tight) and BASE without durations.
+	Profile tight = one_process(kBase), without = one_process(kBase);
+	drop_distributions(without);
+	Diff with_tight = diff_profiles(tight, now, {}), with_none = diff_profiles(without, now, {});
+	REQUIRE(row(with_tight.functions, "c").z);
+	REQUIRE(row(with_none.functions, "c").z);
+	// Its calls take NEW's spread: a smaller z than calls known not to spread.
+	CHECK(std::fabs(*row(with_none.functions, "c").z) < std::fabs(*row(with_tight.functions, "c").z));
+	CHECK_FALSE(with_none.base_durations);
+	CHECK(with_none.new_durations);
+	CHECK(render_diff_text(with_none, {}).find("base has no durations (recorded by a usdtprof older than them): its "
+						   "calls are taken to spread as new's do") != std::string::npos);
+	CHECK(render_diff_text(with_tight, {}).find("no durations") == std::string::npos);
+	CHECK(nlohmann::json::parse(render_diff_json(with_none, {}))["base"]["durations"] == false);
+	// The other way round, and neither.
+	Diff reversed = diff_profiles(now, without, {});
+	CHECK(render_diff_text(reversed, {}).find("new has no durations") != std::string::npos);
+	Profile without_now = now;
+	drop_distributions(without_now);
+	CHECK(render_diff_text(diff_profiles(without, without_now, {}), {}).find("neither profile has durations") !=
+	      std::string::npos);
+}
