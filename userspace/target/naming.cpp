@@ -298,14 +298,15 @@ bool boxing_conversion(std::string_view callee)
 
 // The methods a hidden class's methods call that name it: what ran inside it
 // but is not its code left out (a class's initialisation, synthetic frames
-// such as "[other]"), then boxing conversions when another method is left.
+// such as "[other]"), then boxing conversions when another method is left
+// (when none is, the conversions are what it stands for: all of them).
 std::vector<std::string> lambda_targets(const std::set<std::string> &callees)
 {
 	std::vector<std::string> kept;
 	for (const std::string &c : callees)
 		if (!c.starts_with("[") && !c.ends_with(".<clinit>()"))
 			kept.push_back(c);
-	if (kept.size() > 1)
+	if (std::any_of(kept.begin(), kept.end(), [](const std::string &c) { return !boxing_conversion(c); }))
 		std::erase_if(kept, [](const std::string &c) { return boxing_conversion(c); });
 	return kept;
 }
@@ -319,6 +320,19 @@ std::string lambda_tag(std::string_view host, const std::string &callee)
 		return callee;
 	std::string own = callee.substr(host.size() + 1);
 	return own.starts_with("lambda$") ? own.substr(0, own.find('(')) : own;
+}
+
+// The JVM's number of a hidden class ("Srv$$Lambda$11" -> 11; 0: none):
+// the order in which the JVM made its lambdas.
+uint64_t lambda_number(std::string_view cls)
+{
+	size_t at = cls.rfind("$$Lambda$");
+	if (at == std::string_view::npos)
+		return 0;
+	uint64_t n = 0;
+	for (char c : cls.substr(at + strlen("$$Lambda$")))
+		n = n * 10 + uint64_t(c - '0'); // lambda_class checked the digits
+	return n;
 }
 
 } // namespace
@@ -344,19 +358,37 @@ void JavaLambdaNames::add_call(uint32_t tgid, const std::string &lambda, const s
 void JavaLambdaNames::resolve()
 {
 	resolved_ = true;
-	std::map<std::pair<uint32_t, std::string>, int> named; // (tgid, new class) -> hidden classes given it
+	// (tgid, new class) -> the hidden classes given it, by their numbers.
+	std::map<std::pair<uint32_t, std::string>, std::map<uint64_t, std::string>> named;
 	for (const auto &[key, callees] : callees_) {
 		std::vector<std::string> targets = lambda_targets(callees);
-		if (targets.size() != 1)
+		// JDK 21's classes have no number: "Srv$$Lambda" may be several
+		// lambdas, and several methods theirs, not one's.
+		if (targets.empty() || (targets.size() > 1 && lambda_number(key.second) == 0))
 			continue;
 		std::string host = key.second.substr(0, key.second.rfind("$$Lambda"));
-		std::string renamed = host + "$$Lambda[" + lambda_tag(host, targets[0]) + "]";
+		// Several methods (Integer::valueOf as a Function<Integer,Integer>:
+		// both conversions): all of them, in order.
+		std::string tag;
+		for (const std::string &t : targets)
+			tag += (tag.empty() ? "" : "+") + lambda_tag(host, t);
+		std::string renamed = host + "$$Lambda[" + tag;
 		renamed_[key] = renamed;
-		named[{key.first, renamed}]++;
+		named[{key.first, renamed}][lambda_number(key.second)] = key.second;
 	}
 	// Two hidden classes of one process given one name (two references to
-	// one method) keep their numbers: never one row.
-	std::erase_if(renamed_, [&](const auto &r) { return named[{r.first.first, r.second}] > 1; });
+	// one method in one class) are numbered in the order the JVM made them
+	// ("[java.lang.String.length()#2]"): never one row, and the same names
+	// in another run that makes them in the same order.
+	for (const auto &[name, classes] : named) {
+		int n = 0;
+		for (const auto &[number, cls] : classes) {
+			std::string &r = renamed_[{name.first, cls}];
+			if (classes.size() > 1)
+				r += "#" + std::to_string(++n);
+			r += "]";
+		}
+	}
 }
 
 std::string JavaLambdaNames::name(uint32_t tgid, const std::string &name)

@@ -143,26 +143,34 @@ TEST_CASE("java: a method reference's hidden class is named by the method it nam
 	      "pkg.Srv$$Lambda[twice(int)].apply(Integer):Integer");
 }
 
-TEST_CASE("java: two lambdas are never one name: one calling none or several methods, or named like "
-	  "another, keeps its number", "[presets]")
+TEST_CASE("java: two lambdas are never one name: two named alike are numbered in the JVM's order, one calling "
+	  "several methods is named by all, one calling none keeps its number", "[presets]")
 {
 	JavaLambdaNames lambdas;
-	// Two references to String::length in one class: one name would merge them, in this process.
-	lambdas.add_call(7, "Srv$$Lambda$20.applyAsInt(Object)", "java.lang.String.length()");
-	lambdas.add_call(7, "Srv$$Lambda$21.applyAsInt(Object)", "java.lang.String.length()");
+	// Two references to String::length in one class: one name would merge them, in this process;
+	// numbered by the order the JVM made them (its numbers, not their text: 9 before 10).
+	lambdas.add_call(7, "Srv$$Lambda$10.applyAsInt(Object)", "java.lang.String.length()");
+	lambdas.add_call(7, "Srv$$Lambda$9.applyAsInt(Object)", "java.lang.String.length()");
 	lambdas.add_call(8, "Srv$$Lambda$20.applyAsInt(Object)", "java.lang.String.length()");
 	// Function<Integer,Integer> f = Integer::valueOf: two conversions, neither the one named.
-	lambdas.add_call(7, "Srv$$Lambda$22.apply(Object):Object", "java.lang.Integer.intValue()");
 	lambdas.add_call(7, "Srv$$Lambda$22.apply(Object):Object", "java.lang.Integer.valueOf(int):Integer");
+	lambdas.add_call(7, "Srv$$Lambda$22.apply(Object):Object", "java.lang.Integer.intValue()");
 	// Only an [other] frame (the path table was full) under it.
 	lambdas.add_call(7, "Srv$$Lambda$23.run()", "[other]");
-	CHECK(lambdas.name(7, "Srv$$Lambda$20.applyAsInt(Object)") == "Srv$$Lambda$20.applyAsInt(Object)");
-	CHECK(lambdas.name(7, "Srv$$Lambda$21.applyAsInt(Object)") == "Srv$$Lambda$21.applyAsInt(Object)");
+	CHECK(lambdas.name(7, "Srv$$Lambda$9.applyAsInt(Object)") ==
+	      "Srv$$Lambda[java.lang.String.length()#1].applyAsInt(Object)");
+	CHECK(lambdas.name(7, "Srv$$Lambda$10.applyAsInt(Object)") ==
+	      "Srv$$Lambda[java.lang.String.length()#2].applyAsInt(Object)");
 	CHECK(lambdas.name(8, "Srv$$Lambda$20.applyAsInt(Object)") ==
 	      "Srv$$Lambda[java.lang.String.length()].applyAsInt(Object)");
-	CHECK(lambdas.name(7, "Srv$$Lambda$22.apply(Object):Object") == "Srv$$Lambda$22.apply(Object):Object");
+	CHECK(lambdas.name(7, "Srv$$Lambda$22.apply(Object):Object") ==
+	      "Srv$$Lambda[java.lang.Integer.intValue()+java.lang.Integer.valueOf(int):Integer].apply(Object):Object");
 	CHECK(lambdas.name(7, "Srv$$Lambda$23.run()") == "Srv$$Lambda$23.run()");
 	CHECK(lambdas.name(7, "Srv$$Lambda$24.run()") == "Srv$$Lambda$24.run()"); // no call recorded
+	// JDK 21's classes, with no number: one name may be several lambdas, whose methods are not one's.
+	lambdas.add_call(7, "Srv$$Lambda.run()", "Srv.lambda$main$0()");
+	lambdas.add_call(7, "Srv$$Lambda.run()", "Srv.lambda$main$1()");
+	CHECK(lambdas.name(7, "Srv$$Lambda.run()") == "Srv$$Lambda.run()");
 	// A callee in a class whose name merely starts with the host's keeps its class.
 	JavaLambdaNames other;
 	other.add_call(7, "Srv$$Lambda$1.run()", "SrvX.lambda$go$0()");
