@@ -278,11 +278,14 @@ TEST_CASE("html: a time within the calibration's spread shows ~ in the page as i
 	require_marks(shown["table_cpu"], cpu["functions"]);
 	require_marks(shown["table"], wall["functions"]);
 
-	// tiny does nothing between its probes: on-CPU, its self time and its
-	// shortest call are the probes' cost give or take, within the spread.
+	// tiny does nothing between its probes: its shortest call is the probes'
+	// cost give or take, within the spread. Its on-CPU self time is too when
+	// the probes cost what calibration measured; beside CPU-bound processes
+	// they may cost more (up to 4x seen): whether it is marked is JSON's
+	// self_uncertain, which require_marks held the page to.
 	const json &tiny = row_named(shown["table_cpu"], "tiny");
 	INFO("tiny " << tiny.dump());
-	REQUIRE(marked(tiny, "self"));
+	bool tiny_cpu_self = row_named(cpu["functions"], "tiny")["self_uncertain"];
 	REQUIRE(marked(tiny, "min"));
 	REQUIRE(marked(row_named(shown["table"], "tiny"), "min"));
 	// busy spins 2 ms a call: it has a spread, far below its times: nothing marked.
@@ -297,7 +300,7 @@ TEST_CASE("html: a time within the calibration's spread shows ~ in the page as i
 	REQUIRE(shown["note_cpu"] == kUncertainNote);
 	REQUIRE(shown["facts"].get<std::string>().find(kUncertainNote) != std::string::npos);
 	// The flame graph's tooltips mark a frame's self time as its table row,
-	// and give its spread; tiny's sandwich (on-CPU) marks its self time.
+	// and give its spread; tiny's sandwich (on-CPU) marks its self time as JSON does.
 	bool tiny_self = row_named(wall["functions"], "tiny")["self_uncertain"];
 	for (const json &frame : shown["tips"]) {
 		std::string tip = frame["tip"];
@@ -309,7 +312,7 @@ TEST_CASE("html: a time within the calibration's spread shows ~ in the page as i
 			REQUIRE((tip.find("self ~") != std::string::npos) == tiny_self);
 		}
 	}
-	REQUIRE(shown["sandwich_cpu"].get<std::string>().find("self ~") != std::string::npos);
+	REQUIRE((shown["sandwich_cpu"].get<std::string>().find("self ~") != std::string::npos) == tiny_cpu_self);
 }
 
 TEST_CASE("html: a hostile program's names reach the page as the text report escapes them, and run nothing",

@@ -1,8 +1,8 @@
 /* For the reports' uncertainty marks (~): tiny() does nothing between its
  * probes, 20000 calls, so its compensated time is the probes' own cost give
  * or take: within the calibration's spread (its shortest call surely, its
- * on-CPU self time as a rule); busy() spins 2 ms a call, 5 calls: far above
- * any spread. */
+ * on-CPU self time when the probes cost what calibration measured); busy()
+ * spins 2 ms a call, 5 calls: far above any spread. */
 #include <usdtprof/usdtprof.h>
 #include "spin.h"
 
