@@ -12,10 +12,12 @@
 #include <tuple>
 
 #include "harness.h"
+#include "../report_figures.h"
 
 using namespace e2e;
 using nlohmann::json;
 namespace fs = std::filesystem;
+using namespace report_figures;
 
 namespace {
 
@@ -35,22 +37,6 @@ json old_report(const std::string &data)
 	std::ifstream in(data.substr(0, data.size() - 5) + ".report.json");
 	REQUIRE(in);
 	return json::parse(in);
-}
-
-using Figures = std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>; // calls, open, self, total
-
-Figures figures(const json &row)
-{
-	return {row["calls"].get<uint64_t>(), row["open"].get<uint64_t>(), row["self_ns"].get<uint64_t>(),
-		row["total_ns"].get<uint64_t>()};
-}
-
-std::map<std::string, Figures> functions_of(const json &report)
-{
-	std::map<std::string, Figures> out;
-	for (const json &f : report["functions"])
-		out[f["name"].get<std::string>()] = figures(f);
-	return out;
 }
 
 Output ok(const std::vector<std::string> &argv)

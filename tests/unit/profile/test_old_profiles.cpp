@@ -14,12 +14,14 @@
 #include <nlohmann/json.hpp>
 
 #include "../render_as.h"
+#include "../../report_figures.h"
 #include "profile/profile.h"
 #include "profile/profile_set.h"
 
 using namespace usdtprof;
 using nlohmann::json;
 namespace fs = std::filesystem;
+using namespace report_figures;
 
 namespace {
 
@@ -47,22 +49,6 @@ json read_json(const fs::path &path)
 fs::path beside(const fs::path &data, const std::string &suffix)
 {
 	return data.parent_path() / (data.stem().string() + suffix);
-}
-
-using Figures = std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>; // calls, open, self, total
-
-Figures figures(const json &row)
-{
-	return {row["calls"].get<uint64_t>(), row["open"].get<uint64_t>(), row["self_ns"].get<uint64_t>(),
-		row["total_ns"].get<uint64_t>()};
-}
-
-std::map<std::string, Figures> functions_of(const json &report)
-{
-	std::map<std::string, Figures> out;
-	for (const json &f : report["functions"])
-		out[f["name"].get<std::string>()] = figures(f);
-	return out;
 }
 
 // Per path (names joined by ';'): old reports give each path its "stack",
