@@ -2,8 +2,8 @@
 // report's arrays are tens of MB each, and first touching them, 4 KiB page
 // by page, cost more than the work done in them (measured: 256 MB touched in
 // 0.9 s of CPU in 4 KiB pages, 0.3 s in 2 MiB pages, on this host, whose THP
-// mode is "madvise": a program has to ask). Not for the call paths read from
-// the kernel (reserve_fresh): a huge page of fresh memory is dearer here.
+// mode is "madvise": a program has to ask). The call paths read from the
+// kernel go where fresh memory is cheaper on the host (reserve_fresh).
 #pragma once
 
 #include <cstddef>
@@ -26,18 +26,37 @@ template <class T> void reserve_huge(std::vector<T> &v, size_t n)
 	advise_huge_pages(v.data(), v.capacity() * sizeof(T));
 }
 
-// v.reserve(n) in 4 KiB pages, not advised: for the arrays a record's stop
-// or a monitor interval fills once, in fresh memory, with the kernel's call
-// paths (~190 MB at a million). This host is a VM that reports free 2 MiB
-// blocks back to its host, which then faults them in again on first touch:
-// a huge page can only come from such a block, while 4 KiB pages come first
-// from the guest's small free blocks, still backed. The first interval of a
-// million new paths: 0.62-0.70 s of CPU in 4 KiB pages, 0.56-1.51 s in huge
-// pages (docs/benchmarks.md, "Fresh memory in 4 KiB pages"). Where huge
-// pages are backed, 4 KiB ones cost ~0.05 s more per 190 MB in faults.
+// Whether memory touched for the first time is cheaper in huge pages on this
+// host; measured once per process (the first call): what a first write to a
+// 4 KiB page costs, over 64 pages (~0.1-0.7 ms). Hosts differ by ~10x:
+// - a KVM guest whose host takes back the 2 MiB blocks it frees (free page
+//   reporting) faults a 4 KiB page in ~1.5 us, a huge page of reported
+//   memory in up to ~10 ms (~20 us per 4 KiB of it);
+// - a guest of shadow page tables (PVM) traps every first touch of a 4 KiB
+//   page to its hypervisor: ~11 us each, 0.7 s per 256 MB, where its huge
+//   pages cost 0.02-0.5 s (docs/benchmarks.md, "Fresh memory, by host").
+// Above 4 us a page, huge pages. USDTPROF_FRESH_PAGES=huge or small decides
+// instead (the bench compares the two in one build).
+bool fresh_memory_in_huge_pages();
+
+// v.reserve(n) for the arrays a record's stop or a monitor interval fills
+// once, in fresh memory, with the kernel's call paths (~190 MB at a
+// million): advised as fresh_memory_in_huge_pages says, its whole 2 MiB
+// pages past the first 512 KiB, so that a small recording's arrays stay in 4 KiB pages.
+void advise_fresh(const void *data, size_t bytes);
 template <class T> void reserve_fresh(std::vector<T> &v, size_t n)
 {
 	v.reserve(n);
+	advise_fresh(v.data(), v.capacity() * sizeof(T));
+}
+
+// std::vector<T>(n, value), reserved as reserve_fresh.
+template <class T> std::vector<T> fresh_vector(size_t n, const T &value = T())
+{
+	std::vector<T> v;
+	reserve_fresh(v, n);
+	v.resize(n, value);
+	return v;
 }
 
 // std::vector<T>(n, value) in advised memory.
@@ -49,9 +68,9 @@ template <class T> std::vector<T> huge_vector(size_t n, const T &value = T())
 	return v;
 }
 
-// An array of n zero-initialised T in its own anonymous mapping, in 4 KiB
-// pages (as reserve_fresh: its users, IdIndex, index the kernel's paths
-// read fresh), unmapped when destroyed: its memory goes back to the kernel then,
+// An array of n zero-initialised T in its own anonymous mapping, advised as
+// reserve_fresh (its users, IdIndex, index the kernel's paths read fresh),
+// unmapped when destroyed: its memory goes back to the kernel then,
 // whatever malloc would have done with it. A 24 MB index of a million paths
 // freed by glibc landed in its heap (its mmap threshold grows with what is
 // freed) and stayed resident beside the profile made after it; unmapped,

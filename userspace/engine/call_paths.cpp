@@ -212,9 +212,9 @@ public:
 		: profile_(profile), paths_(paths), nodes_(paths.nodes), dists_(paths.dists), count_(paths.size()),
 		  base_(uint32_t(profile.nodes.size())), lookup_(lookup), process_roots_(process_roots),
 		  label_parents_(label_parents), thread_name_(thread_name),
-		  id_of_(std::vector<uint32_t>(count_, 0)), locations_(profile.locations),
-		  node_of_(std::vector<uint32_t>(count_, kNoParent)),
-		  parent_at_(std::vector<uint32_t>(count_, IdIndex::kNone))
+		  id_of_(fresh_vector<uint32_t>(count_, 0)), locations_(profile.locations),
+		  node_of_(fresh_vector<uint32_t>(count_, kNoParent)),
+		  parent_at_(fresh_vector<uint32_t>(count_, IdIndex::kNone))
 	{
 		find_parents();
 		reserve_fresh(order_, count_ + 64);

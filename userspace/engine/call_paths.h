@@ -63,8 +63,9 @@ struct PathColumns {
 	size_t size() const { return path.size(); }
 	bool empty() const { return path.empty(); }
 	uint32_t tgid(size_t i) const { return uint32_t(nodes[i].pid); }
-	// Room for n paths (and a few nodes more: add_call_paths' labels), in
-	// 4 KiB pages (reserve_fresh), reserved and not touched.
+	// Room for n paths (and a few nodes more: add_call_paths' labels),
+	// reserved and not touched, in the pages fresh memory is cheaper in here
+	// (reserve_fresh).
 	void reserve(size_t n);
 	void clear();
 	void append(uint64_t id, const usdtprof_path_stats &s);

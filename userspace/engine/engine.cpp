@@ -690,8 +690,8 @@ std::vector<PathRecord> Engine::read_paths(bool batched) const
 
 void Engine::read_paths(std::vector<PathRecord> &out, bool batched) const
 {
-	// Room for both tables full, reserved (not touched) up front, in 4 KiB
-	// pages (reserve_fresh: fresh huge pages are dearer here): growing the
+	// Room for both tables full, reserved (not touched) up front, in the
+	// pages fresh memory is cheaper in here (reserve_fresh): growing the
 	// vector by doubling copied its hundreds of MB (1M paths: reading took
 	// 4 s of CPU instead of ~1). Each record is kept compact (PathStats): the pages the kernel
 	// zeroes on first touch were most of the rest.
