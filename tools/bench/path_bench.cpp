@@ -31,7 +31,7 @@
 // thread's exit added its path cache to the table), each round reads the
 // whole table both ways, alternately (the order swapped every round, so that a
 // trend in the machine's load weighs on both alike), timed by the wall clock
-// and this thread's CPU clock; the medians are printed. Then the paths are
+// and this process's CPU clock; the medians are printed. Then the paths are
 // named and turned into profile nodes as `record` does (add_call_paths with the
 // FunctionNamer), timed once; then forgotten, in chunks of 100,000, batched and
 // key by key alternately, timed per path. Kernel memory: the tables' memlock
@@ -69,10 +69,12 @@ namespace {
 	exit(1);
 }
 
+// This process's CPU clock: all its threads (a read's upper half runs in a
+// thread of its own, path_batches.h).
 double cpu_now()
 {
 	timespec t;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
 	return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
 }
 
@@ -81,12 +83,12 @@ double wall_now()
 	return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// This thread's minor page faults so far: the first touch of fresh memory,
+// This process's minor page faults so far: the first touch of fresh memory,
 // most of a first interval's cost beside the kernel's lookups.
 long minor_faults_now()
 {
 	rusage u;
-	getrusage(RUSAGE_THREAD, &u);
+	getrusage(RUSAGE_SELF, &u);
 	return u.ru_minflt;
 }
 
