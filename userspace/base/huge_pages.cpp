@@ -48,21 +48,24 @@ int64_t small_page_fault_ns()
 	return ns;
 }
 
-bool decide_fresh_pages()
+} // namespace
+
+bool fresh_pages_huge(const char *forced, int64_t small_page_fault_ns)
 {
-	const char *forced = getenv("USDTPROF_FRESH_PAGES");
 	if (forced && !strcmp(forced, "huge"))
 		return true;
 	if (forced && !strcmp(forced, "small"))
 		return false;
-	return small_page_fault_ns() > 4000;
+	return small_page_fault_ns > 4000;
 }
-
-} // namespace
 
 bool fresh_memory_in_huge_pages()
 {
-	static const bool huge = decide_fresh_pages();
+	static const bool huge = [] {
+		const char *forced = getenv("USDTPROF_FRESH_PAGES");
+		bool decided = forced && (!strcmp(forced, "huge") || !strcmp(forced, "small"));
+		return fresh_pages_huge(forced, decided ? 0 : small_page_fault_ns());
+	}();
 	return huge;
 }
 

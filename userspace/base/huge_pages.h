@@ -38,6 +38,9 @@ template <class T> void reserve_huge(std::vector<T> &v, size_t n)
 // Above 4 us a page, huge pages. USDTPROF_FRESH_PAGES=huge or small decides
 // instead (the bench compares the two in one build).
 bool fresh_memory_in_huge_pages();
+// The choice itself: forced (USDTPROF_FRESH_PAGES, may be null) or by what a
+// first write to a 4 KiB page cost, ns.
+bool fresh_pages_huge(const char *forced, int64_t small_page_fault_ns);
 
 // v.reserve(n) for the arrays a record's stop or a monitor interval fills
 // once, in fresh memory, with the kernel's call paths (~190 MB at a
