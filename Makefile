@@ -226,6 +226,11 @@ $(OUTPUT)/bench/hit_drift: tools/bench/hit_drift.c include/usdtprof/usdtprof.h |
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS)
 
+$(OUTPUT)/bench/hit_inband: tools/bench/hit_inband.c include/usdtprof/usdtprof.h | deps
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS)
+
 $(OUTPUT)/bench/churn: tools/bench/churn.c include/usdtprof/usdtprof.h | deps
 	$(Q)mkdir -p $(@D) && $(CC) -O2 -g -Wall -pthread -Iinclude $< -o $@
 
