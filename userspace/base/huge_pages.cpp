@@ -8,18 +8,18 @@
 
 namespace usdtprof {
 
-void advise_huge_pages(const void *data, size_t bytes)
+namespace {
+
+constexpr uintptr_t kHuge = uintptr_t(2) << 20;
+
+// Asks for huge pages for the whole 2 MiB pages inside [begin, end).
+void advise_whole_huge_pages(uintptr_t begin, uintptr_t end)
 {
-	constexpr uintptr_t kHuge = uintptr_t(2) << 20;
-	if (bytes < 2 * kHuge)
-		return;
-	uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
-	uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHuge - 1);
+	begin = (begin + kHuge - 1) & ~(kHuge - 1);
+	end &= ~(kHuge - 1);
 	if (end > begin)
 		madvise(reinterpret_cast<void *>(begin), end - begin, MADV_HUGEPAGE);
 }
-
-namespace {
 
 constexpr size_t kPage = 4096;
 
@@ -50,6 +50,14 @@ int64_t small_page_fault_ns()
 
 } // namespace
 
+void advise_huge_pages(const void *data, size_t bytes)
+{
+	if (bytes < 2 * kHuge)
+		return;
+	uintptr_t begin = reinterpret_cast<uintptr_t>(data);
+	advise_whole_huge_pages(begin, begin + bytes);
+}
+
 bool fresh_pages_huge(const char *forced, int64_t small_page_fault_ns)
 {
 	if (forced && !strcmp(forced, "huge"))
@@ -71,13 +79,11 @@ bool fresh_memory_in_huge_pages()
 
 void advise_fresh(const void *data, size_t bytes)
 {
-	constexpr uintptr_t kSmallHead = uintptr_t(512) << 10, kHuge = uintptr_t(2) << 20;
+	constexpr uintptr_t kSmallHead = uintptr_t(512) << 10;
 	if (bytes <= kSmallHead || !fresh_memory_in_huge_pages())
 		return;
-	uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kSmallHead + kHuge - 1) & ~(kHuge - 1);
-	uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHuge - 1);
-	if (end > begin)
-		madvise(reinterpret_cast<void *>(begin), end - begin, MADV_HUGEPAGE);
+	uintptr_t begin = reinterpret_cast<uintptr_t>(data);
+	advise_whole_huge_pages(begin + kSmallHead, begin + bytes);
 }
 
 void *map_zeroed(size_t bytes)
