@@ -18,20 +18,25 @@ static long record_chain_frame(__u32 i, void *data)
 {
 	struct chain_ctx *c = data;
 	struct usdtprof_attach_frame *f;
-	struct usdtprof_path_slot slot = {};
+	struct usdtprof_path_slot *slot;
+	__u32 zero = 0;
 
 	if (i >= c->n)
 		return 1;
+	slot = bpf_map_lookup_elem(&scratch_slot, &zero);
+	if (!slot)
+		return 1;
 	f = &c->st->attach_chain[(c->n - 1 - i) & (USDTPROF_ATTACH_CHAIN - 1)];
-	slot.path = path_hash(c->parent, f->func);
-	slot.parent = c->parent;
-	slot.func = f->func;
-	slot.calls = 1;
-	slot.self_ns = f->self;
-	slot.total_ns = c->total;
-	slot.self_offcpu_ns = f->offcpu;
-	add_to_map(&slot, 0, c->st->tgid, 0);
-	c->parent = slot.path;
+	slot->path = path_hash(c->parent, f->func);
+	slot->parent = c->parent;
+	slot->func = f->func;
+	slot->calls = 1;
+	slot->self_ns = f->self;
+	slot->total_ns = c->total;
+	slot->self_offcpu_ns = f->offcpu;
+	slot->probe_ns = 0;
+	add_to_map(slot, 0, c->st->tgid, 0);
+	c->parent = slot->path;
 	c->total -= f->self < c->total ? f->self : c->total;
 	return 0;
 }
@@ -44,20 +49,23 @@ static __always_inline void record_attach_chain(struct usdtprof_thread_stack *st
 {
 	struct chain_ctx c = { .st = st, .n = st->chain_len };
 	__u64 top = thread_root(st);
-	struct usdtprof_path_slot root = {
-		.path = path_hash(top ? top : st->tgid, USDTPROF_FUNC_RUNNING_AT_ATTACH),
-		.parent = top,
-		.func = USDTPROF_FUNC_RUNNING_AT_ATTACH,
-	};
-	__u32 i;
+	struct usdtprof_path_slot *root;
+	__u32 i, zero = 0;
 
 	if (c.n == 0 || c.n > USDTPROF_ATTACH_CHAIN)
 		return;
+	root = bpf_map_lookup_elem(&scratch_slot, &zero);
+	if (!root)
+		return;
+	__builtin_memset(root, 0, sizeof(*root));
+	root->path = path_hash(top ? top : st->tgid, USDTPROF_FUNC_RUNNING_AT_ATTACH);
+	root->parent = top;
+	root->func = USDTPROF_FUNC_RUNNING_AT_ATTACH;
 	for (i = 0; i < USDTPROF_ATTACH_CHAIN && i < c.n; i++)
-		root.total_ns += st->attach_chain[i].self;
-	c.total = root.total_ns;
-	c.parent = root.path;
-	add_to_map(&root, 0, st->tgid, 0);
+		root->total_ns += st->attach_chain[i].self;
+	c.total = root->total_ns;
+	c.parent = root->path;
+	add_to_map(root, 0, st->tgid, 0);
 	bpf_loop(USDTPROF_ATTACH_CHAIN, record_chain_frame, &c, 0);
 	st->chain_len = 0;
 }

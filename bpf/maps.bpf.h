@@ -53,6 +53,16 @@ struct {
 	__type(value, struct usdtprof_path_stats);
 } path_blank SEC(".maps");
 
+/* Totals on their way to the map that no thread's cache holds (an open
+ * frame's, pop_frame; the attach chain's), beyond the 512-byte stack the
+ * exit program's calls share: one at a time. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct usdtprof_path_slot);
+} scratch_slot SEC(".maps");
+
 /* Tasks created and not yet ended: hash(tgid, task id) -> creator's path. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

@@ -77,6 +77,8 @@ static __always_inline void add_to_map(const struct usdtprof_path_slot *t, const
 	__sync_fetch_and_add(&s->total_ns, t->total_ns);
 	if (t->self_offcpu_ns)
 		__sync_fetch_and_add(&s->self_offcpu_ns, t->self_offcpu_ns);
+	if (t->probe_ns)
+		__sync_fetch_and_add(&s->probe_ns, t->probe_ns);
 	if (open)
 		__sync_fetch_and_add(&s->open, open);
 	/* A slot's durations (none when no call in it was timed, max 0). */
@@ -97,11 +99,20 @@ static __always_inline bool claim_path(struct usdtprof_thread_stack *st, __u64 p
 	return path_stats(path, parent, func, st->tgid) != 0;
 }
 
+/* A slot's totals added to the map, out of line: the map's code is not the
+ * hot path's, and inlined into the exit program it took stack the runtimes'
+ * identity needs there (512 bytes in all). */
+static __noinline void evict_slot(struct usdtprof_thread_stack *st, __u32 i)
+{
+	i &= USDTPROF_PATH_CACHE - 1;
+	add_to_map(&st->cache[i], &st->dist[i], st->tgid, 0);
+}
+
 /* A completed call goes to the thread's own path cache: no hashing, no
  * atomics, only the thread writes it. A slot holding another path is first
  * added to the map. */
 static __always_inline void add_to_cache(struct usdtprof_thread_stack *st, __u64 path, __u64 parent,
-					 __u64 func, __u64 self, __u64 total, __u64 offcpu, bool timed)
+					 __u64 func, __u64 self, __u64 total, __u64 offcpu, __u64 probe, bool timed)
 {
 	__u32 i = path & (USDTPROF_PATH_CACHE - 1);
 	struct usdtprof_path_slot *slot = &st->cache[i];
@@ -110,7 +121,7 @@ static __always_inline void add_to_cache(struct usdtprof_thread_stack *st, __u64
 	/* Also before a 16-bit bucket count could wrap. */
 	if (slot->path != path || slot->calls >= USDTPROF_DIST_SLOT_MAX) {
 		if (slot->calls)
-			add_to_map(slot, dist, st->tgid, 0);
+			evict_slot(st, i);
 		slot->path = path;
 		slot->parent = parent;
 		slot->func = func;
@@ -118,6 +129,7 @@ static __always_inline void add_to_cache(struct usdtprof_thread_stack *st, __u64
 		slot->self_ns = 0;
 		slot->total_ns = 0;
 		slot->self_offcpu_ns = 0;
+		slot->probe_ns = 0;
 		if (!durations_off)
 			__builtin_memset(dist, 0, sizeof(*dist));
 	}
@@ -125,6 +137,7 @@ static __always_inline void add_to_cache(struct usdtprof_thread_stack *st, __u64
 	slot->self_ns += self;
 	slot->total_ns += total;
 	slot->self_offcpu_ns += offcpu;
+	slot->probe_ns += probe;
 	if (timed && !durations_off) {
 		__u32 b = usdtprof_dist_bucket(total);
 

@@ -37,16 +37,25 @@ static __always_inline void pop_frame(struct usdtprof_thread_stack *st, __u32 d,
 	if (f->coarse == 2)
 		total = 0;
 	if (open) {
-		struct usdtprof_path_slot t = {
-			.path = f->path, .parent = f->parent, .func = func,
-			.calls = 1, .self_ns = self, .total_ns = total, .self_offcpu_ns = f->offcpu,
-		};
-		add_to_map(&t, 0, st->tgid, 1);
+		__u32 zero = 0;
+		struct usdtprof_path_slot *t = bpf_map_lookup_elem(&scratch_slot, &zero);
+
+		if (!t)
+			return;
+		t->path = f->path;
+		t->parent = f->parent;
+		t->func = func;
+		t->calls = 1;
+		t->self_ns = self;
+		t->total_ns = total;
+		t->self_offcpu_ns = f->offcpu;
+		t->probe_ns = f->probe;
+		add_to_map(t, 0, st->tgid, 1);
 		return;
 	}
 	/* A duration only from the frame's own exit: frames popped without
 	 * theirs ended at some unknown time before now. */
-	add_to_cache(st, f->path, f->parent, func, self, total, f->offcpu, timed && f->coarse != 2);
+	add_to_cache(st, f->path, f->parent, func, self, total, f->offcpu, f->probe, timed && f->coarse != 2);
 }
 
 struct pop_ctx {

@@ -26,6 +26,7 @@ char LICENSE[] SEC("license") = "GPL";
 #include "trace.bpf.h"
 #include "offcpu.bpf.h"
 #include "postgres.bpf.h"
+#include "inband.bpf.h"
 
 /* A thread's accounting starts at its first hit (in its program: an exec
  * starts it again). A function running then, entered before the attach, is
@@ -145,7 +146,7 @@ begin_hit(struct pt_regs *ctx, const struct usdtprof_probe_spec **spec, __u64 *f
 	if (!st)
 		return 0;
 	*func = hit_function(ctx, *spec, spec_index, st);
-	*now = bpf_ktime_get_ns();
+	*now = clock_at_hit(ctx, *spec, st);
 	if (st->switched_out)
 		place_missed_switch_in(st, task, bpf_get_smp_processor_id(), *now);
 	/* Userspace sets `paused` before it reads close_ns from the clock: a hit
@@ -259,6 +260,7 @@ int usdt_entry(struct pt_regs *ctx)
 	f->resume = now;
 	f->self = 0;
 	f->offcpu = 0;
+	f->probe = 0;
 	f->sp = site ? sp : 0;
 	f->site = site;
 	f->pair = spec->pair;
@@ -317,7 +319,7 @@ int usdt_exit(struct pt_regs *ctx)
 	if (st->overflow) {
 		st->overflow--;
 		marker = truncated_path(st);
-		add_to_cache(st, path_hash(marker, func), marker, func, 0, 0, 0, false);
+		add_to_cache(st, path_hash(marker, func), marker, func, 0, 0, 0, 0, false);
 		return 0;
 	}
 	d = st->depth;

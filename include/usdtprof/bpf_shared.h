@@ -256,7 +256,10 @@ struct usdtprof_probe_spec {
 	__u32 nop5_site;    /* userspace only: its sites are attached at a 5-byte nop,
 			       which the kernel may turn into a call: a cheaper hit,
 			       calibrated apart (a spec never mixes the two) */
-	__u32 pad;
+	__u32 inband;       /* the probe passes clock reads (our header's): clock_args */
+	/* inband: the program's CLOCK_MONOTONIC read right before this hit, and
+	 * its reads before and after its previous probe (include/usdtprof/usdtprof.h) */
+	struct usdtprof_arg_spec clock_args[3];
 };
 
 #define USDTPROF_CONTENT_PREFIXED(i) (1u << (16 + (i)))
@@ -298,6 +301,7 @@ struct usdtprof_frame {
 	__u64 site;   /* address of the entry probe (NESTS_SITE), or of the code
 			 that called the runtime's helper with bit 63 set
 			 (NESTS_CALLER), so the two never compare equal */
+	__u64 probe;  /* the part of self that probe hits took, measured in band */
 	__u32 pair;   /* the custom pair that opened it (spec->pair), 0 if none */
 	__u32 coarse; /* 0: recorded under its own path; 1: its path found no
 			 slot, it is recorded as its caller's [other] child;
@@ -330,6 +334,7 @@ struct usdtprof_path_slot {
 	__u64 self_ns;
 	__u64 total_ns;
 	__u64 self_offcpu_ns;
+	__u64 probe_ns;
 };
 
 /* Frames entered before the probes were attached, as their exits show them:
@@ -370,6 +375,12 @@ struct usdtprof_thread_stack {
 	 * reading and hashing the text again; 0 when none is pending. */
 	__u64 sql_text;
 	__u64 sql_func;
+	/* The thread's last hit of a probe that passes clock reads (inband): the
+	 * program's read before it, and the clock in its program (the point that
+	 * divides its cost between two frames); clock_before 0: none, or another
+	 * probe came since. */
+	__u64 clock_before;
+	__u64 clock_at;
 	struct usdtprof_attach_frame attach_chain[USDTPROF_ATTACH_CHAIN]; /* innermost first */
 	struct usdtprof_frame frames[USDTPROF_MAX_DEPTH];
 	struct usdtprof_path_slot cache[USDTPROF_PATH_CACHE];
@@ -420,6 +431,9 @@ struct usdtprof_path_stats {
 	__u64 self_ns;
 	__u64 total_ns;
 	__u64 self_offcpu_ns; /* part of self_ns spent off-CPU */
+	/* Part of self_ns that probe hits took, measured in band (the program's
+	 * clock reads around each hit of our header's probes); 0 for others. */
+	__u64 probe_ns;
 	/* Inclusive durations of the completed calls that were timed (not open
 	 * ones, not those of frames entered before the attach, not [truncated]
 	 * markers, not calls inside an [other] frame): their extremes (0, 0

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <ctime>
 #include <unistd.h>
 
 #include "target/proc_maps.h"
@@ -81,6 +82,7 @@ struct Signature {
 	std::array<uint32_t, USDTPROF_MAX_IDENT_ARGS> arg_kinds;
 	uint32_t derived; // 0, or 1 + its usdtprof_derived_kind
 	bool owner_together; // usdtprof_owner_args_together
+	uint32_t inband = 0; // passes clock reads: only what they leave out is calibrated
 	bool operator==(const Signature &) const = default;
 };
 
@@ -98,6 +100,7 @@ Signature signature_of(const usdtprof_probe_spec &s)
 		      usdtprof_owner_args_together(&s)};
 	for (uint32_t i = 0; i < identity_args(s); i++)
 		sig.arg_kinds[i] = s.args[i].kind;
+	sig.inband = s.inband;
 	return sig;
 }
 
@@ -116,7 +119,8 @@ std::string ident_name(const Signature &sig)
 
 std::string kind_name(const Signature &sig)
 {
-	return ident_name(sig) + (sig.derived ? " derived" : "") + (sig.nop5_site ? " nop5" : "");
+	return ident_name(sig) + (sig.derived ? " derived" : "") + (sig.nop5_site ? " nop5" : "") +
+	       (sig.inband ? " in-band" : "");
 }
 
 // Strings a content or SQL identity reads: as long as typical names and
@@ -225,6 +229,10 @@ usdtprof_probe_spec rewrite(usdtprof_probe_spec s, usdtprof_role role, KindPlan 
 		}
 	}
 	plan_derived(s, plan, owner_together);
+	// Clock reads in the registers after the name's, as run_batch passes them.
+	if (s.inband)
+		for (uint32_t i = 0; i < 3; i++)
+			s.clock_args[i] = {0, USDTPROF_ARG_REG, kArgRegs[1 + i], 8, 0};
 	// Names are captured once per function: their parts need not be real.
 	for (usdtprof_name_part &p : s.parts) {
 		p.arg = {0, USDTPROF_ARG_CONST, 0, 8, 0};
@@ -340,15 +348,40 @@ __attribute__((noinline)) void work(long n)
 		asm volatile("" ::: "memory");
 }
 
+uint64_t monotonic_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+// A kind's probe hit: with its clock reads as usdtprof.h's probes pass them
+// (the read before the hit, and the previous hit's two) when it takes them
+// (clock), its arguments as they are otherwise.
+struct ClockReads {
+	uint64_t before = 0, after = 0;
+};
+inline __attribute__((always_inline)) void hit(Site site, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+						 ClockReads *clock)
+{
+	if (!clock)
+		return site(a, b, c, d);
+	uint64_t before = monotonic_ns();
+	site(a, before, clock->before, clock->after);
+	clock->before = before;
+	clock->after = monotonic_ns();
+}
+
 // A parent's leaves, in a frame below the parent's as in real code: an entry
 // at the parent's site from the parent's own frame would prove the parent
 // gone (the dead-frame repair of native probes).
-__attribute__((noinline)) void run_leaves(Site enter, Site exit, uint64_t a, uint64_t b, uint64_t c, uint64_t d, long n)
+__attribute__((noinline)) void run_leaves(Site enter, Site exit, uint64_t a, uint64_t b, uint64_t c, uint64_t d, long n,
+					  ClockReads *clock)
 {
 	for (int j = 0; j < kLeaves; j++) {
-		enter(a, b, c, d);
+		hit(enter, a, b, c, d, clock);
 		work(n);
-		exit(a, b, c, d);
+		hit(exit, a, b, c, d, clock);
 	}
 	asm volatile("" ::: "memory"); // not a tail call: the frame stays below the parent's
 }
@@ -360,13 +393,14 @@ void run_batch(const KindPlan &p, size_t k, uint64_t root_id, long n = 0)
 {
 	Site enter = kEnterSites[k], exit = kExitSites[k];
 	uint64_t a = p.values[0], b = p.values[1], c = p.values[2], d = p.values[3];
+	ClockReads reads, *clock = p.sig.inband ? &reads : nullptr;
 	usdtprof_cal_enter_root(root_id, 0, 0, 0);
 	for (int i = 0; i < kParents; i++) {
-		enter(a, b, c, d);
+		hit(enter, a, b, c, d, clock);
 		work(n / 2);
-		run_leaves(enter, exit, a, b, c, d, n);
+		run_leaves(enter, exit, a, b, c, d, n, clock);
 		work(n - n / 2);
-		exit(a, b, c, d);
+		hit(exit, a, b, c, d, clock);
 	}
 	usdtprof_cal_exit_root(root_id, 0, 0, 0);
 }
@@ -382,10 +416,13 @@ long debug_work()
 }
 
 // The measured self time of a record: on-CPU when the switch hook splits it,
-// so that a preempted batch does not count its wait.
+// so that a preempted batch does not count its wait; less its probe time
+// measured in band (what is left to calibrate of a probe that passes clock
+// reads is what they leave out).
 double self_of(const PathStats &s, bool offcpu_hook)
 {
-	return double(offcpu_hook ? s.self_ns - s.self_offcpu_ns : s.self_ns);
+	uint64_t self = offcpu_hook ? s.self_ns - s.self_offcpu_ns : s.self_ns;
+	return double(self - std::min(self, s.probe_ns));
 }
 
 // USDTPROF_DEBUG: a kind's estimators and every batch's costs, by place.

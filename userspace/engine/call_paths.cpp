@@ -42,6 +42,7 @@ PathStats path_stats_of(const usdtprof_path_stats &s)
 	// between the two reads can put a few ns (or one theft) more off-CPU
 	// than the frame's self time.
 	p.self_offcpu_ns = std::min(s.self_offcpu_ns, s.self_ns);
+	p.probe_ns = std::min(s.probe_ns, s.self_ns);
 	p.min_ns = s.min_ns;
 	p.max_ns = s.max_ns;
 	take_buckets(p.buckets, s);
@@ -59,6 +60,7 @@ usdtprof_path_stats kernel_stats_of(const PathStats &p)
 	s.self_ns = p.self_ns;
 	s.total_ns = p.total_ns;
 	s.self_offcpu_ns = p.self_offcpu_ns;
+	s.probe_ns = p.probe_ns;
 	s.min_ns = p.min_ns;
 	s.max_ns = p.max_ns;
 	for (auto [b, n] : p.buckets)
@@ -105,6 +107,7 @@ void PathColumns::append(uint64_t id, const usdtprof_path_stats &s)
 	n.total_ns = s.total_ns;
 	// As path_stats_of: a steal between the clock's two reads.
 	n.self_offcpu_ns = std::min(s.self_offcpu_ns, s.self_ns);
+	n.probe_ns = std::min(s.probe_ns, s.self_ns);
 	Distribution &d = dists.emplace_back();
 	d.min_ns = s.min_ns;
 	d.max_ns = s.max_ns;
@@ -123,6 +126,7 @@ void PathColumns::append(const PathRecord &r)
 	n.self_ns = r.stats.self_ns;
 	n.total_ns = r.stats.total_ns;
 	n.self_offcpu_ns = r.stats.self_offcpu_ns;
+	n.probe_ns = r.stats.probe_ns;
 	dists.push_back({r.stats.min_ns, r.stats.max_ns, r.stats.buckets});
 }
 
@@ -165,6 +169,7 @@ PathStats PathColumns::stats(size_t i) const
 	s.self_ns = nodes[i].self_ns;
 	s.total_ns = nodes[i].total_ns;
 	s.self_offcpu_ns = nodes[i].self_offcpu_ns;
+	s.probe_ns = nodes[i].probe_ns;
 	s.min_ns = dists[i].min_ns;
 	s.max_ns = dists[i].max_ns;
 	s.buckets = dists[i].buckets;

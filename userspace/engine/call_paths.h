@@ -32,6 +32,7 @@ struct PathStats {
 	uint64_t func = 0;
 	uint32_t tgid = 0;
 	uint64_t calls = 0, open = 0, self_ns = 0, total_ns = 0, self_offcpu_ns = 0;
+	uint64_t probe_ns = 0; // the part of self_ns probe hits took, measured in band
 	uint64_t min_ns = 0, max_ns = 0;
 	Buckets buckets; // the kernel's nonzero buckets, in bucket order
 };

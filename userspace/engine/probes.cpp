@@ -62,6 +62,23 @@ void place_owner_class(const FoundSite &f, usdtprof_probe_spec &spec)
 	spec.args[d.proof_arg] = name;
 }
 
+// Our header's probes (usdtprof.h) pass the program's clock reads in
+// arguments 1 to 3, each an 8-byte register: then each hit's time is
+// measured in band (bpf/inband.bpf.h). Sites built with an older header
+// pass the name alone.
+void place_clock_args(const FoundSite &f, usdtprof_probe_spec &spec)
+{
+	if (f.probe.provider != "usdtprof" || f.site.args.size() < 4)
+		return;
+	for (unsigned i = 0; i < 3; i++) {
+		auto arg = parse_usdt_arg(f.site.args[1 + i]);
+		if (!arg || arg->kind != USDTPROF_ARG_REG || arg->size != 8)
+			return;
+		spec.clock_args[i] = *arg;
+	}
+	spec.inband = 1;
+}
+
 usdtprof_probe_spec probe_spec(const FoundSite &f)
 {
 	const ProbeRole &p = f.probe;
@@ -76,6 +93,7 @@ usdtprof_probe_spec probe_spec(const FoundSite &f)
 		break;
 	case USDTPROF_IDENT_NATIVE:
 		spec.args[0] = site_arg(f, p.arg);
+		place_clock_args(f, spec);
 		break;
 	case USDTPROF_IDENT_CONST:
 		spec.const_func = const_function_id(p.const_name);

@@ -54,6 +54,8 @@ struct FunctionCosts {
 FunctionCosts function_costs(const Profile &raw)
 {
 	FunctionCosts costs;
+	if (!raw.calibration)
+		return costs;
 	costs.of.resize(std::max(raw.functions.size(), raw.calibration->function_kinds.size()));
 	for (size_t f = 0; f < costs.of.size(); f++)
 		costs.of[f] = {cost_of(raw, uint32_t(f)), is_task_frame(raw, uint32_t(f))};
@@ -64,7 +66,7 @@ FunctionCosts function_costs(const Profile &raw)
 // what its direct children added to its self time and the spread, and
 // what was removed from its whole subtree, for totals.
 struct Sums {
-	double child_cost = 0, child_spread = 0;
+	double child_cost = 0, child_spread = 0, child_calls = 0;
 	uint64_t removed = 0;
 };
 
@@ -92,6 +94,7 @@ std::vector<Sums> children_costs(const Profile &raw, const FunctionCosts &functi
 	for_each_child_cost(raw, function, [&](uint32_t parent, const PathNode &c, const ProbeCost &k) {
 		sums[parent].child_cost += double(c.calls) * k.caller_ns;
 		sums[parent].child_spread += double(c.calls) * k.caller_spread_ns;
+		sums[parent].child_calls += double(c.calls);
 	});
 	return sums;
 }
@@ -120,7 +123,7 @@ void take_costs(Profile &out, const FunctionCosts &function, std::vector<Sums> &
 		FunctionCost f = function(node.function);
 		const ProbeCost *k = f.cost;
 		Sums &sum = sums[i];
-		double cost = sum.child_cost + (k ? double(node.calls) * k->own_ns : 0);
+		double cost = sum.child_cost + (k ? double(node.calls) * k->own_ns : 0) + double(node.probe_ns);
 		double spread = sum.child_spread + (k ? double(node.calls) * k->own_spread_ns : 0);
 		bool clamped;
 		uint64_t take = take_of(node, cost, &clamped);
@@ -129,6 +132,7 @@ void take_costs(Profile &out, const FunctionCosts &function, std::vector<Sums> &
 		node.uncertain_ns = rounded(spread);
 		sum.removed += take;
 		s.removed_ns += take;
+		s.measured_ns += node.probe_ns;
 		node.total_ns = std::max(node.self_ns, node.total_ns - std::min(node.total_ns, sum.removed));
 		if (!inside.empty())
 			inside[i] += take;
@@ -147,14 +151,18 @@ void take_costs(Profile &out, const FunctionCosts &function, std::vector<Sums> &
 // descendants. (The same average taken from every call took a 184 us call
 // to 0 ns when the path's other calls had hundreds of children.) Exact for
 // their sum and for a path called once; never below 0.
-void shorten_durations(Profile &out, const FunctionCosts &function, const std::vector<uint64_t> &inside)
+// Probe time measured in band is a path's own hits' and its children's,
+// shared by their number (a call and each child call pay two half hits).
+void shorten_durations(Profile &out, const FunctionCosts &function, const std::vector<Sums> &sums,
+		       const std::vector<uint64_t> &inside)
 {
 	for (size_t i = 0; i < out.nodes.size() && i < out.dists.size(); i++) {
 		const PathNode &node = out.nodes[i];
 		if (!node.calls || !inside[i] || out.dists[i].empty())
 			continue;
 		const ProbeCost *k = function(node.function).cost;
-		uint64_t own = std::min(k ? rounded(k->own_ns) : 0, inside[i] / node.calls);
+		double measured = double(node.probe_ns) / (double(node.calls) + sums[i].child_calls);
+		uint64_t own = std::min(rounded((k ? k->own_ns : 0) + measured), inside[i] / node.calls);
 		uint64_t raw_total = node.total_ns + inside[i];
 		uint64_t raw_rest = raw_total - std::min(raw_total, own * node.calls);
 		shorten(out.dists[i], DurationCut{.own_ns = own, .keep_num = node.total_ns, .keep_den = raw_rest});
@@ -163,10 +171,15 @@ void shorten_durations(Profile &out, const FunctionCosts &function, const std::v
 
 } // namespace
 
+bool compensates(const Profile &raw)
+{
+	return (raw.calibration && !raw.calibration->kinds.empty()) || has_probe_time(raw);
+}
+
 std::vector<uint64_t> compensated_self_ns(const Profile &raw)
 {
 	std::vector<uint64_t> self;
-	if (!raw.calibration || raw.calibration->kinds.empty())
+	if (!compensates(raw))
 		return self;
 	FunctionCosts function = function_costs(raw);
 	// Each path's children's caller cost, summed as children_costs sums it.
@@ -179,7 +192,8 @@ std::vector<uint64_t> compensated_self_ns(const Profile &raw)
 		const PathNode &node = raw.nodes[i];
 		const ProbeCost *k = function(node.function).cost;
 		bool clamped;
-		self[i] = node.self_ns - take_of(node, cost[i] + (k ? double(node.calls) * k->own_ns : 0), &clamped);
+		double own = (k ? double(node.calls) * k->own_ns : 0) + double(node.probe_ns);
+		self[i] = node.self_ns - take_of(node, cost[i] + own, &clamped);
 	}
 	return self;
 }
@@ -188,7 +202,7 @@ std::vector<uint64_t> compensated_self_ns(const Profile &raw)
 void compensate_in_place(Profile &profile, CompensationSummary *summary)
 {
 	CompensationSummary s;
-	if (profile.calibration && !profile.calibration->kinds.empty()) {
+	if (compensates(profile)) {
 		s.applied = true;
 		FunctionCosts function = function_costs(profile);
 		std::vector<Sums> sums = children_costs(profile, function);
@@ -197,7 +211,7 @@ void compensate_in_place(Profile &profile, CompensationSummary *summary)
 			inside = huge_vector<uint64_t>(profile.nodes.size(), 0);
 		take_costs(profile, function, sums, inside, s);
 		if (profile.distributions)
-			shorten_durations(profile, function, inside);
+			shorten_durations(profile, function, sums, inside);
 	}
 	if (summary)
 		*summary = s;
@@ -268,13 +282,27 @@ std::string compensation_line(const Profile &raw, const CompensationSummary &sum
 	if (!summary.applied)
 		return "";
 	std::string kinds;
-	for (const ProbeCost &k : raw.calibration->kinds) {
-		char buf[160];
-		snprintf(buf, sizeof buf, "%s%s own %.0f ns, caller %.0f ns (+-%.0f/%.0f)", kinds.empty() ? "" : "; ",
-			 k.kind.c_str(), k.own_ns, k.caller_ns, k.own_spread_ns, k.caller_spread_ns);
-		kinds += buf;
+	if (raw.calibration)
+		for (const ProbeCost &k : raw.calibration->kinds) {
+			char buf[160];
+			snprintf(buf, sizeof buf, "%s%s own %.0f ns, caller %.0f ns (+-%.0f/%.0f)",
+				 kinds.empty() ? "" : "; ", k.kind.c_str(), k.own_ns, k.caller_ns, k.own_spread_ns,
+				 k.caller_spread_ns);
+			kinds += buf;
+		}
+	std::string out;
+	if (summary.measured_ns) {
+		char buf[200];
+		snprintf(buf, sizeof buf, "probe time measured in band taken out: %.3f ms (each hit of usdtprof.h's probes, by "
+			 "the program's own clock)%s\n", double(summary.measured_ns) / 1e6,
+			 kinds.empty() ? "; --raw shows times as measured" : "");
+		out += buf;
 	}
-	std::string out = "probe overhead taken out (per call; --raw shows times as measured): " + kinds + "\n";
+	if (!kinds.empty())
+		out += std::string(summary.measured_ns ? "and calibrated" : "probe overhead taken out") +
+		       " (per call; --raw shows times as measured): " + kinds + "\n";
+	if (!raw.calibration)
+		return out;
 	if (std::string unknown = uncompensated_kinds(*raw.calibration); !unknown.empty())
 		out += std::string(kUncompensated) + " (" + unknown + "), " + kUncalibrated + "\n";
 	if (summary.clamped)

@@ -16,11 +16,18 @@ struct CompensationSummary {
 	bool applied = false;    // the profile has a calibration
 	uint64_t removed_ns = 0; // probe cost taken out of self times
 	uint64_t clamped = 0;    // self times that would have gone below zero, set to zero
+	uint64_t measured_ns = 0; // probe time measured in band (PathNode::probe_ns), all of it
 };
 
+// Whether compensate() changes anything: the profile has a calibration or
+// probe time measured in band.
+bool compensates(const Profile &raw);
+
 // The profile with compensated times (raw times are the profile's own).
-// Per path: self = raw self - calls x own cost - (calls of its direct
-// children) x their caller cost, taken from the on-CPU part (probes run on
+// Per path: self = raw self - its probe time measured in band (probe_ns) -
+// calls x own cost - (calls of its direct children) x their caller cost
+// (for probes measured in band the calibration gives what their measure
+// leaves out: the clock reads' own cost), taken from the on-CPU part (probes run on
 // the CPU) and never below zero (counted in summary.clamped); totals lose
 // what their subtree's selfs lost. Each node's uncertain_ns is the
 // calibration's spread over the same calls. Frames no probe kind times

@@ -62,7 +62,7 @@ Result<Profile> filter_paths(const Profile &profile, const std::string &focus, c
 		PathNode node = profile.nodes[i];
 		node.parent = node.parent < i ? moved[node.parent] : kNoParent;
 		if (!kept[i])
-			node.self_ns = node.self_offcpu_ns = node.uncertain_ns = 0;
+			node.self_ns = node.self_offcpu_ns = node.probe_ns = node.uncertain_ns = 0;
 		node.total_ns = node.self_ns;
 		moved[i] = uint32_t(out.nodes.size());
 		add_node(out, node, node_dist(profile, i));

@@ -280,6 +280,14 @@ void add_node(Profile &profile, const PathNode &node, Distribution dist)
 		profile.dists.push_back(std::move(dist));
 }
 
+bool has_probe_time(const Profile &profile)
+{
+	for (const PathNode &n : profile.nodes)
+		if (n.probe_ns)
+			return true;
+	return false;
+}
+
 void drop_distributions(Profile &profile)
 {
 	profile.distributions = false;

@@ -53,6 +53,10 @@ struct PathNode {
 	uint64_t self_ns = 0;        // exclusive time
 	uint64_t total_ns = 0;       // inclusive time
 	uint64_t self_offcpu_ns = 0; // the part of self_ns spent switched out
+	// The part of self_ns that probe hits took, as the program's clock
+	// measured them (our header's probes: "Probe time measured in band",
+	// docs/design.md); 0 where nothing was measured so.
+	uint64_t probe_ns = 0;
 	// Its durations are Profile::dists[i], out of line: most profiles read
 	// (generated, older, exported) have none, and a million paths each
 	// carrying an empty 40-byte Distribution cost 40 MB to zero.
@@ -150,6 +154,9 @@ struct Profile {
 	// Reports merge them away unless asked --per-thread (merge_threads).
 	bool per_thread = false;
 	std::vector<uint32_t> thread_nodes;
+	// Only while a version 2 file is read: its metadata announces the
+	// nodes' probe time (probe_ns) after their durations.
+	bool probe_time = false;
 };
 
 // The thread nodes' indices after a pass that moved the profile's nodes
@@ -170,6 +177,9 @@ Profile copy_without_distributions(Profile &profile);
 // Makes dists as long as nodes when the profile has distributions (new
 // nodes without durations), else empty.
 void fit_dists(Profile &profile);
+
+// Whether any node has probe time measured in band (PathNode::probe_ns).
+bool has_probe_time(const Profile &profile);
 
 // Writes to a path the user gave, as write_output does (output_file.h).
 Result<void> save_profile(const Profile &profile, const std::string &path);

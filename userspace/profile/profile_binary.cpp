@@ -192,6 +192,45 @@ void write_distributions(const Profile &profile, Encoder &out)
 	}
 }
 
+// After the nodes and their durations, when the metadata has `probe_time`:
+// the nodes with probe time measured in band, each as the distance from the
+// previous one (from -1) and its probe_ns.
+void write_probe_time(const Profile &profile, Encoder &out)
+{
+	size_t with = 0;
+	for (const PathNode &n : profile.nodes)
+		with += n.probe_ns != 0;
+	out.varint(with);
+	size_t last = SIZE_MAX;
+	for (size_t i = 0; i < profile.nodes.size(); i++) {
+		if (!profile.nodes[i].probe_ns)
+			continue;
+		out.varint(i - last);
+		last = i;
+		out.varint(profile.nodes[i].probe_ns);
+	}
+}
+
+void read_probe_time(Decoder &in, Profile &p)
+{
+	uint64_t count = in.varint(named("probe_time"));
+	if (count > p.nodes.size())
+		corrupt("probe_time: " + std::to_string(count) + " announced, more than the " +
+			std::to_string(p.nodes.size()) + " nodes");
+	size_t at = SIZE_MAX;
+	for (uint64_t k = 0; k < count; k++) {
+		std::string w = "probe_time[" + std::to_string(k) + "].";
+		uint64_t step = in.varint([&w] { return w + "node"; });
+		if (step == 0 || step > p.nodes.size() - (at + 1))
+			corrupt(w + "node: not a later node");
+		at += step;
+		PathNode &node = p.nodes[at];
+		node.probe_ns = in.varint([&w] { return w + "probe_ns"; });
+		if (node.probe_ns > node.self_ns)
+			corrupt(w + "probe_ns exceeds self_ns");
+	}
+}
+
 void read_distributions(Decoder &in, Profile &p)
 {
 	uint64_t count = in.varint(named("distributions"));
@@ -306,6 +345,8 @@ void write_binary_body(const Profile &profile, Sink &out)
 	write_nodes(profile, enc);
 	if (profile.distributions)
 		write_distributions(profile, enc);
+	if (has_probe_time(profile))
+		write_probe_time(profile, enc);
 }
 
 Profile read_binary_body(BodyReader &body)
@@ -316,6 +357,9 @@ Profile read_binary_body(BodyReader &body)
 	read_nodes(in, p);
 	if (p.distributions)
 		read_distributions(in, p);
+	if (p.probe_time)
+		read_probe_time(in, p);
+	p.probe_time = false; // read: the nodes say it
 	check_thread_nodes(p);
 	if (in.left())
 		corrupt(std::to_string(in.left()) + " bytes after the last node");

@@ -134,8 +134,9 @@ struct RawField {
 };
 
 // The fields of a node, in the order they are checked.
-const char *const kNodeFields[] = {"parent", "function", "pid", "calls", "open", "self_ns", "self_offcpu_ns", "total_ns"};
-enum NodeField { kParent, kFunction, kPid, kCalls, kOpen, kSelf, kSelfOffcpu, kTotal, kNodeFieldCount };
+const char *const kNodeFields[] = {"parent",	 "function",	   "pid",      "calls",	  "open",
+				   "self_ns", "self_offcpu_ns", "total_ns", "probe_ns"};
+enum NodeField { kParent, kFunction, kPid, kCalls, kOpen, kSelf, kSelfOffcpu, kTotal, kProbe, kNodeFieldCount };
 
 int node_field(const std::string &key)
 {
@@ -253,6 +254,11 @@ private:
 			corrupt(w + "self_ns exceeds total_ns");
 		if (n.self_offcpu_ns > n.self_ns)
 			corrupt(w + "self_offcpu_ns exceeds self_ns");
+		// Optional: profiles without probe time measured in band have none.
+		if (f[kProbe].kind != RawField::Missing)
+			n.probe_ns = raw_uint(f[kProbe], "probe_ns", w);
+		if (n.probe_ns > n.self_ns)
+			corrupt(w + "probe_ns exceeds self_ns");
 		error_after_function_ = false;
 		return n;
 	}
@@ -664,10 +670,13 @@ void check_thread_nodes(const Profile &p)
 std::string json_body(const Profile &profile)
 {
 	ojson nodes = ojson::array();
-	for (const PathNode &n : profile.nodes)
+	for (const PathNode &n : profile.nodes) {
 		nodes.push_back({{"parent", n.parent == kNoParent ? ojson(nullptr) : ojson(n.parent)},
 			{"function", n.function}, {"pid", n.pid}, {"calls", n.calls}, {"open", n.open},
 			{"self_ns", n.self_ns}, {"self_offcpu_ns", n.self_offcpu_ns}, {"total_ns", n.total_ns}});
+		if (n.probe_ns)
+			nodes.back()["probe_ns"] = n.probe_ns;
+	}
 	ojson body = meta_object(profile, kProfileVersionJson);
 	body["functions"] = profile.functions;
 	body["nodes"] = std::move(nodes);
@@ -682,6 +691,8 @@ std::string meta_json(const Profile &profile)
 		meta["locations"] = true;
 	if (profile.distributions)
 		meta["distributions"] = true;
+	if (has_probe_time(profile))
+		meta["probe_time"] = true;
 	Profile rest;
 	rest.sampled_fraction = profile.sampled_fraction;
 	rest.calibration = profile.calibration;
@@ -708,6 +719,10 @@ Profile profile_from_meta(const std::string &text)
 	if (j.contains("distributions") && !get_bool(j, "distributions", ""))
 		corrupt("distributions: expected true");
 	p.distributions = j.contains("distributions");
+	if (j.contains("probe_time") && !get_bool(j, "probe_time", ""))
+		corrupt("probe_time: expected true");
+	if (j.contains("probe_time"))
+		p.probe_time = true;
 	sampled_fraction_from_json(j, p);
 	if (j.contains("calibration"))
 		p.calibration = calibration_from_json(j["calibration"], -1);

@@ -66,6 +66,7 @@ public:
 			m.self_ns += n.self_ns;
 			m.total_ns += n.total_ns;
 			m.self_offcpu_ns += n.self_offcpu_ns;
+			m.probe_ns += n.probe_ns;
 			m.uncertain_ns += n.uncertain_ns; // a part compensated apart: its spread
 			if (out_.distributions)
 				add_distribution(out_.dists[moved[i]], node_dist(p, i));

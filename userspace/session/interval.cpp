@@ -30,6 +30,7 @@ void subtract(PathNode &counts, Distribution &now, const PathStats &before)
 	counts.self_ns -= before.self_ns;
 	counts.total_ns -= before.total_ns;
 	counts.self_offcpu_ns -= before.self_offcpu_ns;
+	counts.probe_ns -= std::min(counts.probe_ns, before.probe_ns);
 	size_t left = 0;
 	const BucketCount *was = before.buckets.begin();
 	for (auto [b, n] : now.buckets) {
@@ -84,7 +85,7 @@ private:
 // A path kept only for the tree: nothing gained.
 void clear_gain(PathNode &s, Distribution &d)
 {
-	s.calls = s.open = s.self_ns = s.total_ns = s.self_offcpu_ns = 0;
+	s.calls = s.open = s.self_ns = s.total_ns = s.self_offcpu_ns = s.probe_ns = 0;
 	d.min_ns = d.max_ns = 0;
 	d.buckets.clear();
 }
@@ -125,8 +126,8 @@ uint64_t get_id(const uint8_t *at)
 size_t unpack(const std::vector<uint8_t> &bytes, size_t at, PathStats &out)
 {
 	const uint8_t *p = bytes.data() + at + sizeof(uint64_t);
-	for (uint64_t *field : {&out.calls, &out.open, &out.self_ns, &out.total_ns, &out.self_offcpu_ns, &out.min_ns,
-				&out.max_ns})
+	for (uint64_t *field : {&out.calls, &out.open, &out.self_ns, &out.total_ns, &out.self_offcpu_ns, &out.probe_ns,
+				&out.min_ns, &out.max_ns})
 		*field = get_varint(p);
 	out.buckets.clear();
 	for (uint64_t n = get_varint(p); n; n--) {
@@ -136,9 +137,9 @@ size_t unpack(const std::vector<uint8_t> &bytes, size_t at, PathStats &out)
 	return size_t(p - bytes.data());
 }
 
-// The bytes of a path's id, its seven counts (each at most 10 bytes as a
+// The bytes of a path's id, its eight counts (each at most 10 bytes as a
 // varint) and its number of buckets.
-constexpr size_t kPackedFixed = sizeof(uint64_t) + 7 * 10 + 10;
+constexpr size_t kPackedFixed = sizeof(uint64_t) + 8 * 10 + 10;
 constexpr size_t kPackedBucket = 5 + 10;
 
 } // namespace
@@ -158,6 +159,7 @@ void PackedTotals::append(uint64_t path, const PathStats &s)
 	counts.self_ns = s.self_ns;
 	counts.total_ns = s.total_ns;
 	counts.self_offcpu_ns = s.self_offcpu_ns;
+	counts.probe_ns = s.probe_ns;
 	append(path, counts, Distribution{s.min_ns, s.max_ns, s.buckets});
 }
 
@@ -167,7 +169,7 @@ void PackedTotals::append(uint64_t path, const PathNode &s, const Distribution &
 	uint8_t *p = packed;
 	memcpy(p, &path, sizeof path);
 	p += sizeof path;
-	for (uint64_t field : {s.calls, s.open, s.self_ns, s.total_ns, s.self_offcpu_ns, d.min_ns, d.max_ns})
+	for (uint64_t field : {s.calls, s.open, s.self_ns, s.total_ns, s.self_offcpu_ns, s.probe_ns, d.min_ns, d.max_ns})
 		put_varint(p, field);
 	put_varint(p, d.buckets.size());
 	bytes_.insert(bytes_.end(), packed, p);
