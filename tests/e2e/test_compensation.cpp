@@ -117,6 +117,23 @@ TEST_CASE("compensation: 1 us leaves and their 1 us parents come closer to the u
 	require_closer(c.mid, c.mid_raw, c.leaf_truth, a);
 }
 
+// Each hit measured by the program's own clock (usdtprof.h) follows the
+// machine wherever it goes, so the bound holds under load too; it is 4x the
+// acceptance's (5% at 1 us, tools/bench/compensation.py on a quiet machine)
+// for what two CPU-bound processes do to the truth's own chunks.
+TEST_CASE("compensation: with each hit measured in band, 1 us leaves and parents are within 20% of the unprobed truth",
+	  "[compensation]")
+{
+	Compared c = record_overhead(1000, 15);
+	INFO("calibration " << c.report["calibration"]);
+	INFO("leaf: compensated " << c.leaf << " ns, measured " << c.leaf_raw << ", truth " << c.leaf_truth);
+	INFO("mid: compensated " << c.mid << " ns, measured " << c.mid_raw << ", truth " << c.mid_truth);
+	REQUIRE(c.report["calibration"]["kinds"][0]["kind"] == "native nop5 in-band");
+	REQUIRE(c.mid_raw > c.mid_truth * 5);
+	REQUIRE(std::abs(c.leaf - c.leaf_truth) <= 0.2 * c.leaf_truth);
+	REQUIRE(std::abs(c.mid - c.mid_truth) <= 0.2 * c.mid_truth);
+}
+
 TEST_CASE("report --raw shows the measured times; the text report says what was taken out", "[compensation]")
 {
 	std::string data = temp_dir() + "/profile.data";
@@ -124,8 +141,10 @@ TEST_CASE("report --raw shows the measured times; the text report says what was 
 	REQUIRE(o.status == 0);
 	Output text = run({usdtprof(), "report", data});
 	REQUIRE(text.status == 0);
-	CHECK(text.out.find("probe overhead taken out") != std::string::npos);
-	CHECK(text.out.find("native nop5 own ") != std::string::npos); // our header's sites
+	// Our header's sites: each hit measured in band, the calibration for
+	// what the clock reads leave out.
+	CHECK(text.out.find("probe time measured in band taken out: ") != std::string::npos);
+	CHECK(text.out.find("native nop5 in-band own ") != std::string::npos);
 	Output raw = run({usdtprof(), "report", "--raw", "--format", "json", data});
 	REQUIRE(raw.status == 0);
 	auto r = e2e::parse_report(raw.out);

@@ -349,3 +349,28 @@ TEST_CASE("reports say a semaphore held up without its probe slows the runtime, 
 					      "(python:line, x:y, z:w; not probed, held so that the probes recorded "
 					      "fire): under x:y's, x runs slower; under z:w's, z too\n");
 }
+
+TEST_CASE("probe time measured in band is taken out whole, beside the calibrated cost of what it leaves out",
+	  "[compensation]")
+{
+	Profile raw = calibrated_profile();
+	raw.nodes[1].probe_ns = 3000; // mid: its own hits' halves and its leaves'
+	raw.nodes[2].probe_ns = 20000;
+	CompensationSummary s;
+	Profile c = compensate(raw, &s);
+	REQUIRE(s.applied);
+	CHECK(s.measured_ns == 23000);
+	CHECK(c.nodes[2].self_ns == 50000 - 20000 - 20 * 100);
+	CHECK(c.nodes[1].self_ns == 8000 - 3000 - 2 * 100 - 20 * 40);
+	CHECK(c.nodes[1].total_ns == 60000 - (3000 + 200 + 800) - (20000 + 2000));
+	CHECK(compensated_self_ns(raw)[1] == c.nodes[1].self_ns);
+	std::string line = compensation_line(raw, s);
+	CHECK(line.find("probe time measured in band taken out: 0.023 ms") != std::string::npos);
+	// Without a calibration, the measured time alone.
+	raw.calibration.reset();
+	CHECK(compensates(raw));
+	Profile m = compensate(raw, &s);
+	CHECK(m.nodes[2].self_ns == 50000 - 20000);
+	CHECK(m.nodes[0].self_ns == 10000);
+	CHECK(compensation_line(raw, s).find("--raw shows times as measured") != std::string::npos);
+}

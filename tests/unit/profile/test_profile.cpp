@@ -412,3 +412,30 @@ TEST_CASE("profile: profile_file_size is the size of the bytes written", "[profi
 		CHECK(profile_file_size(p) == serialize_profile(p).size());
 	}
 }
+
+TEST_CASE("profile: probe time measured in band round-trips in both versions; a path's can not exceed its self time",
+	  "[profile]")
+{
+	int version = GENERATE(kProfileVersionJson, kProfileVersionBinary);
+	INFO("version " << version);
+	Profile p = sample_profile();
+	REQUIRE(p.nodes.size() >= 2);
+	p.nodes[1].probe_ns = p.nodes[1].self_ns / 2;
+	std::string bytes = serialize_profile(p, version);
+	Result<Profile> r = parse_profile(bytes);
+	REQUIRE(r.ok());
+	CHECK(has_probe_time(*r));
+	for (size_t i = 0; i < p.nodes.size(); i++)
+		CHECK(r->nodes[i].probe_ns == p.nodes[i].probe_ns);
+	CHECK(serialize_profile(*r, version) == bytes);
+	// Without any, the file is as an older usdtprof wrote it.
+	Profile none = sample_profile();
+	Result<Profile> back = parse_profile(serialize_profile(none, version));
+	REQUIRE(back.ok());
+	CHECK_FALSE(has_probe_time(*back));
+	// More than the self time it is part of: corrupt.
+	p.nodes[1].probe_ns = p.nodes[1].self_ns + 1;
+	Result<Profile> bad = parse_profile(serialize_profile(p, version));
+	REQUIRE_FALSE(bad.ok());
+	CHECK(bad.error().message.find("probe_ns exceeds self_ns") != std::string::npos);
+}
