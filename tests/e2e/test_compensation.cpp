@@ -128,7 +128,9 @@ TEST_CASE("compensation: with each hit measured in band, 1 us leaves and parents
 	INFO("calibration " << c.report["calibration"]);
 	INFO("leaf: compensated " << c.leaf << " ns, measured " << c.leaf_raw << ", truth " << c.leaf_truth);
 	INFO("mid: compensated " << c.mid << " ns, measured " << c.mid_raw << ", truth " << c.mid_truth);
-	REQUIRE(c.report["calibration"]["kinds"][0]["kind"] == "native nop5 in-band");
+	std::string kind = c.report["calibration"]["kinds"][0]["kind"];
+	REQUIRE(kind.size() > 8);
+	REQUIRE(kind.substr(kind.size() - 8) == " in-band");
 	REQUIRE(c.mid_raw > c.mid_truth * 5);
 	REQUIRE(std::abs(c.leaf - c.leaf_truth) <= 0.2 * c.leaf_truth);
 	REQUIRE(std::abs(c.mid - c.mid_truth) <= 0.2 * c.mid_truth);
@@ -144,7 +146,7 @@ TEST_CASE("report --raw shows the measured times; the text report says what was 
 	// Our header's sites: each hit measured in band, the calibration for
 	// what the clock reads leave out.
 	CHECK(text.out.find("probe time measured in band taken out: ") != std::string::npos);
-	CHECK(text.out.find("native nop5 in-band own ") != std::string::npos);
+	CHECK(text.out.find(" in-band own ") != std::string::npos);
 	Output raw = run({usdtprof(), "report", "--raw", "--format", "json", data});
 	REQUIRE(raw.status == 0);
 	auto r = e2e::parse_report(raw.out);

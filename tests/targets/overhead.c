@@ -140,13 +140,14 @@ int main(int argc, char **argv)
 		USDTPROF_ENTER(batch_names[b]);
 		for (int c = 0; c < chunks; c++) {
 			leaf_ns += cpu_time_of(leaf_plain, chunk * CHILDREN, clock_cost);
-			mid_ns += cpu_time_of(mid_own_plain, chunk, clock_cost);
+			/* As many as the leaves: mid's own work is a leaf's. */
+			mid_ns += cpu_time_of(mid_own_plain, chunk * CHILDREN, clock_cost);
 			for (int i = 0; i < chunk; i++)
 				mid();
 		}
 		USDTPROF_EXIT(batch_names[b]);
 		double leaf_mean = (double)leaf_ns / (chunks * chunk * CHILDREN);
-		double mid_mean = (double)mid_ns / (chunks * chunk);
+		double mid_mean = (double)mid_ns / (chunks * chunk * CHILDREN);
 		printf("truth %d %.1f %.1f\n", b, leaf_mean, mid_mean);
 	}
 	return 0;
