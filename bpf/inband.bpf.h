@@ -29,7 +29,9 @@ static __noinline __u64 clock_at_hit(struct pt_regs *ctx, const struct usdtprof_
 	__u64 before, last_before, last_after, took, now = bpf_ktime_get_ns();
 	__u32 d = st->depth;
 
-	if (!spec->inband) {
+	/* A hit the caller will drop (a window closing: paused) charges no
+	 * frame, whose time ends at the close. */
+	if (!spec->inband || READ_ONCE(paused)) {
 		st->clock_before = 0;
 		return now;
 	}

@@ -212,6 +212,10 @@ void compensate_in_place(Profile &profile, CompensationSummary *summary)
 		take_costs(profile, function, sums, inside, s);
 		if (profile.distributions)
 			shorten_durations(profile, function, sums, inside);
+		// Taken out: compensating again (a merge of parts compensated
+		// apart) takes none.
+		for (PathNode &node : profile.nodes)
+			node.probe_ns = 0;
 	}
 	if (summary)
 		*summary = s;

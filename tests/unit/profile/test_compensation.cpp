@@ -364,6 +364,9 @@ TEST_CASE("probe time measured in band is taken out whole, beside the calibrated
 	CHECK(c.nodes[1].self_ns == 8000 - 3000 - 2 * 100 - 20 * 40);
 	CHECK(c.nodes[1].total_ns == 60000 - (3000 + 200 + 800) - (20000 + 2000));
 	CHECK(compensated_self_ns(raw)[1] == c.nodes[1].self_ns);
+	// Taken out once: a compensated profile has none left (merges of parts
+	// compensated apart are compensated again).
+	CHECK_FALSE(has_probe_time(c));
 	std::string line = compensation_line(raw, s);
 	CHECK(line.find("probe time measured in band taken out: 0.023 ms") != std::string::npos);
 	// Without a calibration, the measured time alone.
