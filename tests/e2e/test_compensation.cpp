@@ -132,6 +132,7 @@ TEST_CASE("compensation: with each hit measured in band, 1 us leaves and parents
 	REQUIRE(kind.size() > 8);
 	REQUIRE(kind.substr(kind.size() - 8) == " in-band");
 	REQUIRE(c.mid_raw > c.mid_truth * 5);
+	REQUIRE(c.report["calibration"]["measured_ns"].get<uint64_t>() > 0);
 	REQUIRE(std::abs(c.leaf - c.leaf_truth) <= 0.2 * c.leaf_truth);
 	REQUIRE(std::abs(c.mid - c.mid_truth) <= 0.2 * c.mid_truth);
 }

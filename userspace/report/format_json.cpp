@@ -44,7 +44,7 @@ json calibration_json(const Profile &raw, const CompensationSummary &summary, bo
 			{"batches", k.batches},
 			{"uncompensated_ns", k.uncompensated_ns < 0 ? json(nullptr) : json(k.uncompensated_ns)}});
 	return {{"compensated", compensated}, {"kinds", kinds}, {"cost_ns", raw.calibration->cost_ns},
-		{"removed_ns", summary.removed_ns}, {"clamped", summary.clamped},
+		{"removed_ns", summary.removed_ns}, {"measured_ns", summary.measured_ns}, {"clamped", summary.clamped},
 		{"held_semaphores", held_semaphores(raw)}};
 }
 
