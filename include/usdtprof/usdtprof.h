@@ -28,7 +28,6 @@
  * kernel side to read. */
 #define STAP_SDT_ARG_CONSTRAINT r
 #include <sys/sdt.h>
-#include <time.h>
 /* On x86-64 each site is `nop` then a 5-byte nop (the sequence libbpf's usdt.h
  * also emits). usdtprof attaches at the 5-byte nop, which kernels that optimize
  * uprobes (Linux 6.18 has it) turn into a call after its first hit: a hit then
@@ -52,17 +51,36 @@ USDTPROF_SEMAPHORE_(task_create);
 USDTPROF_SEMAPHORE_(task_begin);
 USDTPROF_SEMAPHORE_(task_end);
 
-/* The calling thread's last probe: its clock reads before and after it. */
-struct usdtprof_clock_reads_ {
-	unsigned long long before, after;
-};
-__attribute__((weak, visibility("hidden"))) __thread struct usdtprof_clock_reads_ usdtprof_clock_reads_;
+__extension__ typedef unsigned long long usdtprof_u64_;
 
-static inline __attribute__((always_inline)) unsigned long long usdtprof_clock_(void)
+/* The calling thread's last probe: its clock reads before and after it. One
+ * per thread in the whole process (weak, default visibility: the program and
+ * every library built with this header share it), so that a call from one
+ * binary into another keeps the chain of reads unbroken. */
+struct usdtprof_clock_reads_ {
+	usdtprof_u64_ before, after;
+};
+__attribute__((weak, visibility("default"))) __thread struct usdtprof_clock_reads_ usdtprof_clock_reads_;
+
+/* libc's clock_gettime (the vDSO's, ~10 ns), declared under a name of its
+ * own so that neither <time.h> nor a POSIX feature macro is needed (strict
+ * -std=c99 and c11 programs lack both) and no declaration of the program's
+ * can conflict. CLOCK_MONOTONIC is 1 on Linux, the kernel's
+ * bpf_ktime_get_ns() clock. */
+struct usdtprof_timespec_ {
+	long tv_sec, tv_nsec;
+};
+#ifdef __cplusplus
+extern "C"
+#endif
+	int
+	usdtprof_clock_gettime_(int clock, struct usdtprof_timespec_ *ts) __asm__("clock_gettime");
+
+static __inline__ __attribute__((always_inline)) usdtprof_u64_ usdtprof_clock_(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+	struct usdtprof_timespec_ ts;
+	usdtprof_clock_gettime_(1, &ts);
+	return (usdtprof_u64_)ts.tv_sec * 1000000000u + (usdtprof_u64_)ts.tv_nsec;
 }
 
 /* A probe with its argument and the clock reads (see above). */
@@ -70,7 +88,7 @@ static inline __attribute__((always_inline)) unsigned long long usdtprof_clock_(
 	do {                                                                             \
 		if (__builtin_expect(usdtprof_##probe##_semaphore, 0)) {                     \
 			type usdtprof_arg_ = (type)(arg);                                        \
-			unsigned long long usdtprof_before_ = usdtprof_clock_();                 \
+			usdtprof_u64_ usdtprof_before_ = usdtprof_clock_();                      \
 			STAP_PROBE4(usdtprof, probe, usdtprof_arg_, usdtprof_before_,            \
 				    usdtprof_clock_reads_.before, usdtprof_clock_reads_.after);       \
 			usdtprof_clock_reads_.before = usdtprof_before_;                         \
@@ -80,7 +98,7 @@ static inline __attribute__((always_inline)) unsigned long long usdtprof_clock_(
 
 #define USDTPROF_ENTER(name) USDTPROF_PROBE_(enter, const char *, name)
 #define USDTPROF_EXIT(name) USDTPROF_PROBE_(exit, const char *, name)
-#define USDTPROF_TASK_PROBE_(probe, id) USDTPROF_PROBE_(probe, unsigned long long, id)
+#define USDTPROF_TASK_PROBE_(probe, id) USDTPROF_PROBE_(probe, usdtprof_u64_, id)
 #define USDTPROF_TASK_CREATE(id) USDTPROF_TASK_PROBE_(task_create, id)
 #define USDTPROF_TASK_BEGIN(id) USDTPROF_TASK_PROBE_(task_begin, id)
 #define USDTPROF_TASK_END(id) USDTPROF_TASK_PROBE_(task_end, id)
