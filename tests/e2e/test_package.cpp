@@ -87,6 +87,15 @@ TEST_CASE("package: dpkg installs usdtprof with its man pages, header, pkg-confi
 		       shell_quoted(app + "/app.c") + " -o " + shell_quoted(app + "/app"));
 	INFO(cc.err);
 	REQUIRE(cc.status == 0);
+	// Strict C (no POSIX feature macro: the header's clock reads need none)
+	// and C++, without a warning.
+	for (const char *compiler : {"cc -std=c11", "c++ -x c++ -std=c++11"}) {
+		Output strict = sh(std::string(compiler) + " -Wall -Wextra -Werror " +
+				   cflags.out.substr(0, cflags.out.find('\n')) + " -c " + shell_quoted(app + "/app.c") +
+				   " -o " + shell_quoted(app + "/strict.o"));
+		INFO(compiler << ": " << strict.err);
+		REQUIRE(strict.status == 0);
+	}
 	Output list = run({root + "/usr/bin/usdtprof", "list", app + "/app"});
 	REQUIRE(list.status == 0);
 	REQUIRE_THAT(list.out, Contains("usdtprof:enter"));

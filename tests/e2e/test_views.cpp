@@ -25,10 +25,12 @@ constexpr double kUs = 1e3;
 uint64_t n(const json &v) { return v.get<uint64_t>(); }
 
 // "871 us" -> 871000: the text reports' times, 3 significant digits.
+// A time as the text shows it; "~" marks one within the calibration's
+// spread (a self time compensated to ~0 ns, say).
 double parse_human(const std::string &value, const std::string &unit)
 {
 	double scale = unit == "ns" ? 1 : unit == "us" ? 1e3 : unit == "ms" ? 1e6 : 1e9;
-	return std::stod(value) * scale;
+	return std::stod(value.starts_with('~') ? value.substr(1) : value) * scale;
 }
 
 // A time the text shows, against the exact one: within its rounding.
