@@ -221,12 +221,9 @@ $(OUTPUT)/bench/dist_paths: tools/bench/dist_paths.c include/usdtprof/usdtprof.h
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS)
 
-$(OUTPUT)/bench/hit_drift: tools/bench/hit_drift.c include/usdtprof/usdtprof.h | deps
-	$(call msg,CC,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS)
-
-$(OUTPUT)/bench/hit_inband: tools/bench/hit_inband.c include/usdtprof/usdtprof.h | deps
+# Programs probed through the header, run by hand (docs/benchmarks.md).
+HEADER_BENCHES := $(addprefix $(OUTPUT)/bench/,hit_drift hit_inband clock_reads)
+$(HEADER_BENCHES): $(OUTPUT)/bench/%: tools/bench/%.c include/usdtprof/usdtprof.h | deps
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS)
