@@ -110,9 +110,8 @@ TEST_CASE("compensation: 1 us leaves and their 1 us parents come closer to the u
 	Accuracy a{c.leaf_raw - c.leaf_truth, c.report["calibration"]["kinds"][0]["own_ns"].get<double>()};
 	require_closer(c.leaf, c.leaf_raw, c.leaf_truth, a);
 	// mid's own work is a leaf's loop (in two halves), so its truth is the
-	// leaf's, which the target times directly; the target's own figure for mid
-	// is a difference (mid less ten leaves, timed apart) that two CPU-bound
-	// processes beside it can push anywhere, below zero included.
+	// leaf's, which the target times in ten times as many calls as its own
+	// figure for mid: under two CPU-bound processes that figure moves more.
 	INFO("the target's own mid figure: " << c.mid_truth << " ns");
 	require_closer(c.mid, c.mid_raw, c.leaf_truth, a);
 }

@@ -4,7 +4,9 @@
 Records tests/targets/overhead (a leaf of WORK_NS fixed work, a mid of
 WORK_NS own work around 10 leaves; the truth timed unprobed in the same
 program, per batch) and compares, per batch, the compensated on-CPU self
-time per call of leaf and mid with the truth; prints the medians.
+time per call of leaf and mid with the truth; prints the medians over 60
+batches (20 left one disturbed stretch of the machine move the median of
+10 us parents by 2-5%).
 
   compensation.py USDTPROF TARGETS_DIR [WORK_NS ...]
 """
@@ -16,7 +18,7 @@ import sys
 import tempfile
 
 
-def run(usdtprof, target, work_ns, batches=20):
+def run(usdtprof, target, work_ns, batches=60):
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "p.data")
         rec = subprocess.run([usdtprof, "record", "-o", data, "--", target, str(work_ns), str(batches)],
