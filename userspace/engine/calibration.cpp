@@ -275,11 +275,13 @@ void plan_kinds(const std::vector<usdtprof_probe_spec> &specs, const std::set<ui
 		}
 		out.spec_kinds[i] = int32_t(it - plans.begin());
 	}
-	// Exit specs (which may capture a name too) take the kind of their identity.
+	// Exit specs (which may capture a name too) take the kind of their identity,
+	// site and clock reads (one recording can hold binaries of both headers).
 	for (uint32_t i = 0; i < specs.size(); i++)
 		if (specs[i].role == USDTPROF_ROLE_EXIT && !out.spec_kinds.count(i) && !skip.count(i))
 			for (size_t k = 0; k < plans.size(); k++)
-				if (plans[k].sig.ident == specs[i].ident && plans[k].sig.nop5_site == specs[i].nop5_site) {
+				if (plans[k].sig.ident == specs[i].ident && plans[k].sig.nop5_site == specs[i].nop5_site &&
+				    plans[k].sig.inband == specs[i].inband) {
 					out.spec_kinds[i] = int32_t(k);
 					break;
 				}
