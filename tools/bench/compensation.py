@@ -5,8 +5,8 @@ Records tests/targets/overhead (a leaf of WORK_NS fixed work, a mid of
 WORK_NS own work around 10 leaves; the truth timed unprobed in the same
 program, per batch) and compares, per batch, the compensated on-CPU self
 time per call of leaf and mid with the truth; prints the medians over 60
-batches (20 left one disturbed stretch of the machine move the median of
-10 us parents by 2-5%).
+batches (over 20, 10 us parents were within 2% in 7 of 10 runs on the AMD
+host, over 60 in 9 of 10: docs/benchmarks.md).
 
   compensation.py USDTPROF TARGETS_DIR [WORK_NS ...]
 """
