@@ -154,9 +154,6 @@ struct Profile {
 	// Reports merge them away unless asked --per-thread (merge_threads).
 	bool per_thread = false;
 	std::vector<uint32_t> thread_nodes;
-	// Only while a version 2 file is read: its metadata announces the
-	// nodes' probe time (probe_ns) after their durations.
-	bool probe_time = false;
 };
 
 // The thread nodes' indices after a pass that moved the profile's nodes

@@ -340,30 +340,31 @@ void read_nodes(Decoder &in, Profile &p)
 void write_binary_body(const Profile &profile, Sink &out)
 {
 	Encoder enc(out);
-	enc.bytes(meta_json(profile));
+	bool probe_time = has_probe_time(profile);
+	enc.bytes(meta_json(profile, probe_time));
 	write_functions(profile, enc);
 	write_nodes(profile, enc);
 	if (profile.distributions)
 		write_distributions(profile, enc);
-	if (has_probe_time(profile))
+	if (probe_time)
 		write_probe_time(profile, enc);
 }
 
 Profile read_binary_body(BodyReader &body)
 {
 	Decoder in(body);
-	Profile p = profile_from_meta(in.bytes(named("metadata")));
+	ProfileMeta meta = profile_from_meta(in.bytes(named("metadata")));
+	Profile &p = meta.profile;
 	read_functions(in, p);
 	read_nodes(in, p);
 	if (p.distributions)
 		read_distributions(in, p);
-	if (p.probe_time)
+	if (meta.probe_time)
 		read_probe_time(in, p);
-	p.probe_time = false; // read: the nodes say it
 	check_thread_nodes(p);
 	if (in.left())
 		corrupt(std::to_string(in.left()) + " bytes after the last node");
-	return p;
+	return std::move(meta.profile);
 }
 
 } // namespace usdtprof

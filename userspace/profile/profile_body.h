@@ -64,10 +64,15 @@ Profile read_json_body(BodyReader &body);
 std::string json_body(const Profile &profile);
 
 // Version 2 (profile_binary.cpp): what it keeps as JSON, every field but
-// functions, locations, nodes and calibration.function_kinds. The profile read
+// functions, locations, nodes and calibration.function_kinds; probe_time
+// announces the nodes' probe time after their durations. The profile read
 // has p.locations holding one "" when the function table has locations.
-std::string meta_json(const Profile &profile);
-Profile profile_from_meta(const std::string &text);
+std::string meta_json(const Profile &profile, bool probe_time);
+struct ProfileMeta {
+	Profile profile;
+	bool probe_time = false; // the probe time section follows the durations
+};
+ProfileMeta profile_from_meta(const std::string &text);
 // Profile::thread_nodes name nodes the profile has.
 void check_thread_nodes(const Profile &p);
 void write_binary_body(const Profile &profile, Sink &out);

@@ -684,14 +684,14 @@ std::string json_body(const Profile &profile)
 	return dump(body) + "\n";
 }
 
-std::string meta_json(const Profile &profile)
+std::string meta_json(const Profile &profile, bool probe_time)
 {
 	ojson meta = meta_object(profile, kProfileVersionBinary);
 	if (!profile.locations.empty())
 		meta["locations"] = true;
 	if (profile.distributions)
 		meta["distributions"] = true;
-	if (has_probe_time(profile))
+	if (probe_time)
 		meta["probe_time"] = true;
 	Profile rest;
 	rest.sampled_fraction = profile.sampled_fraction;
@@ -703,7 +703,7 @@ std::string meta_json(const Profile &profile)
 	return dump(meta);
 }
 
-Profile profile_from_meta(const std::string &text)
+ProfileMeta profile_from_meta(const std::string &text)
 {
 	json j;
 	try {
@@ -721,14 +721,12 @@ Profile profile_from_meta(const std::string &text)
 	p.distributions = j.contains("distributions");
 	if (j.contains("probe_time") && !get_bool(j, "probe_time", ""))
 		corrupt("probe_time: expected true");
-	if (j.contains("probe_time"))
-		p.probe_time = true;
 	sampled_fraction_from_json(j, p);
 	if (j.contains("calibration"))
 		p.calibration = calibration_from_json(j["calibration"], -1);
 	spans_from_json(j, p);
 	threads_from_json(j, p);
-	return p;
+	return {std::move(p), j.contains("probe_time")};
 }
 
 } // namespace usdtprof
