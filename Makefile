@@ -239,7 +239,7 @@ $(OUTPUT)/bench/churn: tools/bench/churn.c include/usdtprof/usdtprof.h | deps
 bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed \
 	$(OUTPUT)/bench/loop_probed_nop1 $(OUTPUT)/bench/pingpong \
 	$(USDTPROF) $(OUTPUT)/bench/churn $(GEN_PROFILE) $(OUTPUT)/bench/path_bench $(OUTPUT)/bench/path_fill \
-	$(OUTPUT)/bench/dist_paths
+	$(OUTPUT)/bench/dist_paths $(OUTPUT)/targets/overhead
 	tools/bench/profile_scale.sh $(USDTPROF) $(GEN_PROFILE)
 	$(OUTPUT)/bench/path_bench $(OUTPUT)/bench/path_fill
 	tools/bench/record_stop.sh $(OUTPUT)/bench/path_bench $(OUTPUT)/bench/path_fill $(BASELINE_PATH_BENCH)
@@ -247,6 +247,7 @@ bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/lo
 	$(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed \
 		$(OUTPUT)/bench/loop_probed_nop1 $(OUTPUT)/bench/pingpong
 	USDTPROF=$(USDTPROF) tools/bench-runtimes.sh 100000 3
+	python3 tools/bench/compensation.py $(USDTPROF) $(OUTPUT)/targets 1000 10000 100000
 	tools/bench/durations_cost.sh $(USDTPROF) $(OUTPUT)/bench/dist_paths
 	tools/bench/pg_query_cost.sh $(USDTPROF)
 	tools/bench/pgbench_monitor.sh $(USDTPROF)
