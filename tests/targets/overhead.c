@@ -118,7 +118,7 @@ static long long mono_cost, cpu_cost;
  * clock tells (it then runs behind the monotonic one) and then gives. That
  * clock alone is a system call here whose cost varies by hundreds of ns from
  * read to read: several percent of a 10 us window. */
-static long long cpu_time_of(void (*fn)(void), int reps)
+static long long on_cpu_time_of(void (*fn)(void), int reps)
 {
 	long long cpu_start = thread_cpu_ns(), start = now_ns();
 	for (int i = 0; i < reps; i++)
@@ -148,14 +148,14 @@ int main(int argc, char **argv)
 		chunk = 1;
 	int chunks = 30;
 	printf("iters %ld chunk %d chunks %d\n", iters, chunk, chunks);
-	cpu_time_of(mid_own_plain, chunk); /* warm-up */
-	cpu_time_of(mid, chunk);
+	on_cpu_time_of(mid_own_plain, chunk); /* warm-up */
+	on_cpu_time_of(mid, chunk);
 	for (int b = 0; b < batches; b++) {
 		long long leaf_ns = 0, mid_ns = 0;
 		USDTPROF_ENTER(batch_names[b]);
 		for (int c = 0; c < chunks; c++) {
-			leaf_ns += cpu_time_of(leaf_plain, chunk * CHILDREN);
-			mid_ns += cpu_time_of(mid_own_plain, chunk);
+			leaf_ns += on_cpu_time_of(leaf_plain, chunk * CHILDREN);
+			mid_ns += on_cpu_time_of(mid_own_plain, chunk);
 			for (int i = 0; i < chunk; i++)
 				mid();
 		}
