@@ -21,15 +21,15 @@ struct {
 	__type(value, struct usdtprof_thread_stack);
 } stacks SEC(".maps");
 
-/* Sized by userspace before load (record --max-paths). Allocated as paths
- * come (no preallocation): a large table costs kernel memory only for the
- * paths a recording makes (docs/design.md, "Call-path table"). */
+/* The call-path table (docs/design.md, "Call-path table"): each path's
+ * slot, by path id. Sized by userspace before load (record --max-paths),
+ * which it holds exactly. Allocated as paths come (no preallocation). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 65536);
 	__type(key, __u64);
-	__type(value, struct usdtprof_path_stats);
+	__type(value, __u32);
 } paths SEC(".maps");
 
 /* The [other] children (USDTPROF_FUNC_OTHER) of paths whose callees found
@@ -52,6 +52,46 @@ struct {
 	__type(key, __u32);
 	__type(value, struct usdtprof_path_stats);
 } path_blank SEC(".maps");
+
+/* (After the maps above: clang 14 gives a map-in-map's inner value type
+ * only a forward declaration in BTF when that is where it first sees it.)
+ *
+ * The slots: chunk slot >> USDTPROF_PATH_CHUNK_BITS of path_chunks, added
+ * by userspace ahead of the table's fill (a large table costs kernel memory
+ * only for the chunks a recording fills). Arrays, so that userspace reads a
+ * million totals in batches several times faster than a hash's. */
+struct path_chunk {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, USDTPROF_PATH_CHUNK);
+	__type(key, __u32);
+	__type(value, struct usdtprof_path_stats);
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 8); /* sized by userspace: --max-paths' chunks */
+	__type(key, __u32);
+	__array(values, struct path_chunk);
+} path_chunks SEC(".maps");
+
+/* Slots freed by userspace (deleted paths, zeroed), a ring: entry i %
+ * max_entries holds the i-th given (free_given, by userspace) and is taken
+ * by take_slot (free_taken). Sized by userspace as path_chunks' slots, so
+ * the ring never wraps onto a slot not yet taken. Mapped by userspace. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, USDTPROF_PATH_CHUNK);
+	__type(key, __u32);
+	__type(value, __u32);
+} free_slots SEC(".maps");
+
+/* Each CPU's slot taken and not used (give_back_slot): slot + 1, 0 for none. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} spare_slot SEC(".maps");
 
 /* Totals on their way to the map that no thread's cache holds (an open
  * frame's, pop_frame; the attach chain's), beyond the 512-byte stack the
@@ -282,6 +322,15 @@ __u64 exited_cpu_ns;
  * flushed in an older epoch adds it to the paths map at its next exit, so
  * periodic reads of the map miss nothing for long. */
 __u64 flush_epoch;
+/* The slots (path_chunks): never-used ones are taken in order, up to
+ * slots_ready, what userspace's chunks hold; freed ones come back through
+ * free_slots, given by userspace (free_given) and taken here (free_taken). */
+__u32 slots_made;
+__u32 slots_ready;
+/* free_slots' entries, set by userspace before load. */
+const volatile __u32 free_ring = USDTPROF_PATH_CHUNK;
+__u64 free_given;
+__u64 free_taken;
 /* Set by userspace when several processes share the tables (--binary): the
  * paths and names one process may hold, so that one cannot fill them and
  * make the others' drop. 0: no limit. */
@@ -298,6 +347,7 @@ __u64 windowed;
 
 #define FRAME_MASK (USDTPROF_MAX_DEPTH - 1)
 #define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
+#define WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
 
 static __always_inline void count_anomaly(enum usdtprof_anomaly a, __u64 n)
 {

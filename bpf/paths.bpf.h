@@ -8,17 +8,67 @@
 #include "hash.bpf.h"
 #include "durations.bpf.h"
 
-/* The totals of a path, created (zero) if needed: [other] children in
- * other_paths, every other path in `paths` within the process's share. NULL
- * when it finds no slot. Another CPU may create it first: then EEXIST and the
- * lookup finds it. */
-static __always_inline struct usdtprof_path_stats *path_stats(__u64 path, __u64 parent, __u64 func, __u32 tgid)
+/* A slot's totals, NULL if its chunk is not there. */
+static __always_inline struct usdtprof_path_stats *slot_stats(__u32 slot)
 {
-	void *map = func == USDTPROF_FUNC_OTHER ? (void *)&other_paths : (void *)&paths;
-	struct usdtprof_path_stats *s = bpf_map_lookup_elem(map, &path), *init;
-	struct process_usage *u;
+	__u32 chunk = slot >> USDTPROF_PATH_CHUNK_BITS, i = slot & (USDTPROF_PATH_CHUNK - 1);
+	void *inner = bpf_map_lookup_elem(&path_chunks, &chunk);
+
+	return inner ? bpf_map_lookup_elem(inner, &i) : 0;
+}
+
+/* A slot taken that lost its path to another CPU (path_stats), kept for
+ * this CPU's next new path: zero, never in `paths`. */
+static __always_inline void give_back_slot(__u32 slot)
+{
+	__u32 zero = 0, *spare = bpf_map_lookup_elem(&spare_slot, &zero);
+
+	if (spare)
+		*spare = slot + 1;
+}
+
+/* A free slot, zero: this CPU's spare, else one userspace freed, else the
+ * next never used, if its chunk is there (USDTPROF_NO_SLOT when not: the
+ * table is full, or userspace has not yet added the chunk).
+ * Compare-and-swap, so that a slot goes to one CPU and none is skipped. */
+static __always_inline __u32 take_slot(void)
+{
+	__u32 zero = 0, *spare = bpf_map_lookup_elem(&spare_slot, &zero);
+
+	if (spare && *spare) {
+		__u32 slot = *spare - 1;
+
+		*spare = 0;
+		return slot;
+	}
+	for (int tries = 0; tries < 4; tries++) {
+		__u64 taken = READ_ONCE(free_taken);
+		__u32 at, *slot;
+
+		if (taken >= READ_ONCE(free_given))
+			break;
+		if (__sync_val_compare_and_swap(&free_taken, taken, taken + 1) != taken)
+			continue;
+		at = taken % free_ring;
+		slot = bpf_map_lookup_elem(&free_slots, &at);
+		return slot ? *slot : USDTPROF_NO_SLOT;
+	}
+	for (int tries = 0; tries < 4; tries++) {
+		__u32 made = READ_ONCE(slots_made);
+
+		if (made >= READ_ONCE(slots_ready))
+			return USDTPROF_NO_SLOT;
+		if (__sync_val_compare_and_swap(&slots_made, made, made + 1) == made)
+			return made;
+	}
+	return USDTPROF_NO_SLOT;
+}
+
+/* An [other] path's totals, created (zero) if needed, in other_paths. */
+static __always_inline struct usdtprof_path_stats *other_stats(__u64 path, __u64 parent, __u32 tgid)
+{
+	struct usdtprof_path_stats *s = bpf_map_lookup_elem(&other_paths, &path), *init;
 	__u32 zero = 0;
-	bool full;
 
 	if (s)
 		return s;
@@ -28,18 +78,49 @@ static __always_inline struct usdtprof_path_stats *path_stats(__u64 path, __u64 
 	if (!init)
 		return 0;
 	init->parent = parent;
-	init->func = func;
+	init->func = USDTPROF_FUNC_OTHER;
 	init->tgid = tgid;
-	if (func == USDTPROF_FUNC_OTHER) {
-		bpf_map_update_elem(&other_paths, &path, init, BPF_NOEXIST);
-		return bpf_map_lookup_elem(&other_paths, &path);
-	}
+	bpf_map_update_elem(&other_paths, &path, init, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&other_paths, &path);
+}
+
+/* The totals of a path, created (zero) if needed: [other] children in
+ * other_paths, every other path in a slot of `paths` within the process's
+ * share. NULL when it finds no slot. Another CPU may create it first: then
+ * EEXIST, the slot taken goes back (never written), and the lookup finds
+ * the other's. */
+static __always_inline struct usdtprof_path_stats *path_stats(__u64 path, __u64 parent, __u64 func, __u32 tgid)
+{
+	struct usdtprof_path_stats *s;
+	struct process_usage *u;
+	__u32 *known, slot;
+	bool full;
+
+	if (func == USDTPROF_FUNC_OTHER)
+		return other_stats(path, parent, tgid);
+	known = bpf_map_lookup_elem(&paths, &path);
+	if (known)
+		return slot_stats(*known);
 	/* Beyond its share, a process's new paths find no slot, as in a full table. */
 	u = usage_of(tgid, &full);
-	if (!full && !(u && path_share && u->paths >= path_share) &&
-	    bpf_map_update_elem(&paths, &path, init, BPF_NOEXIST) == 0 && u)
-		__sync_fetch_and_add(&u->paths, 1);
-	return bpf_map_lookup_elem(&paths, &path);
+	if (full || (u && path_share && u->paths >= path_share))
+		return 0;
+	slot = take_slot();
+	if (slot == USDTPROF_NO_SLOT)
+		return 0;
+	s = slot_stats(slot);
+	if (s && bpf_map_update_elem(&paths, &path, &slot, BPF_NOEXIST) == 0) {
+		s->parent = parent;
+		s->func = func;
+		s->tgid = tgid;
+		WRITE_ONCE(s->path, path);
+		if (u)
+			__sync_fetch_and_add(&u->paths, 1);
+		return s;
+	}
+	give_back_slot(slot);
+	known = bpf_map_lookup_elem(&paths, &path);
+	return known ? slot_stats(*known) : 0;
 }
 
 /* The parent of the thread's roots: 0 (the process's), or with --per-thread

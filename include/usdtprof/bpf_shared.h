@@ -420,7 +420,17 @@ struct usdtprof_thread_stack {
 #define USDTPROF_THREAD_ROOT_BIT (1ULL << 63)
 #define USDTPROF_THREAD_ROOT(tgid, tid) (USDTPROF_THREAD_ROOT_BIT | ((__u64)(tgid) << 32) | (__u32)(tid))
 
-/* Aggregation map value, keyed by the __u64 path id. */
+/* The call-path table's totals live in slots of path_chunks, arrays of
+ * 2^USDTPROF_PATH_CHUNK_BITS slots that userspace adds as the table fills
+ * (docs/design.md, "Call-path table"); the `paths` hash maps a path id to
+ * its slot. */
+#define USDTPROF_PATH_CHUNK_BITS 13
+#define USDTPROF_PATH_CHUNK (1U << USDTPROF_PATH_CHUNK_BITS)
+/* No slot (take_slot). */
+#define USDTPROF_NO_SLOT 0xffffffffU
+
+/* A path's totals: a slot of path_chunks, or an [other] path's value in
+ * other_paths (keyed by the __u64 path id). */
 struct usdtprof_path_stats {
 	__u64 parent;   /* parent path id, 0 for a root (a thread root's id with --per-thread) */
 	__u64 func;
@@ -441,6 +451,9 @@ struct usdtprof_path_stats {
 	__u64 min_ns;
 	__u64 max_ns;
 	__u64 buckets[USDTPROF_DIST_BUCKETS];
+	/* In a slot: the path's id, set once its `paths` entry is in; 0 in a
+	 * free slot (a path id is a hash: never 0 in practice). */
+	__u64 path;
 };
 
 /* `usdtprof trace`: one ring-buffer record per probe hit. */

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <ctime>
 #include <new>
+#include <unordered_map>
+#include <unordered_set>
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -140,6 +142,7 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_
 	if (!engine->skel_)
 		return Error{"cannot open BPF programs: " + errno_text(errno)};
 	bpf_map__set_max_entries(engine->skel_->maps.paths, max_paths);
+	PathSlots::size(engine->skel_, max_paths);
 	// At most one [other] child per path (and a root one per process), but
 	// far fewer in practice: a quarter keeps its buckets' up-front cost small
 	// (docs/design.md, "Call-path table"); beyond it, time is lost (dropped_ns).
@@ -172,6 +175,10 @@ Result<std::unique_ptr<Engine>> Engine::load(uint32_t max_paths, uint32_t trace_
 			why = "the kernel has no BTF (/sys/kernel/btf/vmlinux)";
 		return Error{"cannot load BPF programs: " + why};
 	}
+	auto slots = PathSlots::start(engine->skel_);
+	if (!slots)
+		return slots.error();
+	engine->slots_ = std::move(*slots);
 	for (bpf_program *prog : {engine->skel_->progs.flush_exiting_thread, engine->skel_->progs.flush_on_exec,
 				  engine->skel_->progs.track_offcpu}) {
 		if (prog == engine->skel_->progs.track_offcpu && !offcpu)
@@ -201,6 +208,7 @@ Engine::~Engine()
 	detach_probes();
 	own_links_.clear();
 	scheduler_hooks_.clear();
+	slots_.reset(); // its grower reads the skeleton
 	usdtprof_bpf__destroy(skel_);
 }
 
@@ -514,10 +522,31 @@ std::vector<uint64_t> delete_keys(int fd, const std::vector<uint64_t> &keys, boo
 
 void Engine::delete_paths(const std::vector<uint64_t> &paths, bool batched)
 {
+	if (paths.empty())
+		return;
+	// Each path's slot, from the slots (each holds its path's id), before
+	// the hash forgets it. (A path whose slot a program has taken but not
+	// yet named is not found: only paths of processes gone or stopped are
+	// deleted.)
+	std::unordered_set<uint64_t> wanted(paths.begin(), paths.end());
+	std::unordered_map<uint64_t, uint32_t> slot_of;
+	slots_->read(
+		[&](uint32_t slot, const usdtprof_path_stats &s) {
+			if (wanted.count(s.path))
+				slot_of.emplace(s.path, slot);
+		},
+		true);
 	// A path is in one of the two maps; its id says which only by lookup:
 	// what `paths` does not hold is tried in `other_paths`.
-	delete_keys(bpf_map__fd(skel_->maps.other_paths),
-		    delete_keys(bpf_map__fd(skel_->maps.paths), paths, batched), batched);
+	std::vector<uint64_t> not_in_paths = delete_keys(bpf_map__fd(skel_->maps.paths), paths, batched);
+	delete_keys(bpf_map__fd(skel_->maps.other_paths), not_in_paths, batched);
+	for (uint64_t path : not_in_paths)
+		slot_of.erase(path);
+	std::vector<uint32_t> freed;
+	freed.reserve(slot_of.size());
+	for (const auto &[path, slot] : slot_of)
+		freed.push_back(slot);
+	slots_->free(std::move(freed));
 }
 
 void Engine::delete_names(uint32_t tgid)
@@ -702,7 +731,7 @@ void Engine::read_paths(std::vector<PathRecord> &out, bool batched) const
 					   bpf_map__max_entries(skel_->maps.other_paths));
 	} catch (const std::bad_alloc &) {
 	}
-	read_path_map(bpf_map__fd(skel_->maps.paths), out, batched);
+	slots_->read([&](uint32_t, const usdtprof_path_stats &s) { append_path(out, s.path, s); }, batched);
 	read_path_map(bpf_map__fd(skel_->maps.other_paths), out, batched);
 }
 
@@ -715,13 +744,14 @@ void Engine::read_paths(PathColumns &out, bool batched) const
 			    bpf_map__max_entries(skel_->maps.other_paths));
 	} catch (const std::bad_alloc &) {
 	}
-	read_path_map(bpf_map__fd(skel_->maps.paths), out, batched);
+	slots_->read([&](uint32_t, const usdtprof_path_stats &s) { append_path(out, s.path, s); }, batched);
 	read_path_map(bpf_map__fd(skel_->maps.other_paths), out, batched);
 }
 
 uint64_t Engine::path_tables_bytes() const
 {
-	return map_memlock(bpf_map__fd(skel_->maps.paths)) + map_memlock(bpf_map__fd(skel_->maps.other_paths));
+	return map_memlock(bpf_map__fd(skel_->maps.paths)) + map_memlock(bpf_map__fd(skel_->maps.other_paths)) +
+	       slots_->kernel_bytes();
 }
 
 std::map<uint32_t, std::string> Engine::read_process_comms() const

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/call_paths.h"
+#include "engine/path_slots.h"
 #include "base/result.h"
 #include "target/target_file.h"
 #include "base/unique_fd.h"
@@ -213,6 +214,7 @@ private:
 	void forget_closed(int pid);
 
 	usdtprof_bpf *skel_ = nullptr;
+	std::unique_ptr<PathSlots> slots_; // the call-path table's totals
 	std::vector<LinkPtr> scheduler_hooks_; // thread exit, exec, context switch
 	struct ProbeLink {
 		int pid; // attached for this process only; 0: every process of the file

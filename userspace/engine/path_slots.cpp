@@ -1,0 +1,217 @@
+#include "engine/path_slots.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "usdtprof.skel.h"
+
+namespace usdtprof {
+
+namespace {
+
+// How often the grower looks at the table's fill. With two chunks ahead the
+// programs must make 16,384 new paths within one look to outrun it (those
+// then go to [other] children, counted as agg_full, until it catches up).
+constexpr auto kGrowPeriod = std::chrono::milliseconds(20);
+
+uint32_t chunks_for(uint64_t slots)
+{
+	return uint32_t((slots + USDTPROF_PATH_CHUNK - 1) / USDTPROF_PATH_CHUNK);
+}
+
+std::string errno_text(int err)
+{
+	return strerror(err < 0 ? -err : err);
+}
+
+} // namespace
+
+uint32_t path_chunks_wanted(uint64_t made, uint32_t most)
+{
+	uint64_t ahead = std::max<uint64_t>(2 * uint64_t(USDTPROF_PATH_CHUNK), made / 4);
+	return uint32_t(std::min<uint64_t>(most, chunks_for(made + ahead)));
+}
+
+void PathSlots::size(usdtprof_bpf *skel, uint32_t max_paths)
+{
+	uint32_t chunks = std::max<uint32_t>(1, chunks_for(max_paths));
+	bpf_map__set_max_entries(skel->maps.path_chunks, chunks);
+	// The ring holds every slot there can be: it never wraps onto one not yet taken.
+	bpf_map__set_max_entries(skel->maps.free_slots, chunks * USDTPROF_PATH_CHUNK);
+	skel->rodata->free_ring = chunks * USDTPROF_PATH_CHUNK;
+}
+
+Result<std::unique_ptr<PathSlots>> PathSlots::start(usdtprof_bpf *skel)
+{
+	std::unique_ptr<PathSlots> slots(new PathSlots(skel));
+	slots->most_chunks_ = bpf_map__max_entries(skel->maps.path_chunks);
+	slots->ring_size_ = bpf_map__max_entries(skel->maps.free_slots);
+	size_t page = size_t(sysconf(_SC_PAGESIZE));
+	slots->ring_bytes_ = (size_t(slots->ring_size_) * sizeof(uint32_t) + page - 1) / page * page;
+	void *ring = mmap(nullptr, slots->ring_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED,
+			  bpf_map__fd(skel->maps.free_slots), 0);
+	if (ring == MAP_FAILED)
+		return Error{"cannot map the call-path table's free slots: " + errno_text(errno)};
+	slots->ring_ = static_cast<uint32_t *>(ring);
+	if (auto r = slots->add_chunks(path_chunks_wanted(0, slots->most_chunks_)); !r)
+		return r.error();
+	slots->grower_ = std::thread([p = slots.get()] { p->grow_until_stopped(); });
+	return slots;
+}
+
+PathSlots::~PathSlots()
+{
+	{
+		std::lock_guard lock(mutex_);
+		stopping_ = true;
+	}
+	wake_.notify_all();
+	if (grower_.joinable())
+		grower_.join();
+	if (ring_)
+		munmap(ring_, ring_bytes_);
+}
+
+Result<void> PathSlots::add_chunks(uint32_t want)
+{
+	std::lock_guard lock(mutex_);
+	int outer = bpf_map__fd(skel_->maps.path_chunks);
+	while (chunks_.size() < std::min(want, most_chunks_)) {
+		UniqueFd fd(bpf_map_create(BPF_MAP_TYPE_ARRAY, "path_chunk", sizeof(uint32_t),
+					   sizeof(usdtprof_path_stats), USDTPROF_PATH_CHUNK, nullptr));
+		if (fd.get() < 0)
+			return Error{"cannot add to the call-path table: " + errno_text(errno)};
+		uint32_t index = uint32_t(chunks_.size()), inner = uint32_t(fd.get());
+		if (bpf_map_update_elem(outer, &index, &inner, BPF_ANY))
+			return Error{"cannot add to the call-path table: " + errno_text(errno)};
+		chunks_.push_back(std::move(fd));
+		// Only once the chunk is in may the programs take its slots.
+		__atomic_store_n(&skel_->bss->slots_ready, uint32_t(chunks_.size()) * USDTPROF_PATH_CHUNK,
+				 __ATOMIC_RELEASE);
+	}
+	return {};
+}
+
+void PathSlots::grow_until_stopped()
+{
+	std::unique_lock lock(mutex_);
+	while (!wake_.wait_for(lock, kGrowPeriod, [&] { return stopping_; })) {
+		uint32_t made = __atomic_load_n(&skel_->bss->slots_made, __ATOMIC_ACQUIRE);
+		uint32_t want = path_chunks_wanted(made, most_chunks_);
+		if (want <= chunks_.size())
+			continue;
+		lock.unlock();
+		// A chunk that cannot be made (kernel memory) leaves the table as
+		// it is: new paths go to [other] children, counted (agg_full).
+		(void)add_chunks(want);
+		lock.lock();
+	}
+}
+
+std::vector<int> PathSlots::chunk_fds() const
+{
+	std::lock_guard lock(mutex_);
+	uint32_t made = __atomic_load_n(&skel_->bss->slots_made, __ATOMIC_ACQUIRE);
+	std::vector<int> fds;
+	for (size_t i = 0; i < chunks_.size() && i < chunks_for(made); i++)
+		fds.push_back(chunks_[i].get());
+	return fds;
+}
+
+void PathSlots::read(const Visit &visit, bool batched) const
+{
+	std::vector<uint32_t> keys(USDTPROF_PATH_CHUNK);
+	std::vector<usdtprof_path_stats> values(USDTPROF_PATH_CHUNK);
+	std::vector<int> fds = chunk_fds();
+	for (uint32_t c = 0; c < fds.size(); c++) {
+		uint32_t base = c * USDTPROF_PATH_CHUNK, count = USDTPROF_PATH_CHUNK, out_batch = 0;
+		// An array has every key: one call reads the whole chunk.
+		bool whole = batched && (bpf_map_lookup_batch(fds[c], nullptr, &out_batch, keys.data(), values.data(),
+							      &count, nullptr) == 0 ||
+					 errno == ENOENT) && count == USDTPROF_PATH_CHUNK;
+		if (whole) {
+			for (uint32_t i = 0; i < count; i++)
+				if (values[i].path)
+					visit(base + keys[i], values[i]);
+			continue;
+		}
+		for (uint32_t i = 0; i < USDTPROF_PATH_CHUNK; i++)
+			if (bpf_map_lookup_elem(fds[c], &i, &values[0]) == 0 && values[0].path)
+				visit(base + i, values[0]);
+	}
+}
+
+void PathSlots::wait_for_programs() const
+{
+	// Replacing an array of maps' element makes the system call wait for a
+	// grace period (the kernel's maybe_wait_bpf_programs): every program
+	// that ran before it has returned. Chunk 0 replaced by itself.
+	std::lock_guard lock(mutex_);
+	uint32_t index = 0, inner = uint32_t(chunks_.front().get());
+	bpf_map_update_elem(bpf_map__fd(skel_->maps.path_chunks), &index, &inner, BPF_ANY);
+}
+
+void PathSlots::free(std::vector<uint32_t> slots)
+{
+	if (slots.empty())
+		return;
+	// The paths are out of the hash: no program finds these slots any more,
+	// but one that found them before may still be adding to them.
+	wait_for_programs();
+	std::sort(slots.begin(), slots.end());
+	std::vector<int> fds;
+	{
+		std::lock_guard lock(mutex_);
+		for (const UniqueFd &fd : chunks_)
+			fds.push_back(fd.get());
+	}
+	std::vector<usdtprof_path_stats> zeros;
+	for (size_t i = 0; i < slots.size();) {
+		uint32_t chunk = slots[i] / USDTPROF_PATH_CHUNK;
+		size_t end = i;
+		std::vector<uint32_t> keys;
+		for (; end < slots.size() && slots[end] / USDTPROF_PATH_CHUNK == chunk; end++)
+			keys.push_back(slots[end] % USDTPROF_PATH_CHUNK);
+		zeros.assign(keys.size(), usdtprof_path_stats{});
+		uint32_t count = uint32_t(keys.size());
+		if (chunk < fds.size() &&
+		    bpf_map_update_batch(fds[chunk], keys.data(), zeros.data(), &count, nullptr) != 0)
+			for (uint32_t k : keys)
+				bpf_map_update_elem(fds[chunk], &k, &zeros[0], BPF_ANY);
+		i = end;
+	}
+	// Entries first, then the count the programs take up to.
+	uint64_t given = __atomic_load_n(&skel_->bss->free_given, __ATOMIC_RELAXED);
+	for (uint32_t slot : slots)
+		ring_[given++ % ring_size_] = slot;
+	__atomic_store_n(&skel_->bss->free_given, given, __ATOMIC_RELEASE);
+}
+
+uint64_t PathSlots::kernel_bytes() const
+{
+	auto memlock = [](int fd) -> uint64_t {
+		FILE *f = fopen(("/proc/self/fdinfo/" + std::to_string(fd)).c_str(), "r");
+		if (!f)
+			return 0;
+		unsigned long long bytes = 0;
+		char line[256];
+		while (fgets(line, sizeof line, f))
+			if (sscanf(line, "memlock: %llu", &bytes) == 1)
+				break;
+		fclose(f);
+		return bytes;
+	};
+	uint64_t total = memlock(bpf_map__fd(skel_->maps.free_slots)) + memlock(bpf_map__fd(skel_->maps.path_chunks));
+	std::lock_guard lock(mutex_);
+	for (const UniqueFd &fd : chunks_)
+		total += memlock(fd.get());
+	return total;
+}
+
+} // namespace usdtprof
