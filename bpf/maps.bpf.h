@@ -82,7 +82,7 @@ struct {
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, USDTPROF_PATH_CHUNK);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, __u64); /* an array's elements are 8-byte aligned: as userspace maps them */
 } free_slots SEC(".maps");
 
 /* Each CPU's slot taken and not used (give_back_slot): slot + 1, 0 for none. */

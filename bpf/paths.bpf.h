@@ -43,7 +43,8 @@ static __always_inline __u32 take_slot(void)
 	}
 	for (int tries = 0; tries < 4; tries++) {
 		__u64 taken = READ_ONCE(free_taken);
-		__u32 at, *slot;
+		__u32 at;
+		__u64 *slot;
 
 		if (taken >= READ_ONCE(free_given))
 			break;
@@ -51,7 +52,7 @@ static __always_inline __u32 take_slot(void)
 			continue;
 		at = taken % free_ring;
 		slot = bpf_map_lookup_elem(&free_slots, &at);
-		return slot ? *slot : USDTPROF_NO_SLOT;
+		return slot ? (__u32)*slot : USDTPROF_NO_SLOT;
 	}
 	for (int tries = 0; tries < 4; tries++) {
 		__u32 made = READ_ONCE(slots_made);

@@ -237,6 +237,35 @@ TEST_CASE("monitor: bad input is one line with exit status 2", "[monitor]")
 	REQUIRE(std::count(bad_listen.err.begin(), bad_listen.err.end(), '\n') == 1);
 }
 
+TEST_CASE("monitor --binary: the call-path slots of processes gone are used again; none is short of room",
+	  "[monitor]")
+{
+	// Each run of many_paths makes 585 paths. The table's first chunk has
+	// 8,192 slots: without the slots of runs gone coming back, the 15th run
+	// would find none and go to [other] children. Its leaves spin 200 us, so
+	// the probes cost well within the budget: no interval is sampled.
+	constexpr int kRuns = 16;
+	std::string dir = temp_dir() + "/reuse";
+	Background mon({e2e::usdtprof(), "monitor", "--binary", target("many_paths"), "--max-paths", "1200", "-i", "0.2",
+			"--budget", "1", "-o", dir});
+	mon.wait_for_line("monitoring", true);
+	for (int run = 0; run < kRuns; run++) {
+		Output o = e2e::run({target("many_paths"), "200"});
+		REQUIRE(o.status == 0);
+		sleep_s(0.5); // its paths reported and forgotten before the next run's
+	}
+	REQUIRE(kill(mon.pid(), SIGTERM) == 0);
+	REQUIRE(mon.wait() == 0);
+	auto profiles = interval_profiles(dir);
+	REQUIRE(calls_of(profiles, "main") == kRuns);
+	REQUIRE(calls_of(profiles, "n7") == kRuns * (8 + 64 + 512) / 8);
+	for (const auto &p : profiles) {
+		REQUIRE(p.anomalies.at("agg_full") == 0);
+		for (const auto &f : p.functions)
+			REQUIRE(f != "[other]");
+	}
+}
+
 TEST_CASE("monitor --binary: survives its target's restarts, every run counted exactly", "[monitor]")
 {
 	std::string dir = temp_dir() + "/restarts";

@@ -3,7 +3,10 @@
  * paths below main. Prints "measured main NS", the time from just after
  * main's ENTER to just before its EXIT, and "measured main_outer NS", from
  * just before the ENTER to just after the EXIT: a profiler's time for main
- * lies between the two, however long the probes or a preemption took. */
+ * lies between the two, however long the probes or a preemption took.
+ * many_paths [--wait] [US]: the innermost spins US us instead (a run whose
+ * probes cost little beside its work). */
+#include <stdlib.h>
 #include <usdtprof/usdtprof.h>
 #include "spin.h"
 
@@ -11,7 +14,8 @@ static const char *const names[8] = {"n0", "n1", "n2", "n3", "n4", "n5", "n6", "
 
 int main(int argc, char **argv)
 {
-	hold_if_asked(argc, argv);
+	int arg = hold_if_asked(argc, argv);
+	int spin = arg < argc ? atoi(argv[arg]) : 10;
 	long long outer_start = now_ns();
 	USDTPROF_ENTER("main");
 	long long start = now_ns();
@@ -21,7 +25,7 @@ int main(int argc, char **argv)
 			USDTPROF_ENTER(names[y]);
 			for (int z = 0; z < 8; z++) {
 				USDTPROF_ENTER(names[z]);
-				spin_us(10);
+				spin_us(spin);
 				USDTPROF_EXIT(names[z]);
 			}
 			USDTPROF_EXIT(names[y]);
