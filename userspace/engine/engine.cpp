@@ -536,7 +536,6 @@ void Engine::delete_paths(const std::vector<uint64_t> &paths, bool batched)
 				slot_of.emplace(s.path, slot);
 		},
 		true);
-
 	// A path is in one of the two maps; its id says which only by lookup:
 	// what `paths` does not hold is tried in `other_paths`.
 	std::vector<uint64_t> not_in_paths = delete_keys(bpf_map__fd(skel_->maps.paths), paths, batched);
