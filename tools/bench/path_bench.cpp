@@ -474,7 +474,7 @@ int main(int argc, char **argv)
 	       del_batch.cpu / double(n_batch) * 1e6);
 	printf("| forget, key by key, per 1M paths | %.3f s | %.3f s |\n", del_key.wall / double(n_key) * 1e6,
 	       del_key.cpu / double(n_key) * 1e6);
-	printf("\nkernel memory (memlock of paths + other_paths): %llu bytes empty, %llu full: %.1f bytes per path\n",
+	printf("\nkernel memory (memlock of the call-path table: paths, its slots and other_paths): %llu bytes empty, %llu full: %.1f bytes per path\n",
 	       (unsigned long long)empty_bytes, (unsigned long long)full_bytes, per_path);
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include <set>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/call_paths.h"
@@ -115,7 +116,8 @@ public:
 	void share_tables(size_t processes);
 	// Forgets paths (already reported) and the names (and command name) of a
 	// process that is gone. Paths go in batches (bpf_map_delete_batch) where
-	// the kernel has them, else, or when batched is false, one at a time.
+	// the kernel has them, else, or when batched is false, one at a time;
+	// their slots go back to the programs (PathSlots::free).
 	void delete_paths(const std::vector<uint64_t> &paths, bool batched = true);
 	void delete_names(uint32_t tgid);
 
@@ -151,9 +153,9 @@ public:
 	// Into columns (PathColumns: what record and monitor read, the nodes
 	// their profiles are made of), out's memory reused.
 	void read_paths(PathColumns &out, bool batched = true) const;
-	// What the two path tables hold in kernel memory now, by the kernel's
-	// own accounting (memlock in the maps' fdinfo, from their contents on
-	// kernels 6.4+), bytes.
+	// What the call-path table (the hash and its slots) and other_paths
+	// hold in kernel memory now, by the kernel's own accounting (memlock in
+	// the maps' fdinfo, from their contents on kernels 6.4+), bytes.
 	uint64_t path_tables_bytes() const;
 	// The command name of each process a probe fired in, by tgid.
 	std::map<uint32_t, std::string> read_process_comms() const;
@@ -212,6 +214,8 @@ private:
 	uint64_t pause();
 	// The process's own window is no longer closed.
 	void forget_closed(int pid);
+	// The slot of each of paths that `paths` holds, by path.
+	std::unordered_map<uint64_t, uint32_t> slots_of(const std::vector<uint64_t> &paths) const;
 
 	usdtprof_bpf *skel_ = nullptr;
 	std::unique_ptr<PathSlots> slots_; // the call-path table's totals

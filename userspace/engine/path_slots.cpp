@@ -193,6 +193,11 @@ void PathSlots::free(std::vector<uint32_t> slots)
 	__atomic_store_n(&skel_->bss->free_given, given, __ATOMIC_RELEASE);
 }
 
+uint32_t PathSlots::made() const
+{
+	return __atomic_load_n(&skel_->bss->slots_made, __ATOMIC_ACQUIRE);
+}
+
 uint64_t PathSlots::kernel_bytes() const
 {
 	auto memlock = [](int fd) -> uint64_t {

@@ -44,6 +44,8 @@ public:
 	// until no program can still be adding to them, zeroes them, and gives
 	// them to the programs through the ring.
 	void free(std::vector<uint32_t> slots);
+	// Slots the programs have taken from the never-used ones.
+	uint32_t made() const;
 	// The chunks' and the ring's kernel memory (memlock), bytes.
 	uint64_t kernel_bytes() const;
 
