@@ -8,8 +8,6 @@
 #include <cstring>
 #include <ctime>
 #include <new>
-#include <unordered_map>
-#include <unordered_set>
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -19,6 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "base/huge_pages.h"
+#include "base/id_index.h"
 #include "engine/steal_clock.h"
 #include "target/proc_maps.h"
 #include "target/usdt.h"
@@ -520,48 +519,44 @@ std::vector<uint64_t> delete_keys(int fd, const std::vector<uint64_t> &keys, boo
 
 } // namespace
 
-std::unordered_map<uint64_t, uint32_t> Engine::slots_of(const std::vector<uint64_t> &paths) const
+std::vector<uint32_t> Engine::slots_of(const std::vector<uint64_t> &paths) const
 {
-	std::unordered_map<uint64_t, uint32_t> slot_of;
-	slot_of.reserve(paths.size());
+	std::vector<uint32_t> slots;
+	slots.reserve(paths.size());
 	// A few paths among many: each looked up (~1 us); else every slot
 	// read (~0.2 us a slot) and those of the paths kept.
 	if (paths.size() * 4 < slots_->made()) {
 		int fd = bpf_map__fd(skel_->maps.paths);
 		for (uint64_t path : paths)
 			if (uint32_t slot; bpf_map_lookup_elem(fd, &path, &slot) == 0)
-				slot_of.emplace(path, slot);
-		return slot_of;
+				slots.push_back(slot);
+		return slots;
 	}
-	std::unordered_set<uint64_t> wanted(paths.begin(), paths.end());
+	IdIndex wanted(paths.size());
+	for (size_t i = 0; i < paths.size(); i++)
+		wanted.set(paths[i], uint32_t(i));
 	slots_->read(
 		[&](uint32_t slot, const usdtprof_path_stats &s) {
-			if (wanted.count(s.path))
-				slot_of.emplace(s.path, slot);
+			if (wanted.find(s.path) != IdIndex::kNone)
+				slots.push_back(slot);
 		},
 		true);
-	return slot_of;
+	return slots;
 }
 
 void Engine::delete_paths(const std::vector<uint64_t> &paths, bool batched)
 {
 	if (paths.empty())
 		return;
-	// Each path's slot, before the hash forgets it. (A path whose slot a
-	// program has taken but not yet named is not found by the slots' read:
-	// only paths of processes gone or stopped are deleted.)
-	std::unordered_map<uint64_t, uint32_t> slot_of = slots_of(paths);
+	// The paths' slots, before the hash forgets them. (A path whose slot
+	// a program has taken but not yet named is not found by the slots'
+	// read: only paths of processes gone or stopped are deleted.)
+	std::vector<uint32_t> slots = slots_of(paths);
 	// A path is in one of the two maps; its id says which only by lookup:
 	// what `paths` does not hold is tried in `other_paths`.
-	std::vector<uint64_t> not_in_paths = delete_keys(bpf_map__fd(skel_->maps.paths), paths, batched);
-	delete_keys(bpf_map__fd(skel_->maps.other_paths), not_in_paths, batched);
-	for (uint64_t path : not_in_paths)
-		slot_of.erase(path);
-	std::vector<uint32_t> freed;
-	freed.reserve(slot_of.size());
-	for (const auto &[path, slot] : slot_of)
-		freed.push_back(slot);
-	slots_->free(std::move(freed));
+	delete_keys(bpf_map__fd(skel_->maps.other_paths),
+		    delete_keys(bpf_map__fd(skel_->maps.paths), paths, batched), batched);
+	slots_->free(std::move(slots));
 }
 
 void Engine::delete_names(uint32_t tgid)

@@ -8,7 +8,6 @@
 #include <set>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "engine/call_paths.h"
@@ -214,8 +213,8 @@ private:
 	uint64_t pause();
 	// The process's own window is no longer closed.
 	void forget_closed(int pid);
-	// The slot of each of paths that `paths` holds, by path.
-	std::unordered_map<uint64_t, uint32_t> slots_of(const std::vector<uint64_t> &paths) const;
+	// The slots of those of paths that `paths` holds.
+	std::vector<uint32_t> slots_of(const std::vector<uint64_t> &paths) const;
 
 	usdtprof_bpf *skel_ = nullptr;
 	std::unique_ptr<PathSlots> slots_; // the call-path table's totals
