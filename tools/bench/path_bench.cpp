@@ -446,13 +446,16 @@ int main(int argc, char **argv)
 
 	// Forgotten in chunks, batched and key by key alternately.
 	std::vector<uint64_t> ids = records.path;
+	std::vector<uint32_t> slots = records.slot;
 	Timed del_batch, del_key;
 	size_t n_batch = 0, n_key = 0;
 	const size_t chunk = 100000;
 	for (size_t i = 0, c = 0; i < ids.size(); i += chunk, c++) {
-		std::vector<uint64_t> part(ids.begin() + long(i), ids.begin() + long(std::min(ids.size(), i + chunk)));
+		size_t end = std::min(ids.size(), i + chunk);
+		std::vector<uint64_t> part(ids.begin() + long(i), ids.begin() + long(end));
+		std::vector<uint32_t> part_slots(slots.begin() + long(i), slots.begin() + long(end));
 		bool batched = c % 2 == 0;
-		Timed t = timed([&] { engine.delete_paths(part, batched); });
+		Timed t = timed([&] { engine.delete_paths(part, part_slots, batched); });
 		Timed &sum = batched ? del_batch : del_key;
 		sum.wall += t.wall;
 		sum.cpu += t.cpu;

@@ -85,6 +85,7 @@ void PathColumns::reserve(size_t n)
 	reserve_fresh(path, n);
 	reserve_fresh(parent, n);
 	reserve_fresh(func, n);
+	reserve_fresh(slot, n);
 	reserve_fresh(nodes, n + 64);
 	reserve_fresh(dists, n + 64);
 }
@@ -94,11 +95,12 @@ void PathColumns::clear()
 	truncate(0);
 }
 
-void PathColumns::append(uint64_t id, const usdtprof_path_stats &s)
+void PathColumns::append(uint64_t id, const usdtprof_path_stats &s, uint32_t in_slot)
 {
 	path.push_back(id);
 	parent.push_back(s.parent);
 	func.push_back(s.func);
+	slot.push_back(in_slot);
 	PathNode &n = nodes.emplace_back();
 	n.pid = int32_t(s.tgid);
 	n.calls = s.calls;
@@ -119,6 +121,7 @@ void PathColumns::append(const PathRecord &r)
 	path.push_back(r.path);
 	parent.push_back(r.stats.parent);
 	func.push_back(r.stats.func);
+	slot.push_back(r.slot);
 	PathNode &n = nodes.emplace_back();
 	n.pid = int32_t(r.stats.tgid);
 	n.calls = r.stats.calls;
@@ -136,6 +139,7 @@ void PathColumns::truncate(size_t n)
 	path.resize(n);
 	parent.resize(n);
 	func.resize(n);
+	slot.resize(n);
 	nodes.resize(n);
 	dists.resize(n);
 }
@@ -150,6 +154,7 @@ void PathColumns::keep_if(const std::function<bool(size_t)> &keep)
 			path[kept] = path[i];
 			parent[kept] = parent[i];
 			func[kept] = func[i];
+			slot[kept] = slot[i];
 			nodes[kept] = nodes[i];
 			dists[kept] = std::move(dists[i]);
 		}
@@ -181,7 +186,7 @@ std::vector<PathRecord> PathColumns::records() const
 	std::vector<PathRecord> out;
 	out.reserve(size());
 	for (size_t i = 0; i < size(); i++)
-		out.push_back({path[i], stats(i)});
+		out.push_back({path[i], stats(i), slot[i]});
 	return out;
 }
 

@@ -42,6 +42,7 @@ usdtprof_path_stats kernel_stats_of(const PathStats &s);
 struct PathRecord {
 	uint64_t path = 0;
 	PathStats stats;
+	uint32_t slot = USDTPROF_NO_SLOT; // its slot in the kernel's table, if read from there
 };
 
 // A path's durations as the kernel keeps them.
@@ -58,6 +59,9 @@ Distribution distribution_of(const PathStats &s);
 // paths from the kernel"). 128 bytes a path.
 struct PathColumns {
 	std::vector<uint64_t> path, parent, func; // the path's id, its parent's (0 for a root), its function id
+	// Its slot in the kernel's table (Engine::delete_paths frees it): USDTPROF_NO_SLOT for
+	// an [other] path, or one not read from the kernel.
+	std::vector<uint32_t> slot;
 	std::vector<PathNode> nodes;
 	std::vector<Distribution> dists;
 
@@ -69,7 +73,7 @@ struct PathColumns {
 	// (reserve_fresh).
 	void reserve(size_t n);
 	void clear();
-	void append(uint64_t id, const usdtprof_path_stats &s);
+	void append(uint64_t id, const usdtprof_path_stats &s, uint32_t slot = USDTPROF_NO_SLOT);
 	void append(const PathRecord &r);
 	// Only the first n paths.
 	void truncate(size_t n);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <iterator>
 #include <new>
 #include <fcntl.h>
 #include <sys/syscall.h>
@@ -544,19 +545,30 @@ std::vector<uint32_t> Engine::slots_of(const std::vector<uint64_t> &paths) const
 	return slots;
 }
 
-void Engine::delete_paths(const std::vector<uint64_t> &paths, bool batched)
+void Engine::delete_paths(const std::vector<uint64_t> &paths, const std::vector<uint32_t> &slots, bool batched)
 {
 	if (paths.empty())
 		return;
-	// The paths' slots, before the hash forgets them. (A path whose slot
-	// a program has taken but not yet named is not found by the slots'
-	// read: only paths of processes gone or stopped are deleted.)
-	std::vector<uint32_t> slots = slots_of(paths);
+	// The paths' slots, before the hash forgets them: as read with them,
+	// else found. (A path whose slot a program has taken but not yet named
+	// is not found by the slots' read: only paths of processes gone or
+	// stopped are deleted.)
+	std::vector<uint32_t> freed;
+	if (slots.size() == paths.size())
+		std::copy_if(slots.begin(), slots.end(), std::back_inserter(freed),
+			     [](uint32_t s) { return s != USDTPROF_NO_SLOT; });
+	else
+		freed = slots_of(paths);
 	// A path is in one of the two maps; its id says which only by lookup:
 	// what `paths` does not hold is tried in `other_paths`.
 	delete_keys(bpf_map__fd(skel_->maps.other_paths),
 		    delete_keys(bpf_map__fd(skel_->maps.paths), paths, batched), batched);
-	slots_->free(std::move(slots));
+	slots_->free(std::move(freed));
+}
+
+void Engine::delete_paths(const std::vector<uint64_t> &paths, bool batched)
+{
+	delete_paths(paths, {}, batched);
 }
 
 void Engine::delete_names(uint32_t tgid)
@@ -649,13 +661,14 @@ std::pair<uint64_t, uint64_t> Engine::run_stats(const char *program) const
 
 namespace {
 
-void append_path(std::vector<PathRecord> &out, uint64_t path, const usdtprof_path_stats &s)
+void append_path(std::vector<PathRecord> &out, uint64_t path, const usdtprof_path_stats &s,
+		 uint32_t slot = USDTPROF_NO_SLOT)
 {
-	out.push_back({path, path_stats_of(s)});
+	out.push_back({path, path_stats_of(s), slot});
 }
-void append_path(PathColumns &out, uint64_t path, const usdtprof_path_stats &s)
+void append_path(PathColumns &out, uint64_t path, const usdtprof_path_stats &s, uint32_t slot = USDTPROF_NO_SLOT)
 {
-	out.append(path, s);
+	out.append(path, s, slot);
 }
 void truncate_paths(std::vector<PathRecord> &out, size_t n)
 {
@@ -741,7 +754,7 @@ void Engine::read_paths(std::vector<PathRecord> &out, bool batched) const
 					   bpf_map__max_entries(skel_->maps.other_paths));
 	} catch (const std::bad_alloc &) {
 	}
-	slots_->read([&](uint32_t, const usdtprof_path_stats &s) { append_path(out, s.path, s); }, batched);
+	slots_->read([&](uint32_t slot, const usdtprof_path_stats &s) { append_path(out, s.path, s, slot); }, batched);
 	read_path_map(bpf_map__fd(skel_->maps.other_paths), out, batched);
 }
 
@@ -754,7 +767,7 @@ void Engine::read_paths(PathColumns &out, bool batched) const
 			    bpf_map__max_entries(skel_->maps.other_paths));
 	} catch (const std::bad_alloc &) {
 	}
-	slots_->read([&](uint32_t, const usdtprof_path_stats &s) { append_path(out, s.path, s); }, batched);
+	slots_->read([&](uint32_t slot, const usdtprof_path_stats &s) { append_path(out, s.path, s, slot); }, batched);
 	read_path_map(bpf_map__fd(skel_->maps.other_paths), out, batched);
 }
 

@@ -118,6 +118,9 @@ public:
 	// the kernel has them, else, or when batched is false, one at a time;
 	// their slots go back to the programs (PathSlots::free).
 	void delete_paths(const std::vector<uint64_t> &paths, bool batched = true);
+	// The same, given each path's slot as read (PathColumns::slot): none to find.
+	void delete_paths(const std::vector<uint64_t> &paths, const std::vector<uint32_t> &slots,
+			  bool batched = true);
 	void delete_names(uint32_t tgid);
 
 	// The probe specs added so far, by index.

@@ -229,10 +229,12 @@ IntervalDelta PathDeltas::next(PathColumns totals, const std::function<bool(uint
 		Distribution &durations = totals.dists[i];
 		// Paths no longer in the map (deleted) or of processes gone are no
 		// longer kept; those first seen are.
-		if (is_alive(totals.tgid(i)))
+		if (is_alive(totals.tgid(i))) {
 			packed.append(totals.path[i], counts, durations);
-		else
+		} else {
 			out.forget.push_back(totals.path[i]);
+			out.forget_slots.push_back(i < totals.slot.size() ? totals.slot[i] : USDTPROF_NO_SLOT);
+		}
 		if (was.find(totals.path[i], before))
 			subtract(counts, durations, before);
 		if (gained(counts))

@@ -19,8 +19,9 @@ struct IntervalDelta {
 	// What each path gained since the last interval, with its ancestors
 	// (zero where they gained nothing) so the tree can be rebuilt.
 	PathColumns paths;
-	// Paths of processes that are gone, reported in full: to delete.
+	// Paths of processes that are gone, reported in full: to delete (with their slots).
 	std::vector<uint64_t> forget;
+	std::vector<uint32_t> forget_slots;
 	std::vector<uint32_t> gone; // those processes
 
 };

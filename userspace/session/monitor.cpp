@@ -960,7 +960,7 @@ void MonitorSession::run()
 		health_.fixed_cost_ns += budget.fixed_ns;
 		publish(iv, profile, names_cut);
 		// What is reported of processes that are gone is forgotten: the maps stay bounded.
-		engine().delete_paths(delta.forget);
+		engine().delete_paths(delta.forget, delta.forget_slots);
 		// The read's memory, and the profile's nodes, for the next one.
 		read_buffer_ = std::move(delta.paths);
 		read_buffer_.nodes = std::move(profile.nodes);

@@ -201,7 +201,7 @@ public:
 	// calibration); the probes count again, at usdtprof's own sites only.
 	void calibrate(const PathColumns &records)
 	{
-		engine().delete_paths(records.path);
+		engine().delete_paths(records.path, records.slot);
 		engine().open_window();
 		if (calibrator_)
 			session_.calibrate(*calibrator_, 4);
