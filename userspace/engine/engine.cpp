@@ -716,21 +716,6 @@ template <class Out> void read_path_map(int fd, Out &out, bool batched)
 	}
 }
 
-// The memlock line of a BPF map's fdinfo: its kernel memory, bytes.
-uint64_t map_memlock(int fd)
-{
-	FILE *f = fopen(("/proc/self/fdinfo/" + std::to_string(fd)).c_str(), "r");
-	if (!f)
-		return 0;
-	unsigned long long bytes = 0;
-	char line[256];
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "memlock: %llu", &bytes) == 1)
-			break;
-	fclose(f);
-	return bytes;
-}
-
 } // namespace
 
 std::vector<PathRecord> Engine::read_paths(bool batched) const
@@ -773,8 +758,8 @@ void Engine::read_paths(PathColumns &out, bool batched) const
 
 uint64_t Engine::path_tables_bytes() const
 {
-	return map_memlock(bpf_map__fd(skel_->maps.paths)) + map_memlock(bpf_map__fd(skel_->maps.other_paths)) +
-	       slots_->kernel_bytes();
+	return bpf_map_memlock(bpf_map__fd(skel_->maps.paths)) +
+	       bpf_map_memlock(bpf_map__fd(skel_->maps.other_paths)) + slots_->kernel_bytes();
 }
 
 std::map<uint32_t, std::string> Engine::read_process_comms() const

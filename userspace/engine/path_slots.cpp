@@ -4,7 +4,9 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -198,24 +200,27 @@ uint32_t PathSlots::made() const
 	return __atomic_load_n(&skel_->bss->slots_made, __ATOMIC_ACQUIRE);
 }
 
+uint64_t bpf_map_memlock(int fd)
+{
+	FILE *f = fopen(("/proc/self/fdinfo/" + std::to_string(fd)).c_str(), "r");
+	if (!f)
+		return 0;
+	unsigned long long bytes = 0;
+	char line[256];
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "memlock: %llu", &bytes) == 1)
+			break;
+	fclose(f);
+	return bytes;
+}
+
 uint64_t PathSlots::kernel_bytes() const
 {
-	auto memlock = [](int fd) -> uint64_t {
-		FILE *f = fopen(("/proc/self/fdinfo/" + std::to_string(fd)).c_str(), "r");
-		if (!f)
-			return 0;
-		unsigned long long bytes = 0;
-		char line[256];
-		while (fgets(line, sizeof line, f))
-			if (sscanf(line, "memlock: %llu", &bytes) == 1)
-				break;
-		fclose(f);
-		return bytes;
-	};
-	uint64_t total = memlock(bpf_map__fd(skel_->maps.free_slots)) + memlock(bpf_map__fd(skel_->maps.path_chunks));
+	uint64_t total = bpf_map_memlock(bpf_map__fd(skel_->maps.free_slots)) +
+			 bpf_map_memlock(bpf_map__fd(skel_->maps.path_chunks));
 	std::lock_guard lock(mutex_);
 	for (const UniqueFd &fd : chunks_)
-		total += memlock(fd.get());
+		total += bpf_map_memlock(fd.get());
 	return total;
 }
 

@@ -26,6 +26,10 @@ namespace usdtprof {
 // `most`. Pure (unit-tested).
 uint32_t path_chunks_wanted(uint64_t made, uint32_t most);
 
+// A BPF map's kernel memory by the kernel's own accounting (the memlock line
+// of its fdinfo, from its contents on kernels 6.4+), bytes.
+uint64_t bpf_map_memlock(int fd);
+
 class PathSlots {
 public:
 	// Before load: sizes the chunk array and the free ring for max_paths.
