@@ -114,6 +114,9 @@ static __always_inline struct usdtprof_path_stats *path_stats(__u64 path, __u64 
 		s->parent = parent;
 		s->func = func;
 		s->tgid = tgid;
+		/* The id last: a slot read with its id has its ids (the reader
+		 * skips slots without one). */
+		asm volatile("" ::: "memory");
 		WRITE_ONCE(s->path, path);
 		if (u)
 			__sync_fetch_and_add(&u->paths, 1);

@@ -371,3 +371,26 @@ TEST_CASE("call paths: from columns, each node and its durations moved to its pl
 		REQUIRE(q.dists[i].buckets == p.dists[i].buckets);
 	}
 }
+
+TEST_CASE("PathColumns: each path's kernel slot stays beside it through keep_if, truncate, records and of")
+{
+	PathColumns c;
+	usdtprof_path_stats s{};
+	s.tgid = 100;
+	for (uint32_t i = 0; i < 5; i++) {
+		s.calls = i + 1;
+		c.append(1000 + i, s, 70 + i);
+	}
+	c.append(2000, s); // an [other] path: no slot
+	REQUIRE(c.slot == std::vector<uint32_t>{70, 71, 72, 73, 74, USDTPROF_NO_SLOT});
+	c.keep_if([](size_t i) { return i % 2 == 0; });
+	REQUIRE(c.path == std::vector<uint64_t>{1000, 1002, 1004});
+	REQUIRE(c.slot == std::vector<uint32_t>{70, 72, 74});
+	std::vector<PathRecord> records = c.records();
+	REQUIRE(records[1].slot == 72);
+	REQUIRE(PathColumns::of(records).slot == c.slot);
+	c.truncate(1);
+	REQUIRE(c.slot == std::vector<uint32_t>{70});
+	c.clear();
+	REQUIRE(c.slot.empty());
+}
