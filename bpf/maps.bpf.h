@@ -73,16 +73,18 @@ struct {
 	__array(values, struct path_chunk);
 } path_chunks SEC(".maps");
 
-/* Slots freed by userspace (deleted paths, zeroed), a ring: entry i %
- * max_entries holds the i-th given (free_given, by userspace) and is taken
- * by take_slot (free_taken). Sized by userspace as path_chunks' slots, so
- * the ring never wraps onto a slot not yet taken. Mapped by userspace. */
+/* Slots freed by userspace (deleted paths, zeroed), a ring of free_ring
+ * slot numbers, two to an element (an array's elements are 8 bytes apart:
+ * userspace maps it as an array of __u32): number i % free_ring is the i-th
+ * given (free_given, by userspace), taken by take_slot (free_taken). As
+ * many as path_chunks' slots, so the ring never wraps onto a slot not yet
+ * taken. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, USDTPROF_PATH_CHUNK);
+	__uint(max_entries, USDTPROF_PATH_CHUNK / 2);
 	__type(key, __u32);
-	__type(value, __u64); /* an array's elements are 8-byte aligned: as userspace maps them */
+	__type(value, __u64);
 } free_slots SEC(".maps");
 
 /* Each CPU's slot taken and not used (give_back_slot): slot + 1, 0 for none. */
@@ -327,7 +329,7 @@ __u64 flush_epoch;
  * free_slots, given by userspace (free_given) and taken here (free_taken). */
 __u32 slots_made;
 __u32 slots_ready;
-/* free_slots' entries, set by userspace before load. */
+/* The slot numbers free_slots holds, set by userspace before load. */
 const volatile __u32 free_ring = USDTPROF_PATH_CHUNK;
 __u64 free_given;
 __u64 free_taken;

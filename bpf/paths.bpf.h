@@ -43,16 +43,19 @@ static __always_inline __u32 take_slot(void)
 	}
 	for (int tries = 0; tries < 4; tries++) {
 		__u64 taken = READ_ONCE(free_taken);
-		__u32 at;
-		__u64 *slot;
+		__u32 at, half;
+		__u64 *pair;
 
 		if (taken >= READ_ONCE(free_given))
 			break;
 		if (__sync_val_compare_and_swap(&free_taken, taken, taken + 1) != taken)
 			continue;
 		at = taken % free_ring;
-		slot = bpf_map_lookup_elem(&free_slots, &at);
-		return slot ? (__u32)*slot : USDTPROF_NO_SLOT;
+		half = at & 1;
+		at >>= 1;
+		pair = bpf_map_lookup_elem(&free_slots, &at);
+		/* Little-endian: the even number in the low half. */
+		return pair ? (__u32)(*pair >> (half * 32)) : USDTPROF_NO_SLOT;
 	}
 	for (int tries = 0; tries < 4; tries++) {
 		__u32 made = READ_ONCE(slots_made);
@@ -85,30 +88,30 @@ static __always_inline struct usdtprof_path_stats *other_stats(__u64 path, __u64
 	return bpf_map_lookup_elem(&other_paths, &path);
 }
 
-/* The totals of a path, created (zero) if needed: [other] children in
- * other_paths, every other path in a slot of `paths` within the process's
- * share. NULL when it finds no slot. Another CPU may create it first: then
- * EEXIST, the slot taken goes back (never written), and the lookup finds
- * the other's. */
-static __always_inline struct usdtprof_path_stats *path_stats(__u64 path, __u64 parent, __u64 func, __u32 tgid)
+/* The slot of a path (not an [other] one), created (zero) if needed within
+ * the process's share; USDTPROF_NO_SLOT when it finds none. Another CPU may
+ * create it first: then EEXIST, the slot taken goes back (never written),
+ * and the lookup finds the other's. A global function, verified once on its
+ * own: inlined at each of the exit program's paths to the table, it took
+ * the program's verification from 584k instructions to 981k, near the
+ * kernel's limit of a million. */
+__noinline __u32 path_slot(__u64 path, __u64 parent, __u64 func, __u32 tgid)
 {
 	struct usdtprof_path_stats *s;
 	struct process_usage *u;
 	__u32 *known, slot;
 	bool full;
 
-	if (func == USDTPROF_FUNC_OTHER)
-		return other_stats(path, parent, tgid);
 	known = bpf_map_lookup_elem(&paths, &path);
 	if (known)
-		return slot_stats(*known);
+		return *known;
 	/* Beyond its share, a process's new paths find no slot, as in a full table. */
 	u = usage_of(tgid, &full);
 	if (full || (u && path_share && u->paths >= path_share))
-		return 0;
+		return USDTPROF_NO_SLOT;
 	slot = take_slot();
 	if (slot == USDTPROF_NO_SLOT)
-		return 0;
+		return USDTPROF_NO_SLOT;
 	s = slot_stats(slot);
 	if (s && bpf_map_update_elem(&paths, &path, &slot, BPF_NOEXIST) == 0) {
 		s->parent = parent;
@@ -120,11 +123,23 @@ static __always_inline struct usdtprof_path_stats *path_stats(__u64 path, __u64 
 		WRITE_ONCE(s->path, path);
 		if (u)
 			__sync_fetch_and_add(&u->paths, 1);
-		return s;
+		return slot;
 	}
 	give_back_slot(slot);
 	known = bpf_map_lookup_elem(&paths, &path);
-	return known ? slot_stats(*known) : 0;
+	return known ? *known : USDTPROF_NO_SLOT;
+}
+
+/* The totals of a path, created (zero) if needed: [other] children in
+ * other_paths, every other path in its slot. NULL when it finds none. */
+static __always_inline struct usdtprof_path_stats *path_stats(__u64 path, __u64 parent, __u64 func, __u32 tgid)
+{
+	__u32 slot;
+
+	if (func == USDTPROF_FUNC_OTHER)
+		return other_stats(path, parent, tgid);
+	slot = path_slot(path, parent, func, tgid);
+	return slot == USDTPROF_NO_SLOT ? 0 : slot_stats(slot);
 }
 
 /* The parent of the thread's roots: 0 (the process's), or with --per-thread

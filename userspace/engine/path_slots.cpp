@@ -44,8 +44,9 @@ void PathSlots::size(usdtprof_bpf *skel, uint32_t max_paths)
 {
 	uint32_t chunks = std::max<uint32_t>(1, chunks_for(max_paths));
 	bpf_map__set_max_entries(skel->maps.path_chunks, chunks);
-	// The ring holds every slot there can be: it never wraps onto one not yet taken.
-	bpf_map__set_max_entries(skel->maps.free_slots, chunks * USDTPROF_PATH_CHUNK);
+	// The ring holds every slot there can be: it never wraps onto one not
+	// yet taken. Two 4-byte numbers to each of its 8-byte elements.
+	bpf_map__set_max_entries(skel->maps.free_slots, chunks * USDTPROF_PATH_CHUNK / 2);
 	skel->rodata->free_ring = chunks * USDTPROF_PATH_CHUNK;
 }
 
@@ -53,14 +54,14 @@ Result<std::unique_ptr<PathSlots>> PathSlots::start(usdtprof_bpf *skel)
 {
 	std::unique_ptr<PathSlots> slots(new PathSlots(skel));
 	slots->most_chunks_ = bpf_map__max_entries(skel->maps.path_chunks);
-	slots->ring_size_ = bpf_map__max_entries(skel->maps.free_slots);
+	slots->ring_size_ = skel->rodata->free_ring;
 	size_t page = size_t(sysconf(_SC_PAGESIZE));
-	slots->ring_bytes_ = (size_t(slots->ring_size_) * sizeof(uint64_t) + page - 1) / page * page;
+	slots->ring_bytes_ = (size_t(slots->ring_size_) * sizeof(uint32_t) + page - 1) / page * page;
 	void *ring = mmap(nullptr, slots->ring_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED,
 			  bpf_map__fd(skel->maps.free_slots), 0);
 	if (ring == MAP_FAILED)
 		return Error{"cannot map the call-path table's free slots: " + errno_text(errno)};
-	slots->ring_ = static_cast<uint64_t *>(ring);
+	slots->ring_ = static_cast<uint32_t *>(ring);
 	if (auto r = slots->add_chunks(path_chunks_wanted(0, slots->most_chunks_)); !r)
 		return r.error();
 	slots->grower_ = std::thread([p = slots.get()] { p->grow_until_stopped(); });

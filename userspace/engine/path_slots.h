@@ -67,7 +67,7 @@ private:
 	uint32_t most_chunks_ = 0;
 	mutable std::mutex mutex_;
 	std::vector<UniqueFd> chunks_;
-	uint64_t *ring_ = nullptr; // free_slots, mapped
+	uint32_t *ring_ = nullptr; // free_slots, mapped: a slot number each
 	size_t ring_bytes_ = 0;
 	uint32_t ring_size_ = 0;
 	std::condition_variable wake_;
