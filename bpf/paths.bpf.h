@@ -17,7 +17,7 @@ static __always_inline struct usdtprof_path_stats *slot_stats(__u32 slot)
 	return inner ? bpf_map_lookup_elem(inner, &i) : 0;
 }
 
-/* A slot taken that lost its path to another CPU (path_stats), kept for
+/* A slot taken that lost its path to another CPU (path_slot), kept for
  * this CPU's next new path: zero, never in `paths`. */
 static __always_inline void give_back_slot(__u32 slot)
 {
