@@ -237,6 +237,13 @@ struct usdtprof_name_part {
 /* Per attached probe, indexed by the uprobe's BPF cookie. Runtime probes
  * (IDENT_PTRS, IDENT_SQL) capture their name parts the first time a process
  * shows a function, so names survive the process. */
+/* usdtprof_probe_spec.inband: the clock reads a probe of our header passes.
+ * Headers before 2026-12-05 passed three and left the reads' own cost to the
+ * calibration; later ones pass the cost of the read after the last probe too,
+ * measured by a second read right after it (docs/design.md). */
+#define USDTPROF_INBAND_OLD 3
+#define USDTPROF_INBAND 4
+
 struct usdtprof_probe_spec {
 	struct usdtprof_arg_spec args[USDTPROF_MAX_IDENT_ARGS];
 	struct usdtprof_name_part parts[USDTPROF_NAME_PARTS];
@@ -256,10 +263,12 @@ struct usdtprof_probe_spec {
 	__u32 nop5_site;    /* userspace only: its sites are attached at a 5-byte nop,
 			       which the kernel may turn into a call: a cheaper hit,
 			       calibrated apart (a spec never mixes the two) */
-	__u32 inband;       /* the probe passes clock reads (our header's): clock_args */
-	/* inband: the program's CLOCK_MONOTONIC read right before this hit, and
-	 * its reads before and after its previous probe (include/usdtprof/usdtprof.h) */
-	struct usdtprof_arg_spec clock_args[3];
+	__u32 inband;       /* how many clock reads the probe passes (our header's), in
+			       clock_args: 0, USDTPROF_INBAND_OLD or USDTPROF_INBAND */
+	/* inband: the program's CLOCK_MONOTONIC read right before this hit, its
+	 * reads before and after its previous probe, and (USDTPROF_INBAND) what
+	 * that last read took itself (include/usdtprof/usdtprof.h) */
+	struct usdtprof_arg_spec clock_args[4];
 };
 
 #define USDTPROF_CONTENT_PREFIXED(i) (1u << (16 + (i)))

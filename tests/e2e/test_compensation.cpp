@@ -30,10 +30,10 @@ struct Compared {
 // Records `overhead WORK_NS BATCHES`; per batch, the on-CPU self time per
 // call of leaf and mid (compensated and raw) and the program's truth; the
 // medians over the batches (a batch the machine disturbed does not count).
-Compared record_overhead(long work_ns, int batches)
+Compared record_overhead(long work_ns, int batches, const std::string &program = "overhead")
 {
 	std::string data = temp_dir() + "/profile.data";
-	Output o = run({usdtprof(), "record", "-o", data, "--", target("overhead"), std::to_string(work_ns),
+	Output o = run({usdtprof(), "record", "-o", data, "--", target(program), std::to_string(work_ns),
 			std::to_string(batches)});
 	INFO(o.err);
 	REQUIRE(o.status == 0);
@@ -134,6 +134,33 @@ TEST_CASE("compensation: with each hit measured in band, 1 us leaves and parents
 	REQUIRE(c.report["calibration"]["measured_ns"].get<uint64_t>() > 0);
 	REQUIRE(std::abs(c.leaf - c.leaf_truth) <= 0.2 * c.leaf_truth);
 	REQUIRE(std::abs(c.mid - c.mid_truth) <= 0.2 * c.mid_truth);
+}
+
+// A program built with the header before 2026-12-05 passes three clock reads
+// (no measure of the reads' own cost): still measured in band, its kind
+// calibrated apart, with the reads' cost.
+TEST_CASE("compensation: a program built with the older header is measured in band, its reads' cost calibrated",
+	  "[compensation]")
+{
+	Compared c = record_overhead(1000, 15, "overhead_older_header");
+	INFO("calibration " << c.report["calibration"]);
+	INFO("leaf: compensated " << c.leaf << " ns, measured " << c.leaf_raw << ", truth " << c.leaf_truth);
+	INFO("mid: compensated " << c.mid << " ns, measured " << c.mid_raw << ", truth " << c.mid_truth);
+	const nlohmann::json &kinds = c.report["calibration"]["kinds"];
+	REQUIRE(kinds.size() == 1);
+	REQUIRE(kinds[0]["kind"] == "native nop5 in-band (older header)");
+	// What the reads leave out is theirs: a clock read's cost, not nothing.
+	REQUIRE(kinds[0]["own_ns"].get<double>() > 0);
+	REQUIRE(c.report["calibration"]["measured_ns"].get<uint64_t>() > 0);
+	REQUIRE(c.mid_raw > c.mid_truth * 5);
+	REQUIRE(std::abs(c.leaf - c.leaf_truth) <= 0.2 * c.leaf_truth);
+	REQUIRE(std::abs(c.mid - c.mid_truth) <= 0.2 * c.mid_truth);
+	// The current header measures that cost at each hit: less is left to calibrate.
+	Compared now = record_overhead(1000, 1);
+	const nlohmann::json &current = now.report["calibration"]["kinds"][0];
+	INFO("current header's calibration " << current);
+	REQUIRE(current["kind"] == "native nop5 in-band");
+	REQUIRE(current["own_ns"].get<double>() < kinds[0]["own_ns"].get<double>());
 }
 
 TEST_CASE("report --raw shows the measured times; the text report says what was taken out", "[compensation]")

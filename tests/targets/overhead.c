@@ -23,6 +23,24 @@
 #include <usdtprof/usdtprof.h>
 #include "spin.h"
 
+#ifdef OVERHEAD_OLDER_HEADER
+/* The probes of usdtprof.h before 2026-12-05 (overhead_older_header.c): three
+ * clock reads, the read after once, so that usdtprof keeps measuring
+ * binaries built with that header. */
+#undef USDTPROF_PROBE_
+#define USDTPROF_PROBE_(probe, type, arg)                                                       \
+	do {                                                                                    \
+		if (__builtin_expect(usdtprof_##probe##_semaphore, 0)) {                        \
+			type usdtprof_arg_ = (type)(arg);                                       \
+			usdtprof_u64_ usdtprof_before_ = usdtprof_clock_();                     \
+			STAP_PROBE4(usdtprof, probe, usdtprof_arg_, usdtprof_before_,           \
+				    usdtprof_clock_reads_.before, usdtprof_clock_reads_.after); \
+			usdtprof_clock_reads_.before = usdtprof_before_;                        \
+			usdtprof_clock_reads_.after = usdtprof_clock_();                        \
+		}                                                                               \
+	} while (0)
+#endif
+
 #define CHILDREN 10
 #define MAX_BATCHES 64
 

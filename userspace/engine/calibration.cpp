@@ -18,8 +18,9 @@
 // (which the kernel emulates instead of single-stepping) and a 5-byte nop,
 // then a return. A kind whose target sites are plain nops is attached at the
 // first, one whose sites have the 5-byte nop at the second (kSiteNop5Offset),
-// which the kernel may optimize into a call. Arguments arrive in rdi, rsi, rdx
-// and rcx (USDTPROF_MAX_IDENT_ARGS: PHP's identity has four; a register left
+// which the kernel may optimize into a call. Arguments arrive in rdi, rsi, rdx,
+// rcx and r8 (USDTPROF_MAX_IDENT_ARGS: PHP's identity has four; our header's
+// name and four clock reads are five; a register left
 // out held whatever the code before had left in it, so PHP's exits missed
 // their frames, one a batch). One entry and one exit site per kind, and a pair for the batches' roots.
 #define USDTPROF_CAL_SITE(name)                                                                   \
@@ -32,8 +33,8 @@ asm(".pushsection .text\n" USDTPROF_CAL_PAIR(root) USDTPROF_CAL_PAIR(0) USDTPROF
 
 extern "C" {
 #define USDTPROF_CAL_DECL(k)                                              \
-	void usdtprof_cal_enter_##k(uint64_t, uint64_t, uint64_t, uint64_t); \
-	void usdtprof_cal_exit_##k(uint64_t, uint64_t, uint64_t, uint64_t);
+	void usdtprof_cal_enter_##k(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t); \
+	void usdtprof_cal_exit_##k(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
 USDTPROF_CAL_DECL(root)
 USDTPROF_CAL_DECL(0)
 USDTPROF_CAL_DECL(1)
@@ -49,7 +50,7 @@ namespace usdtprof {
 
 namespace {
 
-using Site = void (*)(uint64_t, uint64_t, uint64_t, uint64_t);
+using Site = void (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
 constexpr size_t kMaxKinds = 8;
 const std::array<Site, kMaxKinds> kEnterSites = {usdtprof_cal_enter_0, usdtprof_cal_enter_1, usdtprof_cal_enter_2,
 						 usdtprof_cal_enter_3, usdtprof_cal_enter_4, usdtprof_cal_enter_5,
@@ -120,7 +121,7 @@ std::string ident_name(const Signature &sig)
 std::string kind_name(const Signature &sig)
 {
 	return ident_name(sig) + (sig.derived ? " derived" : "") + (sig.nop5_site ? " nop5" : "") +
-	       (sig.inband ? " in-band" : "");
+	       (sig.inband == USDTPROF_INBAND_OLD ? " in-band (older header)" : sig.inband ? " in-band" : "");
 }
 
 // Strings a content or SQL identity reads: as long as typical names and
@@ -137,6 +138,9 @@ const char kSqlText[] = "SELECT abalance FROM pgbench_accounts WHERE aid = 12345
 constexpr uint64_t kIdentValue = 0x7fff12345678;
 const std::array<uint32_t, USDTPROF_MAX_IDENT_ARGS> kArgRegs = {USDTPROF_REG_DI, USDTPROF_REG_SI, USDTPROF_REG_DX,
 								    USDTPROF_REG_CX};
+// Our header's clock reads, after the name's register (as hit passes them).
+const std::array<uint32_t, USDTPROF_INBAND> kClockRegs = {USDTPROF_REG_SI, USDTPROF_REG_DX, USDTPROF_REG_CX,
+							  USDTPROF_REG_R8};
 
 // One kind being calibrated: the target's spec rewritten to read the same
 // kinds of argument from the calibration site's registers, and those values.
@@ -229,10 +233,8 @@ usdtprof_probe_spec rewrite(usdtprof_probe_spec s, usdtprof_role role, KindPlan 
 		}
 	}
 	plan_derived(s, plan, owner_together);
-	// Clock reads in the registers after the name's, as run_batch passes them.
-	if (s.inband)
-		for (uint32_t i = 0; i < 3; i++)
-			s.clock_args[i] = {0, USDTPROF_ARG_REG, kArgRegs[1 + i], 8, 0};
+	for (uint32_t i = 0; i < s.inband && i < USDTPROF_INBAND; i++)
+		s.clock_args[i] = {0, USDTPROF_ARG_REG, kClockRegs[i], 8, 0};
 	// Names are captured once per function: their parts need not be real.
 	for (usdtprof_name_part &p : s.parts) {
 		p.arg = {0, USDTPROF_ARG_CONST, 0, 8, 0};
@@ -358,20 +360,28 @@ uint64_t monotonic_ns()
 }
 
 // A kind's probe hit: with its clock reads as usdtprof.h's probes pass them
-// (the read before the hit, and the previous hit's two) when it takes them
+// (the read before the hit, the previous hit's two, and with the current
+// header what the last of those took, read twice) when it takes them
 // (clock), its arguments as they are otherwise.
 struct ClockReads {
-	uint64_t before = 0, after = 0;
+	uint32_t reads; // USDTPROF_INBAND or USDTPROF_INBAND_OLD
+	uint64_t before = 0, after = 0, read_ns = 0;
 };
 inline __attribute__((always_inline)) void hit(Site site, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
 						 ClockReads *clock)
 {
 	if (!clock)
-		return site(a, b, c, d);
+		return site(a, b, c, d, 0);
 	uint64_t before = monotonic_ns();
-	site(a, before, clock->before, clock->after);
+	site(a, before, clock->before, clock->after, clock->read_ns);
 	clock->before = before;
+	if (clock->reads < USDTPROF_INBAND) {
+		clock->after = monotonic_ns();
+		return;
+	}
+	uint64_t first = monotonic_ns();
 	clock->after = monotonic_ns();
+	clock->read_ns = clock->after - first;
 }
 
 // A parent's leaves, in a frame below the parent's as in real code: an entry
@@ -400,8 +410,8 @@ void run_batch(const KindPlan &p, size_t k, uint64_t root_id, long n = 0)
 {
 	Site enter = kEnterSites[k], exit = kExitSites[k];
 	uint64_t a = p.values[0], b = p.values[1], c = p.values[2], d = p.values[3];
-	ClockReads reads, *clock = p.sig.inband ? &reads : nullptr;
-	usdtprof_cal_enter_root(root_id, 0, 0, 0);
+	ClockReads reads{p.sig.inband}, *clock = p.sig.inband ? &reads : nullptr;
+	usdtprof_cal_enter_root(root_id, 0, 0, 0, 0);
 	for (int i = 0; i < kParents; i++) {
 		hit(enter, a, b, c, d, clock);
 		work(n / 2);
@@ -409,7 +419,7 @@ void run_batch(const KindPlan &p, size_t k, uint64_t root_id, long n = 0)
 		work(n - n / 2);
 		hit(exit, a, b, c, d, clock);
 	}
-	usdtprof_cal_exit_root(root_id, 0, 0, 0);
+	usdtprof_cal_exit_root(root_id, 0, 0, 0, 0);
 }
 
 // A diagnostic (docs/benchmarks.md, "Why parents miss"): with USDTPROF_DEBUG
@@ -553,8 +563,8 @@ Result<CalibrationResult> Calibrator::finish(int min_rounds)
 	}
 	// The next exit adds the thread's path cache to the map.
 	engine_.bump_flush_epoch();
-	usdtprof_cal_enter_root(kFlushId, 0, 0, 0);
-	usdtprof_cal_exit_root(kFlushId, 0, 0, 0);
+	usdtprof_cal_enter_root(kFlushId, 0, 0, 0, 0);
+	usdtprof_cal_exit_root(kFlushId, 0, 0, 0, 0);
 
 	uint32_t self_tgid = uint32_t(getpid());
 	std::vector<PathRecord> records = engine_.read_paths();

@@ -1,5 +1,6 @@
 #include "engine/probes.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 #include <tuple>
@@ -62,23 +63,6 @@ void place_owner_class(const FoundSite &f, usdtprof_probe_spec &spec)
 	spec.args[d.proof_arg] = name;
 }
 
-// Our header's probes (usdtprof.h) pass the program's clock reads in
-// arguments 1 to 3, each an 8-byte register: then each hit's time is
-// measured in band (bpf/inband.bpf.h). Sites built with an older header
-// pass the name alone.
-void place_clock_args(const FoundSite &f, usdtprof_probe_spec &spec)
-{
-	if (f.probe.provider != "usdtprof" || f.site.args.size() < 4)
-		return;
-	for (unsigned i = 0; i < 3; i++) {
-		auto arg = parse_usdt_arg(f.site.args[1 + i]);
-		if (!arg || arg->kind != USDTPROF_ARG_REG || arg->size != 8)
-			return;
-		spec.clock_args[i] = *arg;
-	}
-	spec.inband = 1;
-}
-
 usdtprof_probe_spec probe_spec(const FoundSite &f)
 {
 	const ProbeRole &p = f.probe;
@@ -118,6 +102,25 @@ usdtprof_probe_spec probe_spec(const FoundSite &f)
 }
 
 } // namespace
+
+// Our header's probes (usdtprof.h) pass the program's clock reads in
+// arguments 1 to 4 (1 to 3 from older headers), each an 8-byte register:
+// then each hit's time is measured in band (bpf/inband.bpf.h). Sites built
+// with the oldest headers pass the name alone.
+void place_clock_args(const FoundSite &f, usdtprof_probe_spec &spec)
+{
+	size_t reads = f.site.args.size() - 1;
+	if (f.probe.provider != "usdtprof" || f.site.args.empty() || reads < USDTPROF_INBAND_OLD)
+		return;
+	reads = std::min<size_t>(reads, USDTPROF_INBAND);
+	for (unsigned i = 0; i < reads; i++) {
+		auto arg = parse_usdt_arg(f.site.args[1 + i]);
+		if (!arg || arg->kind != USDTPROF_ARG_REG || arg->size != 8)
+			return;
+		spec.clock_args[i] = *arg;
+	}
+	spec.inband = uint32_t(reads);
+}
 
 // Exits are attached before entries (and detached after them): an exit
 // probe that misses the first exits of frames entered meanwhile only costs an

@@ -29,6 +29,10 @@ struct FoundSite {
 std::vector<FoundSite> find_sites(const std::vector<TargetFilePtr> &files, int pid, const std::vector<ProbeRole> &roles,
 				  size_t already = 0);
 
+// The clock reads a site of our header passes (usdtprof_probe_spec.inband
+// and clock_args): none unless it is one.
+void place_clock_args(const FoundSite &f, usdtprof_probe_spec &spec);
+
 struct AttachedProbes {
 	std::vector<ProfileProbe> probes;
 	std::map<uint32_t, ProbeRole> spec_probes; // probe spec index -> the probe it serves

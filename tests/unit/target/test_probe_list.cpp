@@ -74,7 +74,7 @@ TEST_CASE("list_probes groups this binary's sites per probe, sorted, with the na
 			}
 		CHECK(p.sites == n);
 		CHECK(p.has_semaphore);
-		CHECK(p.args.size() == 4); // the name and the clock reads (usdtprof.h)
+		CHECK(p.args.size() == 5); // the name and the clock reads (usdtprof.h)
 		CHECK(p.presets == std::vector<std::string>{"native"});
 	}
 	const ListedProbe &twice = find(*probes, "unit_list", "twice");

@@ -175,7 +175,7 @@ TEST_CASE("read_usdt_sites finds this binary's usdtprof enter and exit probes at
 		CHECK(site.nop5_follows);
 		CHECK(read_bytes(exe, site.pc_offset - 1, 6) == std::vector<unsigned char>{0x90, 0x0f, 0x1f, 0x44, 0x00, 0x00});
 		// The name, then the clock reads (usdtprof.h): each an 8-byte register.
-		REQUIRE(site.args.size() == 4);
+		REQUIRE(site.args.size() == 5);
 		for (const std::string &spec : site.args) {
 			usdtprof_arg_spec arg = parse_ok(spec);
 			CHECK(arg.kind == USDTPROF_ARG_REG);
