@@ -2,7 +2,7 @@
  * the best of 5 rounds of N calls of a function with an entry and an exit
  * probe, its semaphores down (the header's branch alone) and then raised by
  * the program itself (no uprobe: each site's nop runs), so the difference is
- * the two CLOCK_MONOTONIC reads and their stores a hit makes while a profiler
+ * the CLOCK_MONOTONIC reads (three) and their stores a hit makes while a profiler
  * is attached (docs/design.md, "Probe time measured in band").
  *
  *   clock_reads [N] */

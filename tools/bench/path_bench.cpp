@@ -263,7 +263,7 @@ IntervalCost monitor_interval(Engine &engine, PathDeltas &deltas, const std::fun
 			if (f.uses & kUseMonitor)
 				c.file_bytes += file_bytes(f, profile);
 	});
-	engine.delete_paths(delta.forget);
+	engine.delete_paths(delta.forget, delta.forget_slots); // as monitor frees them
 	c.reported = profile.nodes.size();
 	read_buffer = std::move(delta.paths); // and the profile's nodes, as monitor keeps them
 	read_buffer.nodes = std::move(profile.nodes);
