@@ -234,9 +234,6 @@ struct usdtprof_name_part {
 	__u32 pad;
 };
 
-/* Per attached probe, indexed by the uprobe's BPF cookie. Runtime probes
- * (IDENT_PTRS, IDENT_SQL) capture their name parts the first time a process
- * shows a function, so names survive the process. */
 /* usdtprof_probe_spec.inband: the clock reads a probe of our header passes.
  * Headers before 2026-12-05 passed three and left the reads' own cost to the
  * calibration; later ones pass the cost of the read after the last probe too,
@@ -244,6 +241,9 @@ struct usdtprof_name_part {
 #define USDTPROF_INBAND_OLD 3
 #define USDTPROF_INBAND 4
 
+/* Per attached probe, indexed by the uprobe's BPF cookie. Runtime probes
+ * (IDENT_PTRS, IDENT_SQL) capture their name parts the first time a process
+ * shows a function, so names survive the process. */
 struct usdtprof_probe_spec {
 	struct usdtprof_arg_spec args[USDTPROF_MAX_IDENT_ARGS];
 	struct usdtprof_name_part parts[USDTPROF_NAME_PARTS];
