@@ -335,7 +335,9 @@ TEST_CASE("outputs: -o - is stdout for report, export and diff, as without -o; n
 		INFO(o.err);
 		REQUIRE(plain.status == 0);
 		REQUIRE(o.status == 0);
-		REQUIRE(lines(o.out) >= 2);
+		// Not empty (the folded stacks: a;b%c's line; the empty function's
+		// self time, compensated, is ~0 and may be left out).
+		REQUIRE(lines(o.out) >= 1);
 		REQUIRE(o.out == plain.out);
 		REQUIRE(!fs::exists(dash));
 	}
