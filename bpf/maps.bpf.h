@@ -87,6 +87,14 @@ struct {
 	__type(value, __u64);
 } free_slots SEC(".maps");
 
+/* Wakes userspace's grower (engine/path_slots.cpp) when the slots taken
+ * reach grow_at, where the table wants its next chunk: it sleeps until
+ * then, however long the table stays as it is. One small record a wake. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} grow_wake SEC(".maps");
+
 /* Each CPU's slot taken and not used (give_back_slot): slot + 1, 0 for none. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -329,6 +337,9 @@ __u64 flush_epoch;
  * free_slots, given by userspace (free_given) and taken here (free_taken). */
 __u32 slots_made;
 __u32 slots_ready;
+/* Set by userspace: the slots_made at which to wake it to add a chunk (see
+ * grow_wake); 0 once the table has all its chunks. */
+__u32 grow_at;
 /* The slot numbers free_slots holds, set by userspace before load. */
 const volatile __u32 free_ring = USDTPROF_PATH_CHUNK;
 __u64 free_given;

@@ -29,7 +29,8 @@ static __always_inline void give_back_slot(__u32 slot)
 
 /* A free slot, zero: this CPU's spare, else one userspace freed, else the
  * next never used, if its chunk is there (USDTPROF_NO_SLOT when not: the
- * table is full, or userspace has not yet added the chunk).
+ * table is full, or userspace has not yet added the chunk, counted apart as
+ * agg_late).
  * Compare-and-swap, so that a slot goes to one CPU and none is skipped. */
 static __always_inline __u32 take_slot(void)
 {
@@ -60,10 +61,18 @@ static __always_inline __u32 take_slot(void)
 	for (int tries = 0; tries < 4; tries++) {
 		__u32 made = READ_ONCE(slots_made);
 
-		if (made >= READ_ONCE(slots_ready))
+		if (made >= READ_ONCE(slots_ready)) {
+			/* Not full: the grower has not yet added the next chunk. */
+			if (made < free_ring)
+				count_anomaly(USDTPROF_ANOM_AGG_LATE, 1);
 			return USDTPROF_NO_SLOT;
-		if (__sync_val_compare_and_swap(&slots_made, made, made + 1) == made)
-			return made;
+		}
+		if (__sync_val_compare_and_swap(&slots_made, made, made + 1) != made)
+			continue;
+		/* One CPU takes each number: one wake for the chunk wanted. */
+		if (made + 1 == READ_ONCE(grow_at))
+			bpf_ringbuf_output(&grow_wake, &made, sizeof(made), 0);
+		return made;
 	}
 	return USDTPROF_NO_SLOT;
 }

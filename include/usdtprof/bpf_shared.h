@@ -527,6 +527,9 @@ enum usdtprof_anomaly {
 	USDTPROF_ANOM_LOST_EVENTS,   /* trace: ring buffer full, events lost */
 	USDTPROF_ANOM_WINDOW_EXITS,  /* monitor: exits of frames entered before a
 					sampling window opened (not counted again) */
+	USDTPROF_ANOM_AGG_LATE,      /* of agg_full, the calls that found no slot
+					because the table's next chunk was not
+					yet added (the table was not full) */
 	USDTPROF_ANOM_COUNT,
 };
 

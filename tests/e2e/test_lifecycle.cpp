@@ -28,9 +28,11 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "harness.h"
 
@@ -506,6 +508,63 @@ TEST_CASE("more call paths than --max-paths: charged to [other] under the neares
 			     Contains("--max-paths"));
 		REQUIRE(run({usdtprof(), "export", r.data, "--format", "folded", "-o", r.data + ".folded"}).status == 0);
 	}
+}
+
+namespace {
+
+// The voluntary context switches of usdtprof's thread named comm, -1 if none.
+long voluntary_switches(int pid, const std::string &comm)
+{
+	for (const auto &task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+		std::ifstream name(task.path() / "comm");
+		std::string line;
+		if (!std::getline(name, line) || line != comm)
+			continue;
+		std::ifstream status(task.path() / "status");
+		while (std::getline(status, line))
+			if (line.rfind("voluntary_ctxt_switches:", 0) == 0)
+				return std::stol(line.substr(line.find(':') + 1));
+	}
+	return -1;
+}
+
+} // namespace
+
+TEST_CASE("the call-path table grows as a burst of new paths comes, and its grower sleeps while none come",
+	  "[lifecycle]")
+{
+	// main -> pX -> pY -> pZ, X, Y, Z < 32: 33,825 paths, four chunks and more
+	// (USDTPROF_PATH_CHUNK), made in well under a second here.
+	constexpr uint64_t kPaths = 1 + 32 + 32 * 32 + 32 * 32 * 32;
+	Background app({target("fair_paths"), "--wait", "32", "3"});
+	std::string pid = app.wait_for_line("ready").substr(6);
+	std::string data = temp_dir() + "/burst.data";
+	Background rec({usdtprof(), "record", "-p", pid, "-o", data});
+	rec.wait_for_line("recording", true);
+	// Before the change that made the programs wake it, it looked 50 times a
+	// second: 100 switches here. A wake can come from usdtprof's own
+	// calibration's paths, a few at most.
+	long before = voluntary_switches(rec.pid(), "usdtprof-grow");
+	REQUIRE(before >= 0);
+	std::this_thread::sleep_for(std::chrono::seconds(2));
+	long after = voluntary_switches(rec.pid(), "usdtprof-grow");
+	CHECK(after - before <= 4);
+	REQUIRE(kill(app.pid(), SIGUSR1) == 0);
+	REQUIRE(app.wait_for_line("made") == "made " + std::to_string(kPaths));
+	REQUIRE(kill(rec.pid(), SIGINT) == 0);
+	INFO(rec.rest_of_stderr());
+	REQUIRE(rec.wait() == 0);
+	Output report = run({usdtprof(), "report", "--format", "json", data});
+	REQUIRE(report.status == 0);
+	json j = e2e::parse_report(report.out);
+	// Every path in a slot of its own: none went to [other] while a chunk
+	// was on its way (agg_late), nor for want of room (agg_full).
+	require_anomalies(j, {});
+	REQUIRE(j["paths"].size() == kPaths);
+	uint64_t calls = 0;
+	for (const auto &p : j["paths"])
+		calls += n(p["calls"]);
+	REQUIRE(calls == kPaths);
 }
 
 TEST_CASE("thousands of probe sites: every call counted, attach and detach timed", "[lifecycle]")

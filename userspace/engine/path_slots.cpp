@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <pthread.h>
 #include <string>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -17,10 +19,9 @@ namespace usdtprof {
 
 namespace {
 
-// How often the grower looks at the table's fill. With two chunks ahead the
-// programs must make 16,384 new paths within one look to outrun it (those
-// then go to [other] children, counted as agg_full, until it catches up).
-constexpr auto kGrowPeriod = std::chrono::milliseconds(20);
+// A chunk the kernel would not make is tried again this much later (the
+// programs' wake came and went).
+constexpr int kRetryMs = 1000;
 
 uint32_t chunks_for(uint64_t slots)
 {
@@ -38,6 +39,23 @@ uint32_t path_chunks_wanted(uint64_t made, uint32_t most)
 {
 	uint64_t ahead = std::max<uint64_t>(2 * uint64_t(USDTPROF_PATH_CHUNK), made / 4);
 	return uint32_t(std::min<uint64_t>(most, chunks_for(made + ahead)));
+}
+
+uint32_t path_grow_at(uint32_t chunks, uint32_t most)
+{
+	if (chunks >= most)
+		return 0;
+	// path_chunks_wanted grows with made, and exceeds chunks by
+	// chunks * USDTPROF_PATH_CHUNK at the latest (two chunks ahead).
+	uint64_t low = 0, high = uint64_t(chunks) * USDTPROF_PATH_CHUNK;
+	while (low < high) {
+		uint64_t mid = (low + high) / 2;
+		if (path_chunks_wanted(mid, most) > chunks)
+			high = mid;
+		else
+			low = mid + 1;
+	}
+	return uint32_t(std::max<uint64_t>(low, 1)); // 0 would wake no one
 }
 
 void PathSlots::size(usdtprof_bpf *skel, uint32_t max_paths)
@@ -64,21 +82,46 @@ Result<std::unique_ptr<PathSlots>> PathSlots::start(usdtprof_bpf *skel)
 	slots->ring_ = static_cast<uint32_t *>(ring);
 	if (auto r = slots->add_chunks(path_chunks_wanted(0, slots->most_chunks_)); !r)
 		return r.error();
+	if (auto r = slots->open_wakes(); !r)
+		return r.error();
 	slots->grower_ = std::thread([p = slots.get()] { p->grow_until_stopped(); });
+	// Named, for top -H and ps -L (and the e2e test that it sleeps).
+	pthread_setname_np(slots->grower_.native_handle(), "usdtprof-grow");
 	return slots;
 }
 
 PathSlots::~PathSlots()
 {
-	{
-		std::lock_guard lock(mutex_);
-		stopping_ = true;
-	}
-	wake_.notify_all();
-	if (grower_.joinable())
+	if (grower_.joinable()) {
+		uint64_t one = 1;
+		(void)!write(stop_.get(), &one, sizeof(one));
 		grower_.join();
+	}
 	if (ring_)
 		munmap(ring_, ring_bytes_);
+}
+
+void PathSlots::RingDeleter::operator()(ring_buffer *rb) const
+{
+	ring_buffer__free(rb);
+}
+
+Result<void> PathSlots::open_wakes()
+{
+	auto ignore = [](void *, void *, size_t) { return 0; };
+	wakes_.reset(ring_buffer__new(bpf_map__fd(skel_->maps.grow_wake), ignore, nullptr, nullptr));
+	stop_ = UniqueFd(eventfd(0, EFD_CLOEXEC));
+	poll_ = UniqueFd(epoll_create1(EPOLL_CLOEXEC));
+	if (!wakes_ || stop_.get() < 0 || poll_.get() < 0)
+		return Error{"cannot watch the call-path table's fill: " + errno_text(errno)};
+	for (int fd : {ring_buffer__epoll_fd(wakes_.get()), stop_.get()}) {
+		epoll_event e{};
+		e.events = EPOLLIN;
+		e.data.fd = fd;
+		if (epoll_ctl(poll_.get(), EPOLL_CTL_ADD, fd, &e))
+			return Error{"cannot watch the call-path table's fill: " + errno_text(errno)};
+	}
+	return {};
 }
 
 Result<void> PathSlots::add_chunks(uint32_t want)
@@ -101,20 +144,45 @@ Result<void> PathSlots::add_chunks(uint32_t want)
 	return {};
 }
 
+uint32_t PathSlots::chunk_count() const
+{
+	std::lock_guard lock(mutex_);
+	return uint32_t(chunks_.size());
+}
+
+// Adds chunks when the slots taken want them, then sleeps until the programs
+// take the slot where the table wants its next (grow_at): no look while the
+// table's fill stays as it is.
 void PathSlots::grow_until_stopped()
 {
-	std::unique_lock lock(mutex_);
-	while (!wake_.wait_for(lock, kGrowPeriod, [&] { return stopping_; })) {
-		uint32_t made = __atomic_load_n(&skel_->bss->slots_made, __ATOMIC_ACQUIRE);
-		uint32_t want = path_chunks_wanted(made, most_chunks_);
-		if (want <= chunks_.size())
+	for (;;) {
+		bool added = true;
+		if (path_chunks_wanted(made(), most_chunks_) > chunk_count())
+			// A chunk the kernel will not make (its memory) leaves the
+			// table as it is: new paths go to [other] children,
+			// counted (agg_full, agg_late), until a later try.
+			added = bool(add_chunks(path_chunks_wanted(made(), most_chunks_)));
+		uint32_t at = path_grow_at(chunk_count(), most_chunks_);
+		// Sequentially consistent, as the programs' compare-and-swap of
+		// slots_made before their read of grow_at: one of the two sees
+		// the other, so a slot taken meanwhile is seen here.
+		__atomic_store_n(&skel_->bss->grow_at, at, __ATOMIC_SEQ_CST);
+		if (added && at && __atomic_load_n(&skel_->bss->slots_made, __ATOMIC_SEQ_CST) >= at)
 			continue;
-		lock.unlock();
-		// A chunk that cannot be made (kernel memory) leaves the table as
-		// it is: new paths go to [other] children, counted (agg_full).
-		(void)add_chunks(want);
-		lock.lock();
+		if (!wait_for_wake(added ? -1 : kRetryMs))
+			return;
 	}
+}
+
+bool PathSlots::wait_for_wake(int timeout_ms)
+{
+	epoll_event events[2];
+	int n = epoll_wait(poll_.get(), events, 2, timeout_ms);
+	for (int i = 0; i < n; i++)
+		if (events[i].data.fd == stop_.get())
+			return false;
+	ring_buffer__consume(wakes_.get());
+	return true;
 }
 
 std::vector<int> PathSlots::chunk_fds() const

@@ -4,7 +4,6 @@
 // reuse through the free_slots ring (docs/design.md, "Call-path table").
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -17,6 +16,7 @@
 #include "usdtprof/bpf_shared.h"
 
 struct usdtprof_bpf;
+struct ring_buffer;
 
 namespace usdtprof {
 
@@ -25,6 +25,11 @@ namespace usdtprof {
 // (what the programs can fill between two looks of the grower), within
 // `most`. Pure (unit-tested).
 uint32_t path_chunks_wanted(uint64_t made, uint32_t most);
+
+// The slots taken at which a table of `chunks` wants another (the least
+// `made` for which path_chunks_wanted exceeds chunks, at least 1): where the
+// programs wake the grower. 0 when the table has all `most`. Pure (unit-tested).
+uint32_t path_grow_at(uint32_t chunks, uint32_t most);
 
 // A BPF map's kernel memory by the kernel's own accounting (the memlock line
 // of its fdinfo, from its contents on kernels 6.4+), bytes.
@@ -56,7 +61,13 @@ public:
 private:
 	explicit PathSlots(usdtprof_bpf *skel) : skel_(skel) {}
 	Result<void> add_chunks(uint32_t want);
+	// The programs' wakes (grow_wake) and the stop, in one epoll.
+	Result<void> open_wakes();
 	void grow_until_stopped();
+	// Sleeps until the programs' wake, a stop, or timeout_ms (-1: none).
+	// False once stopping.
+	bool wait_for_wake(int timeout_ms);
+	uint32_t chunk_count() const;
 	// What the programs can see of the chunks: the fds, copied under the lock.
 	std::vector<int> chunk_fds() const;
 	// Returns once every program that could hold a slot pointer has returned
@@ -70,8 +81,12 @@ private:
 	uint32_t *ring_ = nullptr; // free_slots, mapped: a slot number each
 	size_t ring_bytes_ = 0;
 	uint32_t ring_size_ = 0;
-	std::condition_variable wake_;
-	bool stopping_ = false;
+	struct RingDeleter {
+		void operator()(ring_buffer *rb) const;
+	};
+	std::unique_ptr<ring_buffer, RingDeleter> wakes_; // grow_wake
+	UniqueFd stop_;                                  // an eventfd: written to stop the grower
+	UniqueFd poll_;                                  // epoll of both
 	std::thread grower_;
 };
 

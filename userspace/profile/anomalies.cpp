@@ -18,6 +18,8 @@ const Anomaly kAnomalies[] = {
 	{USDTPROF_ANOM_LOST_EVENTS, "lost_events", "trace events lost: the ring buffer was full"},
 	{USDTPROF_ANOM_WINDOW_EXITS, "window_exits",
 	 "exits of frames counted open when a sampling window closed, not counted again"},
+	{USDTPROF_ANOM_AGG_LATE, "agg_late",
+	 "of agg_full, calls that found no slot while the call-path table was still growing, not full"},
 };
 static_assert(std::size(kAnomalies) == USDTPROF_ANOM_COUNT, "one row per enum usdtprof_anomaly");
 

@@ -132,10 +132,17 @@ std::string lost_paths_line(const Profile &profile, const CallTree &tree)
 	for (const TreeNode &n : tree.nodes)
 		if (n.name == uint32_t(other - tree.names.begin()))
 			other_ns += n.self_ns;
+	// Calls that came while the table was still growing (agg_late): a
+	// larger table would not have kept them.
+	auto late = profile.anomalies.find("agg_late");
+	uint64_t late_calls = late == profile.anomalies.end() ? 0 : late->second;
+	std::string growing = late_calls ? line(" (%llu of its %llu calls came while the table was still growing, not full)",
+						(unsigned long long)late_calls, (unsigned long long)full->second)
+					 : "";
 	return line("lost paths: %.1f%% of the recorded time (%s) lost its full call path: the call-path table was "
-		    "full, so those calls are charged to [other] under the nearest caller that kept its own; record with a "
+		    "full, so those calls are charged to [other] under the nearest caller that kept its own%s; record with a "
 		    "larger --max-paths to keep them\n",
-		    percent(other_ns, tree.total_self_ns), human_ns(other_ns).c_str());
+		    percent(other_ns, tree.total_self_ns), human_ns(other_ns).c_str(), growing.c_str());
 }
 
 // "~" before a time within the calibration's spread.

@@ -20,3 +20,26 @@ TEST_CASE("path_chunks_wanted: two chunks ahead of the slots taken, or a quarter
 	// A million paths in the default table (2^20: 128 chunks).
 	REQUIRE(path_chunks_wanted(1000000, 128) == 128);
 }
+
+TEST_CASE("path_grow_at: the first slots taken at which the table wants another chunk")
+{
+	constexpr uint32_t chunk = USDTPROF_PATH_CHUNK;
+	for (uint32_t most : {1u, 2u, 3u, 8u, 128u, 1024u})
+		for (uint32_t chunks = 1; chunks <= most; chunks++) {
+			INFO("most " << most << ", chunks " << chunks);
+			uint32_t at = path_grow_at(chunks, most);
+			if (chunks == most) {
+				// A table with all its chunks wakes no one.
+				REQUIRE(at == 0);
+				continue;
+			}
+			REQUIRE(at > 0);
+			REQUIRE(path_chunks_wanted(at, most) > chunks);
+			// (A table short already at 0 taken is woken at the first.)
+			REQUIRE((at == 1 || path_chunks_wanted(at - 1, most) <= chunks));
+		}
+	// Two chunks ahead: the third chunk is wanted at the first slot, the
+	// fourth once a chunk's worth is taken.
+	REQUIRE(path_grow_at(2, 128) == 1);
+	REQUIRE(path_grow_at(3, 128) == chunk + 1);
+}

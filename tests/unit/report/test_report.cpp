@@ -232,6 +232,19 @@ TEST_CASE("report: flat text", "[report]")
 		"  future_counter: 1\n") != std::string::npos);
 	CHECK(text.find("agg_full") == std::string::npos);
 
+	// Paths lost to [other]: the line says how many calls came while the
+	// table was still growing, where a larger --max-paths would not help.
+	Profile lost = make_profile({"a", "[other]"}, {{kNoParent, 0, 1, 1, 60}, {0, 1, 1, 4, 40}});
+	lost.anomalies = {{"agg_full", 4}};
+	text = render_as("text", lost, {});
+	INFO(text);
+	CHECK(text.find("lost paths: 40.0% of the recorded time") != std::string::npos);
+	CHECK(text.find("still growing") == std::string::npos);
+	lost.anomalies = {{"agg_full", 4}, {"agg_late", 3}};
+	text = render_as("text", lost, {});
+	CHECK(text.find("kept its own (3 of its 4 calls came while the table was still growing, not full); record "
+			"with a larger --max-paths") != std::string::npos);
+
 	CHECK(render_as("text", make_profile({"a"}, {{kNoParent, 0, 1, 1, 10}, {0, 0, 1, 1, 10}}), {}).find("a [recursive]") !=
 		std::string::npos);
 }
@@ -293,11 +306,11 @@ TEST_CASE("report: json", "[report]")
 			CHECK(path[k].is_number_unsigned());
 	}
 	for (const char *k : {"exit_mismatch", "exit_no_frame", "depth_overflow", "agg_full", "dropped_ns", "no_storage",
-		     "lost_events"})
+		     "lost_events", "window_exits", "agg_late"})
 		CHECK(j["anomalies"][k].is_number_unsigned());
 	CHECK(j["anomalies"]["depth_overflow"] == 4);
 	CHECK(j["anomalies"]["future_counter"] == 2);
-	CHECK(j["anomalies"].size() == 9);
+	CHECK(j["anomalies"].size() == 10);
 	CHECK(j["total_self_ns"] == 12'500'999);
 	CHECK(j["duration_ns"] == 20'000'000);
 	CHECK(j["processes"] == json::parse(R"([{"pid":100,"comm":"app"},{"pid":200,"comm":"app"}])"));
