@@ -222,7 +222,7 @@ $(OUTPUT)/bench/dist_paths: tools/bench/dist_paths.c include/usdtprof/usdtprof.h
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS)
 
 # Programs probed through the header, run by hand (docs/benchmarks.md).
-HEADER_BENCHES := $(addprefix $(OUTPUT)/bench/,hit_drift hit_inband clock_reads)
+HEADER_BENCHES := $(addprefix $(OUTPUT)/bench/,hit_drift hit_inband clock_reads post_trap)
 $(HEADER_BENCHES): $(OUTPUT)/bench/%: tools/bench/%.c include/usdtprof/usdtprof.h | deps
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)

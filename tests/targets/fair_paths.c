@@ -8,14 +8,13 @@
 #include "spin.h"
 
 static char names[64][8];
-static int n, depth;
 
-/* A call of each name below the caller, levels deep. */
-static void calls(int levels)
+/* A call of each of the first n names below the caller, levels deep. */
+static void calls(int n, int levels)
 {
 	for (int i = 0; levels > 0 && i < n; i++) {
 		USDTPROF_ENTER(names[i]);
-		calls(levels - 1);
+		calls(n, levels - 1);
 		USDTPROF_EXIT(names[i]);
 	}
 }
@@ -23,14 +22,14 @@ static void calls(int levels)
 int main(int argc, char **argv)
 {
 	int arg = hold_if_asked(argc, argv);
-	n = arg < argc ? atoi(argv[arg]) : 0;
-	depth = arg + 1 < argc ? atoi(argv[arg + 1]) : 2;
+	int n = arg < argc ? atoi(argv[arg]) : 0;
+	int depth = arg + 1 < argc ? atoi(argv[arg + 1]) : 2;
 	if (n < 1 || n > 64 || depth < 2 || depth > 3)
 		return 2;
 	for (int i = 0; i < n; i++)
 		snprintf(names[i], sizeof names[i], "p%d", i);
 	USDTPROF_ENTER("main");
-	calls(depth);
+	calls(n, depth);
 	USDTPROF_EXIT("main");
 	long made = 1, level = 1;
 	for (int d = 0; d < depth; d++)

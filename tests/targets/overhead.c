@@ -46,16 +46,9 @@
 
 static long iters;
 
-/* Fixed work: a number of loop iterations, the same probed or not. */
-static __attribute__((noinline)) void work(long n)
-{
-	for (long i = 0; i < n; i++)
-		__asm__ volatile("" ::: "memory");
-}
-
 static __attribute__((noinline)) void leaf_plain(void)
 {
-	work(iters);
+	fixed_work(iters);
 }
 
 /* A child that returns at once, for mid's own time. */
@@ -66,42 +59,27 @@ static __attribute__((noinline)) void stub(void)
 
 static __attribute__((noinline)) void mid_own_plain(void)
 {
-	work(iters / 2);
+	fixed_work(iters / 2);
 	for (int i = 0; i < CHILDREN; i++)
 		stub();
-	work(iters - iters / 2);
+	fixed_work(iters - iters / 2);
 }
 
 static __attribute__((noinline)) void leaf(void)
 {
 	USDTPROF_ENTER("leaf");
-	work(iters);
+	fixed_work(iters);
 	USDTPROF_EXIT("leaf");
 }
 
 static __attribute__((noinline)) void mid(void)
 {
 	USDTPROF_ENTER("mid");
-	work(iters / 2);
+	fixed_work(iters / 2);
 	for (int i = 0; i < CHILDREN; i++)
 		leaf();
-	work(iters - iters / 2);
+	fixed_work(iters - iters / 2);
 	USDTPROF_EXIT("mid");
-}
-
-/* The loop length whose work takes work_ns: the fastest of several tries. */
-static long iterations_for(long work_ns)
-{
-	long n = 100000;
-	long long best = -1;
-	for (int t = 0; t < 20; t++) {
-		long long start = now_ns();
-		work(n);
-		long long took = now_ns() - start;
-		if (best < 0 || took < best)
-			best = took;
-	}
-	return (long)((double)n * (double)work_ns / (double)(best > 0 ? best : 1));
 }
 
 /* Batch roots: literals, so usdtprof reads their names from the file too. */
@@ -156,7 +134,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: overhead WORK_NS BATCHES (1..%d)\n", MAX_BATCHES);
 		return 2;
 	}
-	iters = iterations_for(work_ns);
+	iters = fixed_work_iterations(work_ns);
 	mono_cost = clock_cost(CLOCK_MONOTONIC);
 	cpu_cost = clock_cost(CLOCK_THREAD_CPUTIME_ID);
 	/* Chunks of ~100 us of mid calls, plain and probed in turn, so that both

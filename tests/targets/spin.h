@@ -1,5 +1,6 @@
-/* Shared by the test targets: busy-spin for an exact wall-clock time, and an
- * optional hold until SIGUSR1 so a profiler can attach first. */
+/* Shared by the test targets: busy-spin for an exact wall-clock time, fixed
+ * work of a length set once, and an optional hold until SIGUSR1 so a
+ * profiler can attach first. */
 #ifndef TARGETS_SPIN_H
 #define TARGETS_SPIN_H
 
@@ -19,6 +20,29 @@ static inline long long clock_ns(clockid_t clock)
 static inline long long now_ns(void)
 {
 	return clock_ns(CLOCK_MONOTONIC);
+}
+
+/* Fixed work: a number of loop iterations, the same probed or not (where a
+ * spin to a deadline would absorb the probes' cost). */
+static __attribute__((noinline, unused)) void fixed_work(long n)
+{
+	for (long i = 0; i < n; i++)
+		__asm__ volatile("" ::: "memory");
+}
+
+/* The loop length whose work takes work_ns: the fastest of several tries. */
+static inline long fixed_work_iterations(long work_ns)
+{
+	long n = 100000;
+	long long best = -1;
+	for (int t = 0; t < 20; t++) {
+		long long start = now_ns();
+		fixed_work(n);
+		long long took = now_ns() - start;
+		if (best < 0 || took < best)
+			best = took;
+	}
+	return (long)((double)n * (double)work_ns / (double)(best > 0 ? best : 1));
 }
 
 /* The time the spins asked for, and when the first one started: a loaded

@@ -20,17 +20,41 @@ namespace usdtprof {
 
 namespace {
 
-// now becomes its gain since before: the counts subtract (a count only
-// grows; the buckets of both are in bucket order); an extreme is exact when
-// the interval set it, else bounded by the interval's own buckets.
-void subtract(PathNode &counts, Distribution &now, const PathStats &before)
+// counts become their gain since before (a count only grows).
+void subtract_counts(PathNode &counts, const PathStats &before)
 {
 	counts.calls -= before.calls;
 	counts.open -= before.open;
 	counts.self_ns -= before.self_ns;
 	counts.total_ns -= before.total_ns;
-	counts.self_offcpu_ns -= before.self_offcpu_ns;
+	counts.self_offcpu_ns -= std::min(counts.self_offcpu_ns, before.self_offcpu_ns);
 	counts.probe_ns -= std::min(counts.probe_ns, before.probe_ns);
+}
+
+// A slot read while a program adds to it, one field after another, can show
+// a time in one read and the part of it that is probe or off-CPU time (or
+// the total it is in) only in the next: the gain would then have more probe
+// time than self time, which no profile may hold (its readers reject such a
+// node). The gain keeps its fields within each other (self within total,
+// probe and off-CPU time within self); returned is what it holds back, for
+// the next interval's gain: nothing is lost or counted twice.
+PathNode hold_back_torn(PathNode &gain)
+{
+	PathNode held;
+	held.self_ns = gain.self_ns - std::min(gain.self_ns, gain.total_ns);
+	gain.self_ns -= held.self_ns;
+	held.self_offcpu_ns = gain.self_offcpu_ns - std::min(gain.self_offcpu_ns, gain.self_ns);
+	gain.self_offcpu_ns -= held.self_offcpu_ns;
+	held.probe_ns = gain.probe_ns - std::min(gain.probe_ns, gain.self_ns);
+	gain.probe_ns -= held.probe_ns;
+	return held;
+}
+
+// now becomes its gain since before: the buckets of both are in bucket
+// order; an extreme is exact when the interval set it, else bounded by the
+// interval's own buckets.
+void subtract_durations(Distribution &now, const PathStats &before)
+{
 	size_t left = 0;
 	const BucketCount *was = before.buckets.begin();
 	for (auto [b, n] : now.buckets) {
@@ -227,16 +251,25 @@ IntervalDelta PathDeltas::next(PathColumns totals, const std::function<bool(uint
 	for (size_t i = 0; i < totals.size(); i++) {
 		PathNode &counts = totals.nodes[i];
 		Distribution &durations = totals.dists[i];
+		bool had = was.find(totals.path[i], before);
+		PathNode gain = counts;
+		if (had)
+			subtract_counts(gain, before);
+		PathNode held = hold_back_torn(gain);
 		// Paths no longer in the map (deleted) or of processes gone are no
-		// longer kept; those first seen are.
+		// longer kept; those first seen are, as far as their gains went.
 		if (is_alive(totals.tgid(i))) {
+			counts.self_ns -= held.self_ns;
+			counts.self_offcpu_ns -= held.self_offcpu_ns;
+			counts.probe_ns -= held.probe_ns;
 			packed.append(totals.path[i], counts, durations);
 		} else {
 			out.forget.push_back(totals.path[i]);
 			out.forget_slots.push_back(i < totals.slot.size() ? totals.slot[i] : USDTPROF_NO_SLOT);
 		}
-		if (was.find(totals.path[i], before))
-			subtract(counts, durations, before);
+		counts = gain;
+		if (had)
+			subtract_durations(durations, before);
 		if (gained(counts))
 			kept[i] = kGained, gainers++;
 	}

@@ -82,6 +82,50 @@ TEST_CASE("interval deltas: every ancestor of a gain is kept, however few gained
 	REQUIRE(deltas.tracked() == 13);
 }
 
+TEST_CASE("interval deltas: a slot read halfway through a program's adds gains its parts in the next interval, "
+	  "none lost or counted twice", "[interval]")
+{
+	PathDeltas deltas;
+	auto alive = [](uint32_t) { return true; };
+	auto read = [](uint64_t self, uint64_t total, uint64_t probe, uint64_t offcpu) {
+		PathRecord r = rec(1, 0, 7, 1, self);
+		r.stats.total_ns = total;
+		r.stats.probe_ns = probe;
+		r.stats.self_offcpu_ns = offcpu;
+		return r;
+	};
+	uint64_t self = 0, total = 0, probe = 0, offcpu = 0;
+	auto gain = [&](const PathRecord &r) {
+		IntervalDelta d = deltas.next({r}, alive);
+		if (d.paths.empty())
+			return;
+		const PathStats &g = d.paths.records().front().stats;
+		// Each interval's node as its profile's readers require.
+		REQUIRE(g.self_ns <= g.total_ns);
+		REQUIRE(g.probe_ns <= g.self_ns);
+		REQUIRE(g.self_offcpu_ns <= g.self_ns);
+		self += g.self_ns, total += g.total_ns, probe += g.probe_ns, offcpu += g.self_offcpu_ns;
+	};
+	gain(read(100, 100, 10, 5));
+	// A flush of 50 ns self (20 of them probe time, 10 off-CPU) read with its
+	// self time added, its probe and off-CPU parts not yet.
+	gain(read(150, 150, 10, 5));
+	REQUIRE(probe == 10);
+	// The rest of it, with no more self time: held back.
+	gain(read(150, 150, 30, 15));
+	REQUIRE(probe == 10);
+	REQUIRE(offcpu == 5);
+	// Another flush's self time, ahead of its total.
+	gain(read(200, 150, 30, 15));
+	REQUIRE(self == 150);
+	gain(read(200, 200, 30, 15));
+	REQUIRE(self == 200);
+	// In the end, every nanosecond once.
+	REQUIRE(total == 200);
+	REQUIRE(probe == 30);
+	REQUIRE(offcpu == 15);
+}
+
 TEST_CASE("interval deltas: a path's histogram gains bucket by bucket, its extremes bounded by them", "[interval]")
 {
 	PathDeltas deltas;
