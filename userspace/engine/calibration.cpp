@@ -485,6 +485,18 @@ CostEstimate estimate_cost(const std::vector<double> &per_batch)
 	return e;
 }
 
+PlannedKinds plan_calibration_kinds(const std::vector<usdtprof_probe_spec> &specs)
+{
+	std::vector<KindPlan> plans;
+	plans.reserve(kMaxKinds); // argument values point into them
+	CalibrationResult out;
+	plan_kinds(specs, {}, plans, out);
+	PlannedKinds planned{{}, out.spec_kinds};
+	for (const KindPlan &p : plans)
+		planned.names.push_back(kind_name(p.sig));
+	return planned;
+}
+
 struct Calibrator::Plans {
 	std::vector<KindPlan> kinds;	// kMaxKinds reserved: argument values point into them
 	std::vector<int> rounds;	// per kind, the rounds it ran

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "engine/engine.h"
@@ -67,6 +68,14 @@ private:
 	int rounds_ = 0;
 	uint64_t busy_ns_ = 0; // time spent calibrating (calibration.cost_ns)
 };
+
+// The kinds a calibration of these specs would measure, by name, and each
+// spec's kind (an index into names): what add_kinds plans, nothing attached.
+struct PlannedKinds {
+	std::vector<std::string> names;
+	std::map<uint32_t, int32_t> spec_kinds;
+};
+PlannedKinds plan_calibration_kinds(const std::vector<usdtprof_probe_spec> &specs);
 
 // Rounds a calibration at once runs (over ~0.1 s): the places kept.
 constexpr int kCalibrationRounds = 12;

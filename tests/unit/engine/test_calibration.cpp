@@ -114,3 +114,41 @@ TEST_CASE("calibration: Ruby's derived owner reads reach a method entry of the c
 		CHECK(singleton != at.klass);
 	}
 }
+
+namespace {
+
+// A native probe of our header at a 5-byte nop: its name in a register, or
+// on the stack (where a compiler may put it at one site and not another).
+usdtprof_probe_spec native_site(usdtprof_role role, uint32_t inband, usdtprof_arg_kind name_kind)
+{
+	usdtprof_probe_spec s{};
+	s.role = role;
+	s.ident = USDTPROF_IDENT_NATIVE;
+	s.nargs = 1;
+	s.nop5_site = 1;
+	s.inband = inband;
+	s.args[0] = {name_kind == USDTPROF_ARG_REG ? 0 : 16, uint32_t(name_kind), USDTPROF_REG_DI, 8, 0};
+	return s;
+}
+
+} // namespace
+
+// Binaries of both headers in one recording: an exit whose signature no
+// entry has (its name read from memory) takes the kind of its own clock
+// reads, not the first kind of its identity and site (stop 44's fix).
+TEST_CASE("calibration: an exit no entry matched takes the kind of its own clock reads", "[calibration]")
+{
+	const std::vector<usdtprof_probe_spec> specs = {
+		native_site(USDTPROF_ROLE_ENTRY, USDTPROF_INBAND, USDTPROF_ARG_REG),
+		native_site(USDTPROF_ROLE_ENTRY, USDTPROF_INBAND_OLD, USDTPROF_ARG_REG),
+		native_site(USDTPROF_ROLE_EXIT, USDTPROF_INBAND_OLD, USDTPROF_ARG_REG_DEREF),
+		native_site(USDTPROF_ROLE_EXIT, USDTPROF_INBAND, USDTPROF_ARG_REG_DEREF),
+	};
+	PlannedKinds planned = plan_calibration_kinds(specs);
+	REQUIRE(planned.names == std::vector<std::string>{"native nop5 in-band", "native nop5 in-band (older header)"});
+	REQUIRE(planned.spec_kinds.size() == 4);
+	CHECK(planned.spec_kinds.at(0) == 0);
+	CHECK(planned.spec_kinds.at(1) == 1);
+	CHECK(planned.spec_kinds.at(2) == 1);
+	CHECK(planned.spec_kinds.at(3) == 0);
+}
