@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "target/proc_root.h"
+#include "target/process.h"
 #include "base/text_escape.h"
 
 namespace usdtprof {
@@ -130,6 +131,12 @@ std::vector<TargetFilePtr> TargetFiles::of_process(int pid, const std::vector<Ma
 			auto file = open_mapped_file(pid, m);
 			if (file && sites_ + (*file)->sites.size() > kMaxSitesTotal)
 				file = Error{m.path + ": more than " + std::to_string(kMaxSitesTotal) + " probe sites in all"};
+			if (!file && !process_exists(pid)) {
+				// Gone since its maps were read (its root went with it): not
+				// the file's fault, and another process may map it.
+				files_.erase(it);
+				continue;
+			}
 			if (!file)
 				log_line("pid %d: %s: skipped", pid, file.error().message.c_str());
 			else if (!(*file)->sites.empty()) {
