@@ -186,3 +186,28 @@ TEST_CASE("report --raw shows the measured times; the text report says what was 
 	CHECK(comp["self_ns"].get<uint64_t>() < leaf["self_ns"].get<uint64_t>());
 	CHECK(comp["raw_self_ns"] == leaf["raw_self_ns"]);
 }
+
+// Beside its target, record calibrates a round at each 50 ms tick until the
+// rounds' places are full, then one a second. Rounds ran at every tick of
+// a recording without --binary before (the tick count stayed 0): 8% of a
+// CPU spent calibrating beside an idle target.
+TEST_CASE("record calibrates beside its target once a second after its first rounds, not at every tick",
+	  "[compensation]")
+{
+	Background app({target("fair_paths"), "--wait", "1"});
+	std::string pid = app.wait_for_line("ready").substr(6);
+	std::string data = temp_dir() + "/idle.data";
+	Output o = run({usdtprof(), "record", "-p", pid, "-d", "3", "-o", data});
+	INFO(o.err);
+	REQUIRE(o.status == 0);
+	nlohmann::json j = report_json(data);
+	const nlohmann::json &kinds = j["calibration"]["kinds"];
+	INFO("calibration " << j["calibration"]);
+	REQUIRE(kinds.size() == 1);
+	double seconds = double(j["duration_ns"].get<uint64_t>()) / 1e9;
+	uint64_t rounds = kinds[0]["rounds"].get<uint64_t>();
+	// 12 places' rounds, one at the start, one a second after: at most 12 +
+	// 1 + the recording's seconds (~20 a second before).
+	CHECK(rounds >= 4);
+	CHECK(double(rounds) <= 13 + std::ceil(seconds));
+}

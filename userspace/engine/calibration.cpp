@@ -615,6 +615,7 @@ Result<CalibrationResult> Calibrator::finish(int min_rounds)
 		ProbeCost cost;
 		cost.kind = kind_name(p.kinds[k].sig);
 		cost.batches = uint32_t(own.size());
+		cost.rounds = uint32_t(p.rounds[k]);
 		CostEstimate o = estimate_cost(own), c = estimate_cost(caller);
 		cost.own_ns = std::max(0.0, o.cost_ns);
 		cost.caller_ns = std::max(0.0, c.cost_ns);

@@ -77,6 +77,7 @@ struct ProbeCost {
 	// Per call, what the runtime's own probe code adds that usdtprof cannot
 	// calibrate in its own process: < 0 unknown, 0 none (native probes).
 	double uncompensated_ns = -1;
+	uint32_t rounds = 0; // rounds run over the recording (0: not known, older profiles)
 };
 
 struct Calibration {

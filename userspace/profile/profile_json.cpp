@@ -108,6 +108,8 @@ Calibration calibration_from_json(const json &c, int64_t functions)
 		cost.own_spread_ns = get_number(e, "own_spread_ns", k, 0);
 		cost.caller_spread_ns = get_number(e, "caller_spread_ns", k, 0);
 		cost.batches = static_cast<uint32_t>(get_uint(e, "batches", k, UINT32_MAX));
+		if (e.contains("rounds"))
+			cost.rounds = static_cast<uint32_t>(get_uint(e, "rounds", k, UINT32_MAX));
 		cost.uncompensated_ns = get_number(e, "uncompensated_ns", k, -1);
 		cal.kinds.push_back(cost);
 	}
@@ -624,7 +626,7 @@ void add_tail(ojson &body, const Profile &profile, bool with_function_kinds)
 		for (const ProbeCost &k : cal->kinds)
 			kinds.push_back({{"kind", k.kind}, {"own_ns", k.own_ns}, {"caller_ns", k.caller_ns},
 				{"own_spread_ns", k.own_spread_ns}, {"caller_spread_ns", k.caller_spread_ns},
-				{"batches", k.batches}, {"uncompensated_ns", k.uncompensated_ns}});
+				{"batches", k.batches}, {"rounds", k.rounds}, {"uncompensated_ns", k.uncompensated_ns}});
 		ojson c = {{"kinds", kinds}};
 		if (with_function_kinds) {
 			std::vector<int32_t> function_kinds = cal->function_kinds;

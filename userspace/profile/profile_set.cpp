@@ -19,7 +19,7 @@ namespace {
 bool same_costs(const Calibration &a, const Calibration &b)
 {
 	auto key = [](const ProbeCost &k) {
-		return std::tie(k.kind, k.own_ns, k.caller_ns, k.own_spread_ns, k.caller_spread_ns, k.batches,
+		return std::tie(k.kind, k.own_ns, k.caller_ns, k.own_spread_ns, k.caller_spread_ns, k.batches, k.rounds,
 				k.uncompensated_ns);
 	};
 	return a.offcpu_hook == b.offcpu_hook && a.trace == b.trace &&

@@ -41,7 +41,7 @@ json calibration_json(const Profile &raw, const CompensationSummary &summary, bo
 	for (const ProbeCost &k : raw.calibration->kinds)
 		kinds.push_back({{"kind", k.kind}, {"own_ns", k.own_ns}, {"caller_ns", k.caller_ns},
 			{"own_spread_ns", k.own_spread_ns}, {"caller_spread_ns", k.caller_spread_ns},
-			{"batches", k.batches},
+			{"batches", k.batches}, {"rounds", k.rounds},
 			{"uncompensated_ns", k.uncompensated_ns < 0 ? json(nullptr) : json(k.uncompensated_ns)}});
 	return {{"compensated", compensated}, {"kinds", kinds}, {"cost_ns", raw.calibration->cost_ns},
 		{"removed_ns", summary.removed_ns}, {"measured_ns", summary.measured_ns}, {"clamped", summary.clamped},
