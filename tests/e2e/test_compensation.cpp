@@ -154,7 +154,16 @@ TEST_CASE("compensation: a program built with the older header is measured in ba
 	REQUIRE(c.report["calibration"]["measured_ns"].get<uint64_t>() > 0);
 	REQUIRE(c.mid_raw > c.mid_truth * 5);
 	REQUIRE(std::abs(c.leaf - c.leaf_truth) <= 0.2 * c.leaf_truth);
-	REQUIRE(std::abs(c.mid - c.mid_truth) <= 0.2 * c.mid_truth);
+	// Unlike the current header's, these reads' cost is calibrated, not
+	// measured at each hit, and it moves with the host's speed (26-29 ns
+	// here, 25-30% more or less when the host moves): mid's 11 gaps each hold
+	// one, so its bound also allows a quarter of what their calibration
+	// takes out (a mid whose reads were not taken out at all is beyond it:
+	// 11 whole reads, ~313 ns against ~243). Beside two CPU-bound processes, mid came
+	// out +20.1% once in 20 runs with 20% alone.
+	double reads = 11 * kinds[0]["own_ns"].get<double>();
+	INFO("mid's reads, calibrated: " << reads << " ns a call");
+	REQUIRE(std::abs(c.mid - c.mid_truth) <= 0.2 * c.mid_truth + reads / 4);
 	// The current header measures that cost at each hit: less is left to calibrate.
 	Compared now = record_overhead(1000, 1);
 	const nlohmann::json &current = now.report["calibration"]["kinds"][0];

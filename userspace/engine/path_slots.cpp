@@ -80,7 +80,9 @@ Result<std::unique_ptr<PathSlots>> PathSlots::start(usdtprof_bpf *skel)
 	if (ring == MAP_FAILED)
 		return Error{"cannot map the call-path table's free slots: " + errno_text(errno)};
 	slots->ring_ = static_cast<uint32_t *>(ring);
-	if (auto r = slots->add_chunks(path_chunks_wanted(0, slots->most_chunks_)); !r)
+	// As many as the first slot taken wants: fewer would wake the grower at
+	// the first path of every recording (its calibration's, or the target's).
+	if (auto r = slots->add_chunks(path_chunks_wanted(1, slots->most_chunks_)); !r)
 		return r.error();
 	if (auto r = slots->open_wakes(); !r)
 		return r.error();
