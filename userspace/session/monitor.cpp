@@ -346,7 +346,7 @@ MonitorSession::MonitorSession(const MonitorOptions &o)
 	// Several processes: each one's hits counted, each one's own window.
 	session_.load(t_.max_paths, 0, o.offcpu, false, o.all || pids_.size() > 1);
 	if (!pids_.empty())
-		session_.watch(pids_, ExitWatch::Gone::Reaped); // stops when all have gone
+		session_.watch(pids_); // stops when all have gone
 	stats_ = UniqueFd(bpf_enable_stats(BPF_STATS_RUN_TIME));
 	auto trap_ns = engine().measure_trap_ns();
 	if (!trap_ns)

@@ -108,7 +108,7 @@ public:
 				session_.attach_new_processes(o_.target, chosen_, custom_, sites_, true);
 			calibrate_beside(ticks);
 		};
-		session_.watch(pids_, ExitWatch::Gone::Exited);
+		session_.watch(pids_);
 		return session_.wait(plan);
 	}
 

@@ -39,10 +39,10 @@ int StopSignals::take()
 	return last_ = int(info.ssi_signo);
 }
 
-ExitWatch::ExitWatch(const std::vector<int> &pids, Gone gone) : any_(!pids.empty())
+ExitWatch::ExitWatch(const std::vector<int> &pids) : any_(!pids.empty())
 {
 	for (int pid : pids)
-		if (int fd = gone == Gone::Exited ? open_pidfd(pid) : -1; fd >= 0)
+		if (int fd = open_pidfd(pid); fd >= 0)
 			pidfds_.emplace_back(fd);
 		else
 			polled_.push_back(pid);
@@ -69,7 +69,9 @@ Wake wait_until(StopSignals &signals, ExitWatch &exits, const WaitPlan &plan)
 		std::vector<pollfd> fds{{signals.fd(), POLLIN, 0}};
 		for (const UniqueFd &fd : exits.pidfds())
 			fds.push_back({fd.get(), POLLIN, 0});
-		int n = poll(fds.data(), fds.size(), int(std::min<int64_t>(left, plan.period.count())));
+		if (plan.tick || exits.polls())
+			left = std::min<int64_t>(left, plan.period.count());
+		int n = poll(fds.data(), fds.size(), int(std::min<int64_t>(left, INT_MAX)));
 		if (plan.tick)
 			plan.tick();
 		if (n < 0 && errno != EINTR)
@@ -180,7 +182,7 @@ void Session::warn_unnested_pairs(const std::vector<ProbeRole> &custom) const
 
 void Session::forward_signals_until_exit(int pid)
 {
-	ExitWatch command({pid}, ExitWatch::Gone::Exited);
+	ExitWatch command({pid});
 	if (command.pidfds().empty())
 		return; // unwatchable: not waited for
 	for (;;) {

@@ -52,30 +52,31 @@ private:
 	int last_ = 0;
 };
 
-// The processes whose exit ends a wait (none: no target to wait for).
+// The processes whose exit ends a wait (none: no target to wait for). A
+// process has exited once its pidfd is readable: a zombie too, as for
+// process_exists.
 class ExitWatch {
 public:
-	enum class Gone {
-		Exited, // a process has exited once its pidfd is readable (a zombie too)
-		Reaped, // a process has gone once kill(0) fails
-	};
 	ExitWatch() = default;
-	ExitWatch(const std::vector<int> &pids, Gone gone);
+	explicit ExitWatch(const std::vector<int> &pids);
 	// Whether there are processes, and all of them are gone.
 	bool all_gone();
 	// The pidfds to poll, woken by an exit.
 	const std::vector<UniqueFd> &pidfds() const { return pidfds_; }
+	// Whether some process has no pidfd: only a periodic check sees it go.
+	bool polls() const { return !polled_.empty(); }
 
 private:
 	std::vector<UniqueFd> pidfds_;
-	std::vector<int> polled_; // without a pidfd (or Reaped): checked with kill(0)
+	std::vector<int> polled_; // without a pidfd: checked with process_exists
 	bool any_ = false;
 };
 
 // How long and on what to wait.
 struct WaitPlan {
 	Clock::time_point deadline = Clock::time_point::max();
-	// tick runs, and the watched processes are checked, at least this often.
+	// tick runs, and processes watched without a pidfd are checked, at least
+	// this often; with neither, the wait sleeps until an event or the deadline.
 	std::chrono::milliseconds period{200};
 	std::function<void()> tick; // may be empty
 };
@@ -96,7 +97,7 @@ public:
 	Engine &engine() { return *engine_; }
 	const Engine &engine() const { return *engine_; }
 	// The processes whose exit ends wait().
-	void watch(const std::vector<int> &pids, ExitWatch::Gone gone) { exits_ = ExitWatch(pids, gone); }
+	void watch(const std::vector<int> &pids) { exits_ = ExitWatch(pids); }
 	Wake wait(const WaitPlan &plan) { return wait_until(signals_, exits_, plan); }
 	// Passes each SIGINT/SIGTERM on to pid until it exits.
 	void forward_signals_until_exit(int pid);
