@@ -599,7 +599,10 @@ bool MonitorSession::wait(Interval &iv, Clock::time_point end, std::chrono::dura
 		auto until = std::min({window_end, end, measured});
 		WaitPlan plan{until, std::chrono::milliseconds(200), {}};
 		if (host_)
-			plan.tick = [this] { discover(); };
+			plan.tick = [this] {
+				discover();
+				return std::chrono::milliseconds(200);
+			};
 		Wake w = session_.wait(plan);
 		if (w == Wake::Reopen) {
 			make_dir(o_.dir);

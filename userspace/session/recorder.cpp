@@ -36,6 +36,18 @@ namespace {
 // The trace buffer: at ~40 bytes an event, room for ~400,000 between drains.
 constexpr uint32_t kTraceBufferBytes = 16 << 20;
 
+// The wait's ticks (RecordSession::next_tick) and what they run: the trace
+// buffer's drain and the first calibration rounds at the fast tick,
+// --binary's scan for new processes, and later rounds.
+constexpr std::chrono::milliseconds kFastTick{50}, kScanEvery{200}, kRoundEvery{1000};
+
+// Whether something last run at `last` is due again at `now`, every `every`:
+// within half a fast tick, so that ticks of that period run it each time.
+bool due(Clock::time_point last, std::chrono::milliseconds every, Clock::time_point now)
+{
+	return now - last >= every - kFastTick / 2;
+}
+
 void check_output_path(const std::string &output)
 {
 	if (auto r = check_output(output); !r)
@@ -95,18 +107,21 @@ public:
 	// exited; the trace buffer drained every 50 ms.
 	Wake wait()
 	{
-		int ticks = 0;
 		WaitPlan plan;
 		if (o_.duration_s > 0)
 			plan.deadline = Clock::now() +
 					std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o_.duration_s));
-		plan.period = std::chrono::milliseconds(50);
+		plan.period = kFastTick;
+		auto scanned = Clock::now();
 		plan.tick = [&] {
-			++ticks; // counted whatever runs: calibrate_beside's one round a second reads it
 			engine().drain_events(collector());
-			if (session_.processes().binary() && ticks % 4 == 0)
+			auto now = Clock::now();
+			if (session_.processes().binary() && due(scanned, kScanEvery, now)) {
 				session_.attach_new_processes(o_.target, chosen_, custom_, sites_, true);
-			calibrate_beside(ticks);
+				scanned = now;
+			}
+			calibrate_beside(now);
+			return next_tick();
 		};
 		session_.watch(pids_);
 		return session_.wait(plan);
@@ -182,17 +197,28 @@ public:
 			return;
 		}
 		calibrator_ = std::make_unique<Calibrator>(engine(), true, false);
-		calibrate_beside(0);
+		calibrate_beside(Clock::now());
 	}
-	void calibrate_beside(int ticks)
+	void calibrate_beside(Clock::time_point now)
 	{
-		if (!calibrator_ || (calibrator_->rounds() >= kCalibrationRounds && ticks % 20))
+		if (!calibrator_ || (calibrator_->rounds() >= kCalibrationRounds && !due(calibrated_, kRoundEvery, now)))
 			return;
 		if (auto r = calibrator_->add_kinds(); !r) {
 			calibrator_.reset(); // the end's calibration says why
 			return;
 		}
 		calibrator_->run_round();
+		calibrated_ = now;
+	}
+
+	// The wait's next tick: every 50 ms while the calibration's rounds fill
+	// their places, and with --trace (its buffer drained); every 200 ms with
+	// --binary (new processes); else at the next round, a second on.
+	std::chrono::milliseconds next_tick() const
+	{
+		if (o_.trace || (calibrator_ && calibrator_->rounds() < kCalibrationRounds))
+			return kFastTick;
+		return session_.processes().binary() ? kScanEvery : kRoundEvery;
 	}
 
 	// The rest of the calibration last, when every probe kind used is
@@ -263,6 +289,7 @@ private:
 	std::array<uint64_t, USDTPROF_ANOM_COUNT> anomalies_{};
 	std::string comm_;
 	std::unique_ptr<Calibrator> calibrator_; // rounds run while the target runs
+	Clock::time_point calibrated_;		 // its last round
 
 	// The launched command's pid; 0 for running processes.
 	int command_pid() const { return child_ || followed_ ? pids_.front() : 0; }

@@ -60,6 +60,7 @@ bool ExitWatch::all_gone()
 
 Wake wait_until(StopSignals &signals, ExitWatch &exits, const WaitPlan &plan)
 {
+	std::chrono::milliseconds tick_in = plan.period;
 	for (;;) {
 		if (exits.all_gone())
 			return Wake::TargetExited;
@@ -69,11 +70,13 @@ Wake wait_until(StopSignals &signals, ExitWatch &exits, const WaitPlan &plan)
 		std::vector<pollfd> fds{{signals.fd(), POLLIN, 0}};
 		for (const UniqueFd &fd : exits.pidfds())
 			fds.push_back({fd.get(), POLLIN, 0});
-		if (plan.tick || exits.polls())
+		if (plan.tick)
+			left = std::min<int64_t>(left, tick_in.count());
+		if (exits.polls())
 			left = std::min<int64_t>(left, plan.period.count());
 		int n = poll(fds.data(), fds.size(), int(std::min<int64_t>(left, INT_MAX)));
 		if (plan.tick)
-			plan.tick();
+			tick_in = plan.tick();
 		if (n < 0 && errno != EINTR)
 			return Wake::Deadline;
 		if (int sig = fds[0].revents ? signals.take() : 0)

@@ -75,10 +75,12 @@ private:
 // How long and on what to wait.
 struct WaitPlan {
 	Clock::time_point deadline = Clock::time_point::max();
-	// tick runs, and processes watched without a pidfd are checked, at least
-	// this often; with neither, the wait sleeps until an event or the deadline.
+	// Processes watched without a pidfd are checked at least this often, and
+	// tick first runs after it.
 	std::chrono::milliseconds period{200};
-	std::function<void()> tick; // may be empty
+	// Runs at each wake; returns how soon it wants to run again. With no tick
+	// and no process to check, the wait sleeps until an event or the deadline.
+	std::function<std::chrono::milliseconds()> tick; // may be empty
 };
 
 // Waits for the deadline (rounded up: waking before it would start a

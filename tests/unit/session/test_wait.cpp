@@ -65,7 +65,10 @@ TEST_CASE("wait: with a tick, the wait wakes at every period until the deadline"
 		ExitWatch none;
 		int ticks = 0;
 		WaitPlan plan{Clock::now() + std::chrono::milliseconds(500), std::chrono::milliseconds(20),
-			      [&] { ticks++; }};
+			      [&] {
+				      ticks++;
+				      return std::chrono::milliseconds(20);
+			      }};
 		CHECK(wait_until(signals, none, plan) == Wake::Deadline);
 		// 25 periods, fewer when polls return late under load; one sleep
 		// to the deadline would tick once.
