@@ -513,24 +513,39 @@ TEST_CASE("more call paths than --max-paths: charged to [other] under the neares
 namespace {
 
 // The voluntary context switches of usdtprof's thread named comm, -1 if none.
+// A thread's voluntary context switches (its sleeps), -1 if unreadable.
+long voluntary_switches(const std::filesystem::path &task)
+{
+	std::ifstream status(task / "status");
+	std::string line;
+	while (std::getline(status, line))
+		if (line.rfind("voluntary_ctxt_switches:", 0) == 0)
+			return std::stol(line.substr(line.find(':') + 1));
+	return -1;
+}
+
+// Those of pid's thread named comm.
 long voluntary_switches(int pid, const std::string &comm)
 {
 	for (const auto &task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
 		std::ifstream name(task.path() / "comm");
 		std::string line;
-		if (!std::getline(name, line) || line != comm)
-			continue;
-		std::ifstream status(task.path() / "status");
-		while (std::getline(status, line))
-			if (line.rfind("voluntary_ctxt_switches:", 0) == 0)
-				return std::stol(line.substr(line.find(':') + 1));
+		if (std::getline(name, line) && line == comm)
+			return voluntary_switches(task.path());
 	}
 	return -1;
 }
 
+// Those of pid's main thread.
+long main_thread_switches(int pid)
+{
+	return voluntary_switches(std::filesystem::path("/proc") / std::to_string(pid) / "task" / std::to_string(pid));
+}
+
 } // namespace
 
-TEST_CASE("the call-path table grows as a burst of new paths comes, and its grower sleeps while none come",
+TEST_CASE("the call-path table grows as a burst of new paths comes; its grower sleeps while none come, "
+	  "and the main thread wakes once a second",
 	  "[lifecycle]")
 {
 	// main -> pX -> pY -> pZ, X, Y, Z < 32: 33,825 paths, four chunks and more
@@ -541,14 +556,22 @@ TEST_CASE("the call-path table grows as a burst of new paths comes, and its grow
 	std::string data = temp_dir() + "/burst.data";
 	Background rec({usdtprof(), "record", "-p", pid, "-o", data});
 	rec.wait_for_line("recording", true);
-	// Before the change that made the programs wake it, it looked 50 times a
-	// second: 100 switches here. A wake can come from usdtprof's own
+	// Past the first calibration rounds, at the wait's 50 ms ticks (~0.6 s).
+	std::this_thread::sleep_for(std::chrono::seconds(1));
+	// Before the change that made the programs wake it, the grower looked 50
+	// times a second: 100 switches here. A wake can come from usdtprof's own
 	// calibration's paths, a few at most.
 	long before = voluntary_switches(rec.pid(), "usdtprof-grow");
+	long main_before = main_thread_switches(rec.pid());
 	REQUIRE(before >= 0);
+	REQUIRE(main_before >= 0);
 	std::this_thread::sleep_for(std::chrono::seconds(2));
 	long after = voluntary_switches(rec.pid(), "usdtprof-grow");
+	long main_after = main_thread_switches(rec.pid());
 	CHECK(after - before <= 4);
+	// Its tick, a calibration round a second: 2 or 3 wakes. It ticked every
+	// 50 ms for the whole recording before: 40 here.
+	CHECK(main_after - main_before <= 6);
 	REQUIRE(kill(app.pid(), SIGUSR1) == 0);
 	REQUIRE(app.wait_for_line("made") == "made " + std::to_string(kPaths));
 	REQUIRE(kill(rec.pid(), SIGINT) == 0);
