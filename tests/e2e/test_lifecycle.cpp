@@ -512,7 +512,6 @@ TEST_CASE("more call paths than --max-paths: charged to [other] under the neares
 
 namespace {
 
-// The voluntary context switches of usdtprof's thread named comm, -1 if none.
 // A thread's voluntary context switches (its sleeps), -1 if unreadable.
 long voluntary_switches(const std::filesystem::path &task)
 {
