@@ -35,6 +35,7 @@ static long record_chain_frame(__u32 i, void *data)
 	slot->total_ns = c->total;
 	slot->self_offcpu_ns = f->offcpu;
 	slot->probe_ns = 0;
+	slot->slot_ref = 0;
 	add_to_map(slot, 0, c->st->tgid, 0);
 	c->parent = slot->path;
 	c->total -= f->self < c->total ? f->self : c->total;

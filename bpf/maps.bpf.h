@@ -344,6 +344,10 @@ __u32 grow_at;
 const volatile __u32 free_ring = USDTPROF_PATH_CHUNK;
 __u64 free_given;
 __u64 free_taken;
+/* Bumped by userspace each time it frees slots, after their paths left the
+ * hash and before it waits for the programs (PathSlots::free): a slot number
+ * a thread kept under an older generation may now be another path's. */
+__u32 slot_generation;
 /* Set by userspace when several processes share the tables (--binary): the
  * paths and names one process may hold, so that one cannot fill them and
  * make the others' drop. 0: no limit. */

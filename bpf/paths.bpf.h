@@ -17,6 +17,25 @@ static __always_inline struct usdtprof_path_stats *slot_stats(__u32 slot)
 	return inner ? bpf_map_lookup_elem(inner, &i) : 0;
 }
 
+/* A slot number as a thread keeps it (a frame's, its path cache's), with
+ * the slot_generation read before the slot was found: 0 for none. A kept
+ * slot is used only while no slot has been freed since (kept_stats): a
+ * program that reads the old generation began before userspace bumped it,
+ * so userspace's wait for the programs, which comes after, waits for it
+ * before the slot is zeroed and given again. */
+static __always_inline __u64 slot_ref(__u32 slot, __u32 generation)
+{
+	return slot == USDTPROF_NO_SLOT ? 0 : ((__u64)generation << 32) | (slot + 1);
+}
+
+/* A kept slot's totals; NULL when there is none, or it may have been freed. */
+static __always_inline struct usdtprof_path_stats *kept_stats(__u64 ref)
+{
+	if (!ref || (__u32)(ref >> 32) != READ_ONCE(slot_generation))
+		return 0;
+	return slot_stats((__u32)ref - 1);
+}
+
 /* A slot taken that lost its path to another CPU (path_slot), kept for
  * this CPU's next new path: zero, never in `paths`. */
 static __always_inline void give_back_slot(__u32 slot)
@@ -171,7 +190,10 @@ static __always_inline __u64 other_path(__u64 parent, __u32 tgid)
 static __always_inline void add_to_map(const struct usdtprof_path_slot *t, const struct usdtprof_path_dist *d,
 				       __u32 tgid, __u64 open)
 {
-	struct usdtprof_path_stats *s = path_stats(t->path, t->parent, t->func, tgid);
+	struct usdtprof_path_stats *s = t->func == USDTPROF_FUNC_OTHER ? 0 : kept_stats(t->slot_ref);
+
+	if (!s)
+		s = path_stats(t->path, t->parent, t->func, tgid);
 
 	if (!s && t->func != USDTPROF_FUNC_OTHER) {
 		count_anomaly(USDTPROF_ANOM_AGG_FULL, 1);
@@ -200,12 +222,27 @@ static __always_inline void add_to_map(const struct usdtprof_path_slot *t, const
 
 /* Whether a frame entering path has a slot: its callees need one to hang
  * under. The thread's path cache holds only claimed paths, so a loop over
- * known paths pays no lookup. */
-static __always_inline bool claim_path(struct usdtprof_thread_stack *st, __u64 path, __u64 parent, __u64 func)
+ * known paths pays no lookup. *ref: the slot, kept for the frame's exit, so
+ * that its cache slot is added to the map without a lookup of the path. */
+static __always_inline bool claim_path(struct usdtprof_thread_stack *st, __u64 path, __u64 parent, __u64 func,
+				       __u64 *ref)
 {
-	if (st->cache[path & (USDTPROF_PATH_CACHE - 1)].path == path)
+	const struct usdtprof_path_slot *cached = &st->cache[path & (USDTPROF_PATH_CACHE - 1)];
+	__u32 generation, slot;
+
+	if (cached->path == path) {
+		*ref = cached->slot_ref;
 		return true;
-	return path_stats(path, parent, func, st->tgid) != 0;
+	}
+	*ref = 0;
+	if (func == USDTPROF_FUNC_OTHER)
+		return path_stats(path, parent, func, st->tgid) != 0;
+	/* Before the lookup: a slot found after a free must not carry the
+	 * generation that free made (slot_ref). */
+	generation = READ_ONCE(slot_generation);
+	slot = path_slot(path, parent, func, st->tgid);
+	*ref = slot_ref(slot, generation);
+	return slot != USDTPROF_NO_SLOT;
 }
 
 /* A slot's totals added to the map, out of line: the map's code is not the
@@ -221,7 +258,8 @@ static __noinline void evict_slot(struct usdtprof_thread_stack *st, __u32 i)
  * atomics, only the thread writes it. A slot holding another path is first
  * added to the map. */
 static __always_inline void add_to_cache(struct usdtprof_thread_stack *st, __u64 path, __u64 parent,
-					 __u64 func, __u64 self, __u64 total, __u64 offcpu, __u64 probe, bool timed)
+					 __u64 func, __u64 ref, __u64 self, __u64 total, __u64 offcpu, __u64 probe,
+					 bool timed)
 {
 	__u32 i = path & (USDTPROF_PATH_CACHE - 1);
 	struct usdtprof_path_slot *slot = &st->cache[i];
@@ -239,9 +277,12 @@ static __always_inline void add_to_cache(struct usdtprof_thread_stack *st, __u64
 		slot->total_ns = 0;
 		slot->self_offcpu_ns = 0;
 		slot->probe_ns = 0;
+		slot->slot_ref = 0;
 		if (!durations_off)
 			__builtin_memset(dist, 0, sizeof(*dist));
 	}
+	if (ref)
+		slot->slot_ref = ref;
 	slot->calls++;
 	slot->self_ns += self;
 	slot->total_ns += total;

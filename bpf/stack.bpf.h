@@ -50,12 +50,14 @@ static __always_inline void pop_frame(struct usdtprof_thread_stack *st, __u32 d,
 		t->total_ns = total;
 		t->self_offcpu_ns = f->offcpu;
 		t->probe_ns = f->probe;
+		t->slot_ref = f->coarse ? 0 : f->slot_ref;
 		add_to_map(t, 0, st->tgid, 1);
 		return;
 	}
 	/* A duration only from the frame's own exit: frames popped without
 	 * theirs ended at some unknown time before now. */
-	add_to_cache(st, f->path, f->parent, func, self, total, f->offcpu, f->probe, timed && f->coarse != 2);
+	add_to_cache(st, f->path, f->parent, func, f->coarse ? 0 : f->slot_ref, self, total, f->offcpu, f->probe,
+		     timed && f->coarse != 2);
 }
 
 struct pop_ctx {

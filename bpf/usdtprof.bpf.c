@@ -242,12 +242,13 @@ int usdt_entry(struct pt_regs *ctx)
 	f->parent = parent_path;
 	f->path = path_hash(parent_path ? parent_path : st->tgid, func); /* roots are per process (or thread) */
 	f->coarse = 0;
+	f->slot_ref = 0;
 	if (d > 0 && spec->role != USDTPROF_ROLE_TASK_BEGIN && st->frames[(d - 1) & FRAME_MASK].coarse) {
 		/* Below a frame without its own path: in the same [other]. */
 		f->path = st->frames[(d - 1) & FRAME_MASK].path;
 		f->parent = st->frames[(d - 1) & FRAME_MASK].parent;
 		f->coarse = 2;
-	} else if (!claim_path(st, f->path, parent_path, func)) {
+	} else if (!claim_path(st, f->path, parent_path, func, &f->slot_ref)) {
 		/* Claimed at entry, so that a caller always has its slot before
 		 * its callees need one: the nearest one that has, here. */
 		count_anomaly(USDTPROF_ANOM_AGG_FULL, 1);
@@ -319,7 +320,7 @@ int usdt_exit(struct pt_regs *ctx)
 	if (st->overflow) {
 		st->overflow--;
 		marker = truncated_path(st);
-		add_to_cache(st, path_hash(marker, func), marker, func, 0, 0, 0, 0, false);
+		add_to_cache(st, path_hash(marker, func), marker, func, 0, 0, 0, 0, 0, false);
 		return 0;
 	}
 	d = st->depth;

@@ -316,6 +316,8 @@ struct usdtprof_frame {
 			 slot, it is recorded as its caller's [other] child;
 			 2: called inside such a frame, recorded in that same
 			 [other] (calls and self time, no inclusive time again) */
+	__u64 slot_ref; /* its path's slot as claimed at the entry (slot_ref in
+			   paths.bpf.h), for its exit's cache slot; 0: none */
 };
 
 /* Durations (inclusive, of completed calls) per path: a log2 histogram of
@@ -344,6 +346,9 @@ struct usdtprof_path_slot {
 	__u64 total_ns;
 	__u64 self_offcpu_ns;
 	__u64 probe_ns;
+	__u64 slot_ref; /* the path's slot in the table, so that adding these
+			   totals needs no lookup of the path (slot_ref in
+			   paths.bpf.h); 0: unknown */
 };
 
 /* Frames entered before the probes were attached, as their exits show them:

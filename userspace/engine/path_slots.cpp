@@ -235,7 +235,11 @@ void PathSlots::free(std::vector<uint32_t> slots)
 	if (slots.empty())
 		return;
 	// The paths are out of the hash: no program finds these slots any more,
-	// but one that found them before may still be adding to them.
+	// but one that found them before may still be adding to them, and
+	// threads keep slot numbers (a frame's, a path cache's): the new
+	// generation makes every number kept before it a lookup again, and a
+	// program that read the old one began before the wait below.
+	__atomic_add_fetch(&skel_->bss->slot_generation, 1, __ATOMIC_SEQ_CST);
 	wait_for_programs();
 	std::sort(slots.begin(), slots.end());
 	std::vector<int> fds;

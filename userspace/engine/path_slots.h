@@ -49,8 +49,9 @@ public:
 	// (thousands per system call) or one slot at a time.
 	using Visit = std::function<void(uint32_t slot, const usdtprof_path_stats &)>;
 	void read(const Visit &visit, bool batched) const;
-	// Makes slots whose paths have left the `paths` hash free again: waits
-	// until no program can still be adding to them, zeroes them, and gives
+	// Makes slots whose paths have left the `paths` hash free again: makes
+	// the slot numbers threads keep stale (slot_generation), waits until
+	// no program can still be adding to them, zeroes them, and gives
 	// them to the programs through the ring.
 	void free(std::vector<uint32_t> slots);
 	// Slots the programs have taken from the never-used ones.
