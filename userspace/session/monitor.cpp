@@ -104,6 +104,9 @@ constexpr const char *kPrefix = "usdtprof-";
 // The shortest first window that measures the probes' cost: a few ms of
 // clock resolution, the hits of even a slow target.
 constexpr double kFirstWindowMin = 0.05; // s
+// How often --all looks for processes started since (exec and fork events),
+// and checks watched processes that have no pidfd.
+constexpr std::chrono::milliseconds kDiscoverEvery{200};
 
 // The soft descriptor limit up to the hard one: probe links and /metrics
 // connections must never run out before the caps do.
@@ -597,11 +600,11 @@ bool MonitorSession::wait(Interval &iv, Clock::time_point end, std::chrono::dura
 		if (fair_)
 			window_end = std::min(window_end, fair_->next_close(length));
 		auto until = std::min({window_end, end, measured});
-		WaitPlan plan{until, std::chrono::milliseconds(200), {}};
+		WaitPlan plan{until, kDiscoverEvery, {}};
 		if (host_)
 			plan.tick = [this] {
 				discover();
-				return std::chrono::milliseconds(200);
+				return kDiscoverEvery;
 			};
 		Wake w = session_.wait(plan);
 		if (w == Wake::Reopen) {
