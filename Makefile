@@ -235,7 +235,8 @@ $(OUTPUT)/bench/churn: tools/bench/churn.c include/usdtprof/usdtprof.h | deps
 # down with PGB_ROUNDS, PGB_SECONDS, SOAK_SECONDS (see their headers). BASELINE_PATH_BENCH=
 # another build's path_bench runs record_stop.sh's replays and monitor_interval.sh's intervals
 # beside ours (for --monitor: this tools/bench/path_bench.cpp built against that build's headers
-# and libusdtprof.a, as docs/benchmarks.md says).
+# and libusdtprof.a, as docs/benchmarks.md says). BASELINE_USDTPROF= another usdtprof binary
+# runs many_paths_cost.sh's recordings in turn with ours.
 bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed \
 	$(OUTPUT)/bench/loop_probed_nop1 $(OUTPUT)/bench/pingpong \
 	$(USDTPROF) $(OUTPUT)/bench/churn $(GEN_PROFILE) $(OUTPUT)/bench/path_bench $(OUTPUT)/bench/path_fill \
@@ -249,6 +250,7 @@ bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/lo
 	USDTPROF=$(USDTPROF) tools/bench-runtimes.sh 100000 3
 	python3 tools/bench/compensation.py $(USDTPROF) $(OUTPUT)/targets 1000 10000 100000
 	tools/bench/durations_cost.sh $(USDTPROF) $(OUTPUT)/bench/dist_paths
+	tools/bench/many_paths_cost.sh $(USDTPROF) 3 $(BASELINE_USDTPROF)
 	tools/bench/pg_query_cost.sh $(USDTPROF)
 	tools/bench/pgbench_monitor.sh $(USDTPROF)
 	tools/bench/monitor_soak.sh $(USDTPROF) $(OUTPUT)/bench/churn
