@@ -14,7 +14,7 @@
 #define USDTPROF_PATH_CACHE 64
 /* Runtime function ids whose names a thread found captured (direct-mapped). */
 #define USDTPROF_NAMED_CACHE 64
-#define USDTPROF_CODE_CACHE 32 /* a power of two */
+#define USDTPROF_CODE_CACHE 128 /* a power of two */
 /* Upper bound of the probe_specs array (one entry per attached probe kind). */
 #define USDTPROF_MAX_SPECS 256
 
