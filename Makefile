@@ -30,7 +30,7 @@ endif
 # (deferred: clang may only be installed by the deps step).
 CLANG_BPF_SYS_INCLUDES = $(shell $(CLANG) -v -E - </dev/null 2>&1 \
 	| sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
-BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude -I$(OUTPUT) \
 	-idirafter /usr/include/x86_64-linux-gnu -Wall
 
 # CFLAGS, CXXFLAGS and LDFLAGS may come from the environment or the command line; what
@@ -108,7 +108,17 @@ deps:
 $(OUTPUT) $(OUTPUT)/targets:
 	$(Q)mkdir -p $@
 
-BPF_HEADERS := $(wildcard bpf/*.bpf.h) include/usdtprof/bpf_shared.h vmlinux/vmlinux.h
+BPF_HEADERS := $(wildcard bpf/*.bpf.h) include/usdtprof/bpf_shared.h vmlinux/vmlinux.h $(OUTPUT)/sql_table.h
+# The SQL-shape lexer's tables (bpf/sql.bpf.h), written by a program from the
+# lexer's rules; it runs here, so it is built for this machine (HOSTCC).
+HOSTCC ?= gcc
+$(OUTPUT)/tools/gen_sql_table: tools/gen_sql_table.c | $(OUTPUT)
+	$(call msg,HOSTCC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(HOSTCC) -O2 -Wall -Wextra $< -o $@
+$(OUTPUT)/sql_table.h: $(OUTPUT)/tools/gen_sql_table
+	$(call msg,GEN,$@)
+	$(Q)$< > $@
 $(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HEADERS) | deps $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) $(CLANG_BPF_SYS_INCLUDES) -c $< -o $@.tmp
@@ -221,6 +231,12 @@ $(OUTPUT)/bench/dist_paths: tools/bench/dist_paths.c include/usdtprof/usdtprof.h
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS)
 
+# The SQL-shape lexer's run time, of this build's test program and of others' beside it.
+$(OUTPUT)/bench/sql_lexer_cost: tools/bench/sql_lexer_cost.c | deps
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS) -lbpf
+
 # Programs probed through the header, run by hand (docs/benchmarks.md).
 HEADER_BENCHES := $(addprefix $(OUTPUT)/bench/,hit_drift hit_inband clock_reads post_trap)
 $(HEADER_BENCHES): $(OUTPUT)/bench/%: tools/bench/%.c include/usdtprof/usdtprof.h | deps
@@ -236,11 +252,13 @@ $(OUTPUT)/bench/churn: tools/bench/churn.c include/usdtprof/usdtprof.h | deps
 # another build's path_bench runs record_stop.sh's replays and monitor_interval.sh's intervals
 # beside ours (for --monitor: this tools/bench/path_bench.cpp built against that build's headers
 # and libusdtprof.a, as docs/benchmarks.md says). BASELINE_USDTPROF= another usdtprof binary
-# runs many_paths_cost.sh's recordings in turn with ours.
+# runs many_paths_cost.sh's recordings in turn with ours; BASELINE_SQL_LEXER= another build's
+# .output/tests/bpf/sql_shape.bpf.o runs sql_lexer_cost's statements in turn with ours.
 bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed \
 	$(OUTPUT)/bench/loop_probed_nop1 $(OUTPUT)/bench/pingpong \
 	$(USDTPROF) $(OUTPUT)/bench/churn $(GEN_PROFILE) $(OUTPUT)/bench/path_bench $(OUTPUT)/bench/path_fill \
-	$(OUTPUT)/bench/dist_paths $(OUTPUT)/targets/overhead
+	$(OUTPUT)/bench/dist_paths $(OUTPUT)/targets/overhead $(OUTPUT)/bench/sql_lexer_cost \
+	$(OUTPUT)/tests/bpf/sql_shape.bpf.o
 	tools/bench/profile_scale.sh $(USDTPROF) $(GEN_PROFILE)
 	$(OUTPUT)/bench/path_bench $(OUTPUT)/bench/path_fill
 	tools/bench/record_stop.sh $(OUTPUT)/bench/path_bench $(OUTPUT)/bench/path_fill $(BASELINE_PATH_BENCH)
@@ -251,6 +269,7 @@ bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/lo
 	python3 tools/bench/compensation.py $(USDTPROF) $(OUTPUT)/targets 1000 10000 100000
 	tools/bench/durations_cost.sh $(USDTPROF) $(OUTPUT)/bench/dist_paths
 	tools/bench/many_paths_cost.sh $(USDTPROF) 3 $(BASELINE_USDTPROF)
+	$(OUTPUT)/bench/sql_lexer_cost 3 $(OUTPUT)/tests/bpf/sql_shape.bpf.o $(BASELINE_SQL_LEXER)
 	tools/bench/pg_query_cost.sh $(USDTPROF)
 	tools/bench/pgbench_monitor.sh $(USDTPROF)
 	tools/bench/monitor_soak.sh $(USDTPROF) $(OUTPUT)/bench/churn

@@ -14,6 +14,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "../unit/target/sql_cases.h"
 #include "target/sql.h"
@@ -85,6 +86,34 @@ TEST_CASE("sql shape: the BPF and C++ lexers agree on random statements", "[sql]
 		for (char &c : text)
 			c = alphabet[pick(random)];
 		CAPTURE(text, usdtprof::sql_shape_key(text));
+		REQUIRE(bpf_shape_hash(*skel, text) == fnv1a(usdtprof::sql_shape_key(text)));
+	}
+}
+
+TEST_CASE("sql shape: the lexers agree on statements up to the longest read, a loop step's characters and the text's end apart", "[sql]")
+{
+	// The BPF lexer takes several characters a loop step (SQL_STEP): a
+	// literal, a minus or white space across a step's end, the text's end
+	// anywhere in a step, and texts of every length up to what the engine
+	// reads (the buffer's size less the NUL).
+	Skeleton skel = load_lexer();
+	const size_t max = sizeof(skel->bss->text);
+	static const std::string alphabet = std::string("''--0123456789.. \t\n(),=<+*;xyZ_$") + "\xc3\xa9" + "SELECT ";
+	std::mt19937 random(16);
+	std::uniform_int_distribution<size_t> pick(0, alphabet.size() - 1);
+	std::vector<size_t> lengths;
+	for (size_t n = 0; n <= 80; n++)
+		lengths.push_back(n);
+	for (size_t n = max - 40; n < max; n++)
+		lengths.push_back(n);
+	std::uniform_int_distribution<size_t> any(0, max - 1);
+	for (int i = 0; i < 200; i++)
+		lengths.push_back(any(random));
+	for (size_t n : lengths) {
+		std::string text(n, ' ');
+		for (char &c : text)
+			c = alphabet[pick(random)];
+		CAPTURE(n, text, usdtprof::sql_shape_key(text));
 		REQUIRE(bpf_shape_hash(*skel, text) == fnv1a(usdtprof::sql_shape_key(text)));
 	}
 }
