@@ -1,6 +1,7 @@
 // The SQL-shape lexer is written twice: in C++ (userspace/target/sql.cpp,
-// naming a query) and in BPF (bpf/sql.bpf.h, hashing a query into its
-// function id). Here the BPF copy, compiled into a test program
+// naming a query) and for BPF (tools/gen_sql_table.c, whose rules become the
+// tables bpf/sql.bpf.h walks, hashing a query into its function id). Here the
+// BPF copy, compiled into a test program
 // (tests/bpf/sql_shape.bpf.c) and run by the kernel with BPF_PROG_TEST_RUN,
 // hashes the C++ copy's test cases and random statements; each hash must be
 // FNV-1a of the C++ copy's key (sql_shape_key) for the same text.
