@@ -8,7 +8,8 @@
  * step emits and the state after it. The BPF lexer then walks the tables: a
  * character costs two loads and no branch on the rules, so the verifier sees
  * one path per character whatever the rules are, and a loop step can take
- * several characters (docs/design.md, "SQL statements").
+ * several characters (docs/design.md, "Runtime probes: identity and
+ * names", the `SQL` mode).
  *
  *   gen_sql_table > sql_table.h */
 #include <stdio.h>
