@@ -8,10 +8,10 @@
  *
  * Each worker prints the on-CPU time its functions' work took per call, by
  * its own thread clock: "measured PID alpha NS bravo NS ...". The machine
- * moves that too: on 2 vCPUs, the function after a charlie made longer ran
- * its same work up to ~16% slower in every process (the scheduler preempts
- * a longer charlie at each call; measured 2026-12-06), and the tests hold
- * usdtprof to what the program measured, not to what its code should take.
+ * moves that too: on 2 vCPUs, delta, after a charlie made longer, ran its
+ * same work up to 5% slower (the scheduler then preempts charlie at each
+ * call; measured 2026-12-06, docs/diff.md), and the tests hold usdtprof to
+ * what the program measured, not to what its code should take.
  * Usage: diffable [slow] */
 #include <stdint.h>
 #include <stdio.h>
