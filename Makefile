@@ -65,7 +65,7 @@ TARGETS := $(TARGET_C:tests/targets/%.c=$(OUTPUT)/targets/%) \
 	$(TARGET_CXX:tests/targets/%.cpp=$(OUTPUT)/targets/%) \
 	$(TARGET_LIB_C:tests/targets/%.c=$(OUTPUT)/targets/%.so)
 SKELS := $(OUTPUT)/usdtprof.skel.h $(OUTPUT)/exec_events.skel.h
-TEST_SKELS := $(OUTPUT)/tests/bpf/sql_shape.skel.h
+TEST_SKELS := $(OUTPUT)/tests/bpf/sql_shape.skel.h $(OUTPUT)/tests/bpf/content_hash.skel.h
 # pprof's schema (userspace/report/proto/profile.proto), compiled by protoc into the library.
 PROTO_HDR := $(OUTPUT)/proto/profile.pb.h
 PROTO_OBJ := $(OUTPUT)/proto/profile.pb.o
@@ -187,8 +187,8 @@ $(OUTPUT)/unit_tests: $(UNIT_OBJS) $(OUTPUT)/libusdtprof.a
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-# The e2e test of the BPF SQL lexer includes its program's skeleton.
-$(OUTPUT)/tests/e2e/test_sql_shape.o: | $(TEST_SKELS)
+# The e2e tests of the BPF SQL lexer and content hash include their programs' skeletons.
+$(OUTPUT)/tests/e2e/test_sql_shape.o $(OUTPUT)/tests/e2e/test_content_hash.o: | $(TEST_SKELS)
 
 $(OUTPUT)/e2e_tests: $(E2E_OBJS) $(OUTPUT)/libusdtprof.a
 	$(call msg,LINK,$@)
@@ -231,8 +231,9 @@ $(OUTPUT)/bench/dist_paths: tools/bench/dist_paths.c include/usdtprof/usdtprof.h
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS)
 
-# The SQL-shape lexer's run time, of this build's test program and of others' beside it.
-$(OUTPUT)/bench/sql_lexer_cost: tools/bench/sql_lexer_cost.c | deps
+# The engine's text hashes' run time (the SQL lexer, a name's content hash), of this build's
+# test programs and of others' beside them.
+$(OUTPUT)/bench/text_hash_cost: tools/bench/text_hash_cost.c | deps
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS) -lbpf
@@ -252,13 +253,14 @@ $(OUTPUT)/bench/churn: tools/bench/churn.c include/usdtprof/usdtprof.h | deps
 # another build's path_bench runs record_stop.sh's replays and monitor_interval.sh's intervals
 # beside ours (for --monitor: this tools/bench/path_bench.cpp built against that build's headers
 # and libusdtprof.a, as docs/benchmarks.md says). BASELINE_USDTPROF= another usdtprof binary
-# runs many_paths_cost.sh's recordings in turn with ours; BASELINE_SQL_LEXER= another build's
-# .output/tests/bpf/sql_shape.bpf.o runs sql_lexer_cost's statements in turn with ours.
+# runs many_paths_cost.sh's recordings in turn with ours; BASELINE_SQL_LEXER= and
+# BASELINE_CONTENT_HASH= another build's .output/tests/bpf/sql_shape.bpf.o and content_hash.bpf.o
+# run text_hash_cost's texts in turn with ours.
 bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/loop_probed \
 	$(OUTPUT)/bench/loop_probed_nop1 $(OUTPUT)/bench/pingpong \
 	$(USDTPROF) $(OUTPUT)/bench/churn $(GEN_PROFILE) $(OUTPUT)/bench/path_bench $(OUTPUT)/bench/path_fill \
-	$(OUTPUT)/bench/dist_paths $(OUTPUT)/targets/overhead $(OUTPUT)/bench/sql_lexer_cost \
-	$(OUTPUT)/tests/bpf/sql_shape.bpf.o
+	$(OUTPUT)/bench/dist_paths $(OUTPUT)/targets/overhead $(OUTPUT)/bench/text_hash_cost \
+	$(OUTPUT)/tests/bpf/sql_shape.bpf.o $(OUTPUT)/tests/bpf/content_hash.bpf.o
 	tools/bench/profile_scale.sh $(USDTPROF) $(GEN_PROFILE)
 	$(OUTPUT)/bench/path_bench $(OUTPUT)/bench/path_fill
 	tools/bench/record_stop.sh $(OUTPUT)/bench/path_bench $(OUTPUT)/bench/path_fill $(BASELINE_PATH_BENCH)
@@ -269,7 +271,8 @@ bench: $(OUTPUT)/bench/probe_bench $(OUTPUT)/bench/loop_plain $(OUTPUT)/bench/lo
 	python3 tools/bench/compensation.py $(USDTPROF) $(OUTPUT)/targets 1000 10000 100000
 	tools/bench/durations_cost.sh $(USDTPROF) $(OUTPUT)/bench/dist_paths
 	tools/bench/many_paths_cost.sh $(USDTPROF) 3 $(BASELINE_USDTPROF)
-	$(OUTPUT)/bench/sql_lexer_cost 3 $(OUTPUT)/tests/bpf/sql_shape.bpf.o $(BASELINE_SQL_LEXER)
+	$(OUTPUT)/bench/text_hash_cost sql 3 $(OUTPUT)/tests/bpf/sql_shape.bpf.o $(BASELINE_SQL_LEXER)
+	$(OUTPUT)/bench/text_hash_cost content 3 $(OUTPUT)/tests/bpf/content_hash.bpf.o $(BASELINE_CONTENT_HASH)
 	tools/bench/pg_query_cost.sh $(USDTPROF)
 	tools/bench/pgbench_monitor.sh $(USDTPROF)
 	tools/bench/monitor_soak.sh $(USDTPROF) $(OUTPUT)/bench/churn

@@ -9,6 +9,7 @@
 #include "maps.bpf.h"
 #include "args.bpf.h"
 #include "hash.bpf.h"
+#include "content.bpf.h"
 #include "sql.bpf.h"
 
 static __noinline __u64 sql_hash(__u64 text)
@@ -25,56 +26,21 @@ static __noinline __u64 sql_hash(__u64 text)
 	return sql_shape_hash(s->sql, n);
 }
 
-struct content_ctx {
-	const char *text;
-	__u64 hash;
-	__u32 anon;  /* leave out the hex digits after each ":0x" */
-	__u32 state; /* how much of ":0x" was just seen (3: all) */
-};
-
-/* One callback for both kinds of text: with two, clang calls bpf_loop once
- * with either, and the verifier no longer inlines the loop (~100 ns more per
- * Ruby hit, measured). */
-static long content_step(__u32 i, void *data)
-{
-	struct content_ctx *c = data;
-	__u8 ch = c->text[i & (USDTPROF_SQL_MAX - 1)];
-
-	if (c->anon) {
-		if (c->state == 3 && ((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
-			return 0;
-		if (ch == ':')
-			c->state = 1;
-		else if (c->state == 1 && ch == '0')
-			c->state = 2;
-		else if (c->state == 2 && ch == 'x')
-			c->state = 3;
-		else
-			c->state = 0;
-	}
-	c->hash = (c->hash ^ ch) * FNV_PRIME;
-	return 0;
-}
-
 /* FNV-1a of the NUL-terminated string at addr (its first USDTPROF_CONTENT_MAX
  * bytes); with anon, of a text starting with '#' ("#<Class:0x...>", Ruby's
- * name of a class without one) without its addresses' digits. */
-static __noinline __u64 content_hash(__u64 addr, bool anon)
+ * name of a class without one) without its addresses' digits. Global, so
+ * the verifier checks it once, not once per state of each caller: its loop
+ * step takes several characters. */
+__noinline __u64 content_hash(__u64 addr, __u32 anon)
 {
 	__u32 zero = 0;
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
-	struct content_ctx c = { .hash = FNV_OFFSET };
 	long n;
 
 	if (!s)
 		return 0;
 	n = bpf_probe_read_user_str(s->sql, USDTPROF_CONTENT_MAX, (void *)addr);
-	if (n <= 1)
-		return FNV_OFFSET;
-	c.text = s->sql;
-	c.anon = anon && s->sql[0] == '#';
-	bpf_loop(n - 1, content_step, &c, 0);
-	return c.hash;
+	return content_text_hash(s->sql, n, anon);
 }
 
 /* The 8 bytes before a string: where a runtime keeps its length (PHP's

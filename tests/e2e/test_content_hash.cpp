@@ -1,0 +1,115 @@
+// The content hash that keys names a runtime passes as fresh copies (Ruby's
+// class names, PHP's names, --pair ...:str) takes several characters a
+// bpf_loop step (bpf/content.bpf.h). Here it is compiled into a test program
+// (tests/bpf/content_hash.bpf.c) and run by the kernel with
+// BPF_PROG_TEST_RUN: each hash must be the one a character at a time gives,
+// FNV-1a of the text, for a Ruby name of a class without one ("#<Class:0x...>")
+// without the hex digits after each ":0x".
+#include <catch2/catch.hpp>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <string_view>
+
+#include "usdtprof/bpf_shared.h"
+#include "tests/bpf/content_hash.skel.h"
+
+namespace {
+
+struct SkeletonDeleter {
+	void operator()(content_hash_bpf *skel) const { content_hash_bpf__destroy(skel); }
+};
+using Skeleton = std::unique_ptr<content_hash_bpf, SkeletonDeleter>;
+
+Skeleton load_hash()
+{
+	Skeleton skel(content_hash_bpf__open_and_load());
+	REQUIRE(skel);
+	return skel;
+}
+
+bool hex_digit(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+// The hash a character at a time, as the engine took it before its steps
+// took several.
+uint64_t one_at_a_time(std::string_view text, bool anon)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	int seen = 0; // how much of ":0x" was just seen
+	anon = anon && !text.empty() && text[0] == '#';
+	for (unsigned char c : text) {
+		if (anon) {
+			if (seen == 3 && hex_digit(c))
+				continue;
+			seen = c == ':' ? 1 : seen == 1 && c == '0' ? 2 : seen == 2 && c == 'x' ? 3 : 0;
+		}
+		h = (h ^ c) * 0x100000001b3ULL;
+	}
+	return h;
+}
+
+// The kernel's hash of text, as the engine hashes a string it read (its
+// length counting the NUL).
+uint64_t bpf_hash(content_hash_bpf &skel, std::string_view text, bool anon)
+{
+	REQUIRE(text.size() < USDTPROF_CONTENT_MAX);
+	memset(skel.bss->text, 0, sizeof(skel.bss->text));
+	memcpy(skel.bss->text, text.data(), text.size());
+	skel.bss->text_len = long(text.size()) + 1;
+	skel.bss->anon = anon;
+	skel.bss->content_hash = 0;
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+	REQUIRE(bpf_prog_test_run_opts(bpf_program__fd(skel.progs.content_hash_of_text), &opts) == 0);
+	REQUIRE(opts.retval == 0);
+	return skel.bss->content_hash;
+}
+
+} // namespace
+
+TEST_CASE("content hash: Ruby's names of classes without one are keyed without their addresses", "[names]")
+{
+	Skeleton skel = load_hash();
+	std::string a = "#<Class:0x00007f3a1c2b4e58>", b = "#<Class:0x00007f3a1c2b9f10>";
+	CHECK(bpf_hash(*skel, a, true) == bpf_hash(*skel, b, true));
+	CHECK(bpf_hash(*skel, a, true) == one_at_a_time("#<Class:0x>", false));
+	CHECK(bpf_hash(*skel, a, false) != bpf_hash(*skel, b, false));
+	// Only a name starting with '#' is such a name.
+	CHECK(bpf_hash(*skel, "Foo:0x12", true) == one_at_a_time("Foo:0x12", false));
+	CHECK(bpf_hash(*skel, "", true) == 0xcbf29ce484222325ULL);
+}
+
+TEST_CASE("content hash: texts of every length to the longest read, an address anywhere in a loop step", "[names]")
+{
+	Skeleton skel = load_hash();
+	// The characters the anonymous names' rule tells apart, and others.
+	static const std::string alphabet = std::string("#:0x0123456789abcdefABz<>_ ") + "\xc3\xa9\x80\xff";
+	std::mt19937 random(19);
+	std::uniform_int_distribution<size_t> pick(0, alphabet.size() - 1);
+	for (size_t length = 0; length < USDTPROF_CONTENT_MAX; length++)
+		for (int round = 0; round < 4; round++) {
+			std::string text(length, ' ');
+			for (char &c : text)
+				c = alphabet[pick(random)];
+			if (round % 2 == 0 && length > 0)
+				text[0] = '#';
+			for (bool anon : {false, true}) {
+				CAPTURE(text, anon);
+				REQUIRE(bpf_hash(*skel, text, anon) == one_at_a_time(text, anon));
+			}
+		}
+	// ":0x" and its digits starting at every offset of a loop step and across its end.
+	for (size_t at = 1; at < 40; at++) {
+		std::string text = "#<Class" + std::string(at, 'k') + ":0x00007fab>#m";
+		CAPTURE(text);
+		REQUIRE(bpf_hash(*skel, text, true) == one_at_a_time(text, true));
+		REQUIRE(bpf_hash(*skel, text, true) == one_at_a_time("#<Class" + std::string(at, 'k') + ":0x>#m", false));
+	}
+}
