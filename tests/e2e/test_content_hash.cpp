@@ -7,30 +7,23 @@
 // without the hex digits after each ":0x".
 #include <catch2/catch.hpp>
 
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 #include <cstdint>
-#include <cstring>
-#include <memory>
 #include <random>
 #include <string>
 #include <string_view>
 
+#include "bpf_text_program.h"
 #include "usdtprof/bpf_shared.h"
 #include "tests/bpf/content_hash.skel.h"
 
 namespace {
 
-struct SkeletonDeleter {
-	void operator()(content_hash_bpf *skel) const { content_hash_bpf__destroy(skel); }
-};
-using Skeleton = std::unique_ptr<content_hash_bpf, SkeletonDeleter>;
+using namespace usdtprof::test;
+using Skeleton = OwnedSkeleton<content_hash_bpf, content_hash_bpf__destroy>;
 
 Skeleton load_hash()
 {
-	Skeleton skel(content_hash_bpf__open_and_load());
-	REQUIRE(skel);
-	return skel;
+	return require_loaded<content_hash_bpf__destroy>(content_hash_bpf__open_and_load());
 }
 
 bool hex_digit(unsigned char c)
@@ -61,14 +54,10 @@ uint64_t one_at_a_time(std::string_view text, bool anon)
 uint64_t bpf_hash(content_hash_bpf &skel, std::string_view text, bool anon)
 {
 	REQUIRE(text.size() < USDTPROF_CONTENT_MAX);
-	memset(skel.bss->text, 0, sizeof(skel.bss->text));
-	memcpy(skel.bss->text, text.data(), text.size());
-	skel.bss->text_len = long(text.size()) + 1;
+	put_text(*skel.bss, text);
 	skel.bss->anon = anon;
 	skel.bss->content_hash = 0;
-	LIBBPF_OPTS(bpf_test_run_opts, opts);
-	REQUIRE(bpf_prog_test_run_opts(bpf_program__fd(skel.progs.content_hash_of_text), &opts) == 0);
-	REQUIRE(opts.retval == 0);
+	run_once(skel.progs.content_hash_of_text);
 	return skel.bss->content_hash;
 }
 

@@ -7,32 +7,25 @@
 // FNV-1a of the C++ copy's key (sql_shape_key) for the same text.
 #include <catch2/catch.hpp>
 
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 #include <cstdint>
-#include <cstring>
-#include <memory>
 #include <random>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "../unit/target/sql_cases.h"
+#include "bpf_text_program.h"
 #include "target/sql.h"
 #include "tests/bpf/sql_shape.skel.h"
 
 namespace {
 
-struct SkeletonDeleter {
-	void operator()(sql_shape_bpf *skel) const { sql_shape_bpf__destroy(skel); }
-};
-using Skeleton = std::unique_ptr<sql_shape_bpf, SkeletonDeleter>;
+using namespace usdtprof::test;
+using Skeleton = OwnedSkeleton<sql_shape_bpf, sql_shape_bpf__destroy>;
 
 Skeleton load_lexer()
 {
-	Skeleton skel(sql_shape_bpf__open_and_load());
-	REQUIRE(skel);
-	return skel;
+	return require_loaded<sql_shape_bpf__destroy>(sql_shape_bpf__open_and_load());
 }
 
 uint64_t fnv1a(std::string_view s)
@@ -48,14 +41,9 @@ uint64_t fnv1a(std::string_view s)
 // (its length counting the NUL).
 uint64_t bpf_shape_hash(sql_shape_bpf &skel, std::string_view text)
 {
-	REQUIRE(text.size() < sizeof(skel.bss->text));
-	memset(skel.bss->text, 0, sizeof(skel.bss->text));
-	memcpy(skel.bss->text, text.data(), text.size());
-	skel.bss->text_len = long(text.size()) + 1;
+	put_text(*skel.bss, text);
 	skel.bss->shape_hash = 0;
-	LIBBPF_OPTS(bpf_test_run_opts, opts);
-	REQUIRE(bpf_prog_test_run_opts(bpf_program__fd(skel.progs.sql_shape), &opts) == 0);
-	REQUIRE(opts.retval == 0);
+	run_once(skel.progs.sql_shape);
 	return skel.bss->shape_hash;
 }
 
