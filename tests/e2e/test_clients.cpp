@@ -596,34 +596,7 @@ TEST_CASE("clients: spans on the timelines: a track of their own in the DevTools
 	  "[clients][trace][spans]")
 {
 	std::string dir = temp_dir();
-	write_text(dir + "/gcspan.py", "import gc, signal, time\n"
-				       "spans = []\n"
-				       "def timed(phase, info):\n"
-				       "    if phase == 'start':\n"
-				       "        spans.append(time.perf_counter_ns())\n"
-				       "    else:\n"
-				       "        spans[-1] = time.perf_counter_ns() - spans[-1]\n"
-				       "class Node:\n"
-				       "    def __init__(self):\n"
-				       "        self.me = self\n"
-				       "def collect():\n"
-				       "    return gc.collect()\n"
-				       "def main():\n"
-				       "    gc.disable()\n"
-				       "    keep = [Node() for _ in range(50000)]\n"
-				       "    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
-				       "    print('ready', flush=True)\n"
-				       "    for _ in range(2):\n"
-				       "        signal.sigwait({signal.SIGUSR1})\n"
-				       "        spans.clear()\n"
-				       "        gc.callbacks.append(timed)\n"
-				       "        for _ in range(8):\n"
-				       "            collect()\n"
-				       "        gc.callbacks.remove(timed)\n"
-				       "        print(len(spans), sum(spans), flush=True)\n"
-				       "    signal.sigwait({signal.SIGUSR1})\n"
-				       "main()\n");
-	Background py({"/usr/bin/python3.11", dir + "/gcspan.py"});
+	Background py({"/usr/bin/python3.11", source_file("tests/runtimes/gcspan.py"), "50000", "2"});
 	py.wait_for_line("ready");
 	std::string chrome = dir + "/gc.json", chrome_data = dir + "/gc.data";
 	std::string ss = dir + "/gc.speedscope.json", ss_data = dir + "/gc-ss.data";

@@ -1497,35 +1497,7 @@ TEST_CASE("python3.11: --span gc__start/gc__done: every collection counted and t
 	  "[runtimes][spans]")
 {
 	std::string dir = temp_dir();
-	std::ofstream(dir + "/gcspan.py") << "import gc, signal, time\n"
-					     "spans = []\n"
-					     "def timed(phase, info):\n"
-					     "    if phase == 'start':\n"
-					     "        spans.append(time.perf_counter_ns())\n"
-					     "    else:\n"
-					     "        spans[-1] = time.perf_counter_ns() - spans[-1]\n"
-					     "class Node:\n"
-					     "    def __init__(self):\n"
-					     "        self.me = self\n"
-					     "def collect():\n"
-					     "    return gc.collect()\n"
-					     "def after():\n"
-					     "    return 1\n"
-					     "def main():\n"
-					     "    gc.disable()\n"
-					     "    keep = [Node() for _ in range(100000)]\n"
-					     "    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
-					     "    print('ready', flush=True)\n"
-					     "    signal.sigwait({signal.SIGUSR1})\n"
-					     "    gc.callbacks.append(timed)\n"
-					     "    for _ in range(8):\n"
-					     "        collect()\n"
-					     "    gc.callbacks.remove(timed)\n"
-					     "    after()\n"
-					     "    print(len(spans), sum(spans), flush=True)\n"
-					     "    signal.sigwait({signal.SIGUSR1})\n"
-					     "main()\n";
-	Background py({kPython311, dir + "/gcspan.py"});
+	Background py({kPython311, runtime_file("gcspan.py"), "100000", "1"});
 	py.wait_for_line("ready");
 	std::string data = dir + "/gc.data";
 	Background rec({e2e::usdtprof(), "record", "-p", std::to_string(py.pid()), "-o", data, "--span",
