@@ -14,7 +14,6 @@
 
 namespace e2e {
 
-// The interval profiles (.data) in dir, oldest first (their names sort by time).
 // How many interval files dir holds (0 before the monitor made it).
 inline size_t interval_file_count(const std::string &dir)
 {
@@ -25,6 +24,7 @@ inline size_t interval_file_count(const std::string &dir)
 	return n;
 }
 
+// The interval profiles (.data) in dir, oldest first (their names sort by time).
 inline std::vector<usdtprof::Profile> interval_profiles(const std::string &dir)
 {
 	std::vector<std::string> files;
@@ -41,15 +41,21 @@ inline std::vector<usdtprof::Profile> interval_profiles(const std::string &dir)
 	return out;
 }
 
-// Calls of a function over all intervals.
-inline uint64_t calls_of(const std::vector<usdtprof::Profile> &profiles, const std::string &name)
+// Calls of a function by one process (pid; -1: by any) over all intervals.
+inline uint64_t calls_of_pid(const std::vector<usdtprof::Profile> &profiles, int pid, const std::string &name)
 {
 	uint64_t calls = 0;
 	for (const usdtprof::Profile &p : profiles)
 		for (const usdtprof::PathNode &n : p.nodes)
-			if (p.functions[n.function] == name)
+			if ((pid < 0 || n.pid == pid) && p.functions[n.function] == name)
 				calls += n.calls;
 	return calls;
+}
+
+// Calls of a function over all intervals.
+inline uint64_t calls_of(const std::vector<usdtprof::Profile> &profiles, const std::string &name)
+{
+	return calls_of_pid(profiles, -1, name);
 }
 
 // Never sampled: pid's probes attached all of every interval it is in but

@@ -23,17 +23,6 @@ using namespace e2e;
 
 namespace {
 
-// Calls of a function by one process over all intervals.
-uint64_t calls_of_pid(const std::vector<usdtprof::Profile> &profiles, int pid, const std::string &name)
-{
-	uint64_t calls = 0;
-	for (const usdtprof::Profile &p : profiles)
-		for (const usdtprof::PathNode &n : p.nodes)
-			if (n.pid == pid && p.functions[n.function] == name)
-				calls += n.calls;
-	return calls;
-}
-
 // Whether an interval's processes name pid, with the command name comm.
 bool labelled(const std::vector<usdtprof::Profile> &profiles, int pid, const std::string &comm)
 {

@@ -1987,17 +1987,6 @@ struct FedPsql {
 	}
 };
 
-// Calls of a function by one process over all intervals.
-uint64_t calls_of_pid(const std::vector<usdtprof::Profile> &profiles, int pid, const std::string &name)
-{
-	uint64_t calls = 0;
-	for (const usdtprof::Profile &p : profiles)
-		for (const usdtprof::PathNode &n : p.nodes)
-			if (n.pid == pid && p.functions[n.function] == name)
-				calls += n.calls;
-	return calls;
-}
-
 } // namespace
 
 TEST_CASE("postgres: monitor --all finds the backends its postmaster forks, each one's statements counted exactly "
