@@ -10,13 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <usdtprof/usdtprof.h>
-
-static long long now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
+#include "../../tests/targets/spin.h"
 
 static __attribute__((noinline)) void probed(void)
 {

@@ -10,13 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <usdtprof/usdtprof.h>
-
-static long long thread_cpu_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
+#include "../../tests/targets/spin.h"
 
 static __attribute__((noinline)) void empty(void)
 {
@@ -34,15 +28,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (int c = 0; c < chunks; c++) {
-		long long start = thread_cpu_ns();
+		long long start = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 		for (int i = 0; i < n; i++)
 			empty();
-		double per_call = (double)(thread_cpu_ns() - start) / n;
-		if (stamped) {
-			struct timespec t;
-			clock_gettime(CLOCK_MONOTONIC, &t);
-			printf("%lld ", t.tv_sec * 1000000000LL + t.tv_nsec);
-		}
+		double per_call = (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - start) / n;
+		if (stamped)
+			printf("%lld ", now_ns());
 		printf("%.1f\n", per_call);
 		fflush(stdout);
 	}
