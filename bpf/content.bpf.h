@@ -84,4 +84,54 @@ static __always_inline __u64 content_text_hash(const char *text, long n, bool an
 	return c.hash;
 }
 
+/* Bytes of a name read to tell Ruby's name of a class or module without one:
+ * "#<Module:0x", 16 hex digits, ">" and the NUL are 29. */
+#define ANON_NAME_READ 32
+
+/* Whether text's first n bytes are lit's (a literal: the loop unrolls into
+ * comparisons with constants). */
+static __always_inline bool text_starts(const char *text, const char *lit, int n)
+{
+#pragma unroll
+	for (int j = 0; j < n; j++)
+		if (text[j] != lit[j])
+			return false;
+	return true;
+}
+
+/* s: the prefix ("#<Class:0x", prefix bytes), then 16 hex digits, ">" and
+ * the NUL? Then *hash: FNV-1a of the prefix and ">", as content_text_hash
+ * with anon hashes the text (the digits after ":0x" left out). */
+static __always_inline bool anon_name_hash_at(const char *s, int prefix, __u64 *hash)
+{
+	__u64 h = FNV_OFFSET;
+
+	if (s[prefix + 16] != '>' || s[prefix + 17] != 0)
+		return false;
+#pragma unroll
+	for (int j = 0; j < 16; j++)
+		if (!is_hex_digit(s[prefix + j]))
+			return false;
+#pragma unroll
+	for (int j = 0; j < prefix; j++)
+		h = (h ^ (__u8)s[j]) * FNV_PRIME;
+	*hash = (h ^ '>') * FNV_PRIME;
+	return true;
+}
+
+/* Whether s (ANON_NAME_READ bytes) is Ruby's name of a class or module
+ * without one, "#<Class:0x" or "#<Module:0x", the object's address in 16
+ * hex digits, ">": then *hash is its content hash with anon, the same for
+ * every such class (or module), known with no loop, where content_hash reads
+ * the string and loops over it at every hit (Ruby makes the name anew at
+ * each call, so no thread keeps it). Any other text: false. */
+static __always_inline bool anonymous_name_hash(const char *s, __u64 *hash)
+{
+	if (text_starts(s, "#<Class:0x", 10))
+		return anon_name_hash_at(s, 10, hash);
+	if (text_starts(s, "#<Module:0x", 11))
+		return anon_name_hash_at(s, 11, hash);
+	return false;
+}
+
 #endif

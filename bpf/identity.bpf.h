@@ -341,15 +341,21 @@ __noinline int derived_value(struct pt_regs *ctx, const struct usdtprof_probe_sp
  * otherwise: `__classpath__`, once set, stays. */
 static __always_inline __u64 class_name_hash(__u64 name, bool anon, bool *keep)
 {
-	__u64 h = content_hash(name, anon);
 	__u32 zero = 0;
-	struct scratch *s;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	__u64 h;
 
 	*keep = false;
+	if (!s)
+		return 0;
+	/* A class without a name, in one fixed-size read (it fails only for
+	 * a text near the end of its page: then hashed as any other). */
+	if (anon && !bpf_probe_read_user(s->sql, ANON_NAME_READ, (void *)name) && anonymous_name_hash(s->sql, &h))
+		return h;
+	h = content_hash(name, anon);
 	if (h == FNV_OFFSET)
 		return h; /* unreadable or empty */
-	s = bpf_map_lookup_elem(&scratch, &zero);
-	*keep = s && s->sql[0] != '#' && s->sql[0] != '<';
+	*keep = s->sql[0] != '#' && s->sql[0] != '<';
 	return h;
 }
 

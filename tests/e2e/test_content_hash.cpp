@@ -11,6 +11,8 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "bpf_text_program.h"
 #include "usdtprof/bpf_shared.h"
@@ -61,6 +63,15 @@ uint64_t bpf_hash(content_hash_bpf &skel, std::string_view text, bool anon)
 	return skel.bss->content_hash;
 }
 
+// The kernel's hash of a class without a name known without the loop:
+// whether it took text, and the hash.
+std::pair<bool, uint64_t> bpf_anonymous_hash(content_hash_bpf &skel, std::string_view text)
+{
+	put_text(*skel.bss, text);
+	run_once(skel.progs.anonymous_hash_of_text);
+	return {skel.bss->anonymous_found != 0, skel.bss->anonymous_hash};
+}
+
 } // namespace
 
 TEST_CASE("content hash: Ruby's names of classes without one are keyed without their addresses", "[names]")
@@ -100,5 +111,38 @@ TEST_CASE("content hash: texts of every length to the longest read, an address a
 		CAPTURE(text);
 		REQUIRE(bpf_hash(*skel, text, true) == one_at_a_time(text, true));
 		REQUIRE(bpf_hash(*skel, text, true) == one_at_a_time("#<Class" + std::string(at, 'k') + ":0x>#m", false));
+	}
+}
+
+TEST_CASE("content hash: a class's or module's name without one is known without the loop, and only such a name",
+	  "[names]")
+{
+	Skeleton skel = load_hash();
+	std::mt19937 random(23);
+	const std::string hex = "0123456789abcdef";
+	std::uniform_int_distribution<size_t> digit(0, hex.size() - 1);
+	auto address = [&] {
+		std::string a(16, '0');
+		for (char &c : a)
+			c = hex[digit(random)];
+		return a;
+	};
+	for (int round = 0; round < 200; round++)
+		for (const char *kind : {"#<Class:0x", "#<Module:0x"}) {
+			std::string name = kind + address() + ">";
+			CAPTURE(name);
+			auto [taken, hash] = bpf_anonymous_hash(*skel, name);
+			REQUIRE(taken);
+			REQUIRE(hash == bpf_hash(*skel, name, true));
+			REQUIRE(hash == one_at_a_time(name, true));
+		}
+	// Anything else is left to the loop: names inside such a class, a
+	// singleton class's, other lengths and digits, other kinds of objects.
+	const std::string a = address();
+	for (const std::string &other : std::vector<std::string>{"#<Class:0x" + a + ">::Inner", "#<Class:#<Class:0x" + a + ">>", "#<Class:0x" + a.substr(1) + ">",
+	      "#<Class:0x" + a + "0>", "#<Class:0x" + a.substr(0, 15) + "A>", "#<Class:0x" + a + ")",
+	      "#<Module:0x" + a + ">x", "#<Struct:0x" + a + ">", "#<Class:0X" + a + ">", "Foo", "", "#<Class:0x"}) {
+		CAPTURE(other);
+		REQUIRE_FALSE(bpf_anonymous_hash(*skel, other).first);
 	}
 }
