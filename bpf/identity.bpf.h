@@ -171,6 +171,7 @@ struct derived_hit {
 	__u64 func_qualname; /* 0 unless the function's name object is not the code's */
 	__u64 made_up;       /* made_up_name_hash's, for a spec that reads a function object */
 	__u64 ident;         /* owner_identity's: the id before the verdict; 0: not found so */
+	__u64 whole;         /* owner_identity's at an exit of the top frame's call: its id */
 };
 
 /* A spec with d->func_qualname: the object's pointer and the function
@@ -359,6 +360,28 @@ static __always_inline __u64 class_name_hash(__u64 name, bool anon, bool *keep)
 	return h;
 }
 
+/* Whether an exit's call (st->hit_call) is its thread's top frame's, as
+ * its entry showed it: then *func is that frame's function id. The class
+ * and the method name's pointer are the same at a call's entry and exit
+ * (the class's name is not: Ruby makes it anew, and a class without one
+ * can get one meanwhile). Only a method of the same name of the class's
+ * singleton (Util.twice beside Util#twice), whose entry was not seen, could
+ * show another's signature; a thread past the tracked depth has no frame
+ * for the call. */
+static __always_inline bool exit_of_top_call(struct usdtprof_thread_stack *st, __u64 *func)
+{
+	__u32 d = st->depth;
+	const struct usdtprof_frame *top;
+
+	if (d == 0 || d > USDTPROF_MAX_DEPTH || st->overflow)
+		return false;
+	top = &st->frames[(d - 1) & FRAME_MASK];
+	if (top->sp || !top->call || top->call != st->hit_call)
+		return false;
+	*func = top->func;
+	return true;
+}
+
 /* USDTPROF_DERIVED_OWNER with its arguments together (usdtprof_owner_args_together)
  * and a class serial: the hit's id before the verdict (hit->ident, 0 when
  * not found so: the caller hashes as before) and the verdict (hit->value),
@@ -383,6 +406,8 @@ __noinline int owner_identity(struct pt_regs *ctx, const struct usdtprof_probe_s
 		return 0;
 	hit->ident = 0;
 	hit->value = 0;
+	hit->whole = 0;
+	st->hit_call = 0;
 	d = &spec->derived;
 	if (!usdtprof_owner_args_together(spec))
 		return 0;
@@ -395,7 +420,12 @@ __noinline int owner_identity(struct pt_regs *ctx, const struct usdtprof_probe_s
 	if (bpf_probe_read_user(args, k + 8, (void *)(reg_value(ctx, spec->args[0].reg) + spec->args[0].offset)))
 		return 0;
 	klass = args[k >> 3];
-	if (!klass || bpf_probe_read_user(cls, n + 8, (void *)klass))
+	if (!klass)
+		return 0;
+	st->hit_call = path_hash(klass, args[1]);
+	if (spec->role == USDTPROF_ROLE_EXIT && exit_of_top_call(st, &hit->whole))
+		return 0;
+	if (bpf_probe_read_user(cls, n + 8, (void *)klass))
 		return 0;
 	singleton = cls[value >> 3];
 	serial = cls[serial_at >> 3] | OWNER_SERIAL_TAG;
@@ -729,6 +759,8 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 		 * other runtime's hit (Java's, a --pair's) for nothing. */
 		if (usdtprof_owner_args_together(spec))
 			owner_identity(ctx, spec, st, &derived);
+		if (derived.whole)
+			return derived.whole;
 		if (derived.ident) {
 			h = derived.ident;
 		} else {

@@ -263,7 +263,10 @@ int usdt_entry(struct pt_regs *ctx)
 	f->offcpu = 0;
 	f->probe = 0;
 	f->sp = site ? sp : 0;
-	f->site = site;
+	if (f->sp)
+		f->site = site;
+	else
+		f->call = usdtprof_owner_args_together(spec) ? st->hit_call : 0;
 	f->pair = spec->pair;
 	st->depth = d + 1;
 	return 0;

@@ -307,9 +307,15 @@ struct usdtprof_frame {
 	__u64 offcpu; /* the part of self spent switched out */
 	__u64 sp;     /* stack pointer at the entry probe; 0 if the probe does
 			 not nest on the native stack */
-	__u64 site;   /* address of the entry probe (NESTS_SITE), or of the code
-			 that called the runtime's helper with bit 63 set
-			 (NESTS_CALLER), so the two never compare equal */
+	union {
+		__u64 site; /* with sp: address of the entry probe (NESTS_SITE),
+			       or of the code that called the runtime's helper
+			       with bit 63 set (NESTS_CALLER), so the two never
+			       compare equal */
+		__u64 call; /* without (a probe that does not nest): the call's
+			       signature (owner_identity's hit_call), which its
+			       exit shows again; 0: none */
+	};
 	__u64 probe;  /* the part of self that probe hits took, measured in band */
 	__u32 pair;   /* the custom pair that opened it (spec->pair), 0 if none */
 	__u32 coarse; /* 0: recorded under its own path; 1: its path found no
@@ -389,6 +395,11 @@ struct usdtprof_thread_stack {
 	 * reading and hashing the text again; 0 when none is pending. */
 	__u64 sql_text;
 	__u64 sql_func;
+	/* This hit's call signature (owner_identity, Ruby's: the class and the
+	 * method name's pointer), kept by an entry's frame (its `call`): an exit
+	 * showing its top frame's takes that frame's function id without the
+	 * class's read and the verdict's chain; 0: none. */
+	__u64 hit_call;
 	/* The thread's last hit of a probe that passes clock reads (inband): the
 	 * program's read before it, and the clock in its program (the point that
 	 * divides its cost between two frames); clock_before 0: none, or another

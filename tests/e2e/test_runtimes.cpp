@@ -547,6 +547,33 @@ end %><%= a + b %> <%= reused %>
 	require_closed_calls(report, expected);
 }
 
+// A class without a name gets one inside its own method's call: Ruby names the class anew at each
+// hit, so that call's exit names it otherwise than its entry did. The exit still ends that call
+// (an exit takes its top frame's function when it shows the frame's class and method), so the
+// calls after it are at their own paths, not under a frame left open to the end.
+TEST_CASE("ruby: a class named inside its own method's call: the call ends at its exit, later calls at their own "
+	  "paths",
+	  "[runtimes][names]")
+{
+	std::string script = write_file(temp_dir(), "named_late.rb", R"(k = Class.new do
+  def self.name_me = Object.const_set(:Named, self)
+  def hi = 1
+end
+k.new.hi
+k.name_me
+k.new.hi
+3.times { Named.new.hi }
+print "done"
+)");
+	auto [o, data, slack, report] = record_ruby_hooked({"ruby", script});
+	INFO(o.err);
+	REQUIRE(o.out == "done");
+	require_closed_calls(report, {{"(anonymous class)#hi", 1}, {"(anonymous class).name_me", 1}, {"Named#hi", 4}});
+	REQUIRE(path(report, "(anonymous class).name_me")["calls"] == 1);
+	REQUIRE(path(report, "Named#hi")["calls"] == 1);
+	REQUIRE(path(report, "Integer#times;Named#hi")["calls"] == 3);
+}
+
 // Ruby 3.1 frees RubyVM::FrozenCore's name at its first GC; its cmethod probes then read the freed
 // slot in rb_dtrace_setup() (garbage class names, or a segfault when the slot holds another kind
 // of object: 16 of 20 erb launches with the hook, 7 of 90 without, before the repair). A launched
