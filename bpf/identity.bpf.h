@@ -360,14 +360,33 @@ static __always_inline __u64 class_name_hash(__u64 name, bool anon, bool *keep)
 	return h;
 }
 
+/* Whether a runtime spec's function is its arguments' values and strings,
+ * through the thread's cache (cached_ident_args: PHP's). */
+static __always_inline bool ident_cached(const struct usdtprof_probe_spec *spec)
+{
+	return (spec->content_mask & USDTPROF_CONTENT_CACHED) && !spec->derived.used;
+}
+
+/* Whether a spec's hits give their call's signature (st->hit_call), which
+ * an entry's frame keeps for its exit: Ruby's (owner_identity) and those
+ * keyed through the thread's cache (cached_ident_args). */
+static __always_inline bool keeps_call(const struct usdtprof_probe_spec *spec)
+{
+	if (spec->ident != USDTPROF_IDENT_PTRS)
+		return false;
+	return ident_cached(spec) || usdtprof_owner_args_together(spec);
+}
+
 /* Whether an exit's call (st->hit_call) is its thread's top frame's, as
- * its entry showed it: then *func is that frame's function id. The class
- * and the method name's pointer are the same at a call's entry and exit
- * (the class's name is not: Ruby makes it anew, and a class without one
- * can get one meanwhile). Only a method of the same name of the class's
- * singleton (Util.twice beside Util#twice), whose entry was not seen, could
- * show another's signature; a thread past the tracked depth has no frame
- * for the call. */
+ * its entry showed it: then *func is that frame's function id, nothing more
+ * read. Ruby's signature is the class and the method name's pointer, the
+ * same at a call's entry and exit (the class's name is not: Ruby makes it
+ * anew, and a class without one can get one meanwhile); only a method of
+ * the same name of the class's singleton (Util.twice beside Util#twice),
+ * whose entry was not seen, could show another's. PHP's is every argument
+ * (function, class, file, line: the same at the return), its strings alive
+ * while the call is. A thread past the tracked depth has no frame for the
+ * call. */
 static __always_inline bool exit_of_top_call(struct usdtprof_thread_stack *st, __u64 *func)
 {
 	__u32 d = st->depth;
@@ -612,7 +631,7 @@ static __always_inline bool in_text(__u64 addr, __u64 lo, __u64 hi)
  * the process's cache outlives an exec, so its check takes every string's
  * digest: read once for both levels, literals read only on a slot's miss. */
 static __noinline __u64 cached_ident_args(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
-					  struct usdtprof_thread_stack *st)
+					  struct usdtprof_thread_stack *st, bool *whole)
 {
 	struct ident_cache_key key = { .content_mask = spec->content_mask };
 	struct ident_cache_value seen = {}, *known;
@@ -626,6 +645,16 @@ static __noinline __u64 cached_ident_args(struct pt_regs *ctx, const struct usdt
 		if (i >= spec->nargs)
 			break;
 		key.args[i] = read_arg_slow(ctx, &spec->args[i]);
+	}
+	/* The arguments are the same at a call's return (PHP's line too: where
+	 * the function starts), and its strings alive until then. */
+	st->hit_call = path_hash(ident_args_mix(&key), key.args[0]) | 1;
+	*whole = spec->role == USDTPROF_ROLE_EXIT && exit_of_top_call(st, &seen.func);
+	if (*whole)
+		return seen.func;
+	for (i = 0; i < USDTPROF_MAX_IDENT_ARGS; i++) {
+		if (i >= spec->nargs)
+			break;
 		if (!(spec->content_mask & (1u << i)))
 			continue;
 		digest[i] = 0;
@@ -749,8 +778,10 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 		h = sql_statement(ctx, spec, st, &known);
 		if (known)
 			return h;
-	} else if ((spec->content_mask & USDTPROF_CONTENT_CACHED) && !spec->derived.used) {
-		h = cached_ident_args(ctx, spec, st);
+	} else if (ident_cached(spec)) {
+		h = cached_ident_args(ctx, spec, st, &known);
+		if (known)
+			return h;
 	} else {
 		h = known_code(ctx, spec, st);
 		if (h)

@@ -266,7 +266,7 @@ int usdt_entry(struct pt_regs *ctx)
 	if (f->sp)
 		f->site = site;
 	else
-		f->call = usdtprof_owner_args_together(spec) ? st->hit_call : 0;
+		f->call = keeps_call(spec) ? st->hit_call : 0;
 	f->pair = spec->pair;
 	st->depth = d + 1;
 	return 0;
