@@ -441,7 +441,7 @@ __noinline int owner_identity(struct pt_regs *ctx, const struct usdtprof_probe_s
 	klass = args[k >> 3];
 	if (!klass)
 		return 0;
-	st->hit_call = path_hash(klass, args[1]);
+	st->hit_call = path_hash(klass, args[1]) | 1;
 	if (spec->role == USDTPROF_ROLE_EXIT && exit_of_top_call(st, &hit->whole))
 		return 0;
 	if (bpf_probe_read_user(cls, n + 8, (void *)klass))

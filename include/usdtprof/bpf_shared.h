@@ -313,8 +313,8 @@ struct usdtprof_frame {
 			       with bit 63 set (NESTS_CALLER), so the two never
 			       compare equal */
 		__u64 call; /* without (a probe that does not nest): the call's
-			       signature (owner_identity's hit_call), which its
-			       exit shows again; 0: none */
+			       signature (the thread's hit_call at the entry),
+			       which its exit shows again; 0: none */
 	};
 	__u64 probe;  /* the part of self that probe hits took, measured in band */
 	__u32 pair;   /* the custom pair that opened it (spec->pair), 0 if none */
@@ -395,10 +395,11 @@ struct usdtprof_thread_stack {
 	 * reading and hashing the text again; 0 when none is pending. */
 	__u64 sql_text;
 	__u64 sql_func;
-	/* This hit's call signature (owner_identity, Ruby's: the class and the
-	 * method name's pointer), kept by an entry's frame (its `call`): an exit
-	 * showing its top frame's takes that frame's function id without the
-	 * class's read and the verdict's chain; 0: none. */
+	/* This hit's call signature (Ruby's, owner_identity: the class and the
+	 * method name's pointer; PHP's, cached_ident_args: every argument),
+	 * kept by an entry's frame (its `call`): an exit showing its top
+	 * frame's takes that frame's function id, nothing more read
+	 * (exit_of_top_call); 0: none. */
 	__u64 hit_call;
 	/* The thread's last hit of a probe that passes clock reads (inband): the
 	 * program's read before it, and the clock in its program (the point that
