@@ -367,16 +367,6 @@ static __always_inline bool ident_cached(const struct usdtprof_probe_spec *spec)
 	return (spec->content_mask & USDTPROF_CONTENT_CACHED) && !spec->derived.used;
 }
 
-/* Whether a spec's hits give their call's signature (st->hit_call), which
- * an entry's frame keeps for its exit: Ruby's (owner_identity) and those
- * keyed through the thread's cache (cached_ident_args). */
-static __always_inline bool keeps_call(const struct usdtprof_probe_spec *spec)
-{
-	if (spec->ident != USDTPROF_IDENT_PTRS)
-		return false;
-	return ident_cached(spec) || usdtprof_owner_args_together(spec);
-}
-
 /* Whether an exit's call (st->hit_call) is its thread's top frame's, as
  * its entry showed it: then *func is that frame's function id, nothing more
  * read. Ruby's signature is the class and the method name's pointer, the
@@ -426,7 +416,6 @@ __noinline int owner_identity(struct pt_regs *ctx, const struct usdtprof_probe_s
 	hit->ident = 0;
 	hit->value = 0;
 	hit->whole = 0;
-	st->hit_call = 0;
 	d = &spec->derived;
 	if (!usdtprof_owner_args_together(spec))
 		return 0;

@@ -145,6 +145,7 @@ begin_hit(struct pt_regs *ctx, const struct usdtprof_probe_spec **spec, __u64 *f
 	st = thread_stack(task);
 	if (!st)
 		return 0;
+	st->hit_call = 0; /* set by an identity that gives one (exit_of_top_call) */
 	*func = hit_function(ctx, *spec, spec_index, st);
 	*now = clock_at_hit(ctx, *spec, st);
 	if (st->switched_out)
@@ -266,7 +267,7 @@ int usdt_entry(struct pt_regs *ctx)
 	if (f->sp)
 		f->site = site;
 	else
-		f->call = keeps_call(spec) ? st->hit_call : 0;
+		f->call = st->hit_call;
 	f->pair = spec->pair;
 	st->depth = d + 1;
 	return 0;
