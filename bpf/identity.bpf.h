@@ -375,7 +375,8 @@ static __always_inline bool ident_cached(const struct usdtprof_probe_spec *spec)
  * the same name of the class's singleton (Util.twice beside Util#twice),
  * whose entry was not seen, could show another's. PHP's is every argument
  * (function, class, file, line: the same at the return), its strings alive
- * while the call is. A thread past the tracked depth has no frame for the
+ * while the call is. CPython's is its frame's address, file and name
+ * (known_code). A thread past the tracked depth has no frame for the
  * call. */
 static __always_inline bool exit_of_top_call(struct usdtprof_thread_stack *st, __u64 *func)
 {
@@ -728,7 +729,13 @@ static __always_inline __u64 sql_statement(struct pt_regs *ctx, const struct usd
  * holds this code, run by this function object, with this name argument
  * (an interned string, alive with the code): then nothing more is read or
  * hashed. Otherwise runtime_function gives the slot to it once its id is
- * known, if it can be cached. The id, 0 for none. */
+ * known, if it can be cached. The id, 0 for none. An exit of the top
+ * frame's call takes that frame's id (exit_of_top_call): the call's
+ * signature is the frame's address with the file and name arguments, all
+ * in registers and the same at the return. No two live frames share an
+ * address: another call could show it only after the frame's own return
+ * went unseen, its entry unseen too, and its code's file and name the
+ * same strings. */
 static __noinline __u64 known_code(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
 				   struct usdtprof_thread_stack *st)
 {
@@ -738,10 +745,14 @@ static __noinline __u64 known_code(struct pt_regs *ctx, const struct usdtprof_pr
 	__u32 i;
 
 	st->code_slot = USDTPROF_CODE_CACHE; /* none */
-	if (!d->used || d->kind != USDTPROF_DERIVED_STRING || !d->func_qualname ||
-	    code_and_function(ctx, d, &object, &func) || !object)
+	if (!d->used || d->kind != USDTPROF_DERIVED_STRING || !d->func_qualname)
 		return 0;
 	name = read_arg_slow(ctx, &spec->args[d->proof_arg & (USDTPROF_MAX_IDENT_ARGS - 1)]);
+	st->hit_call = path_hash(path_hash(reg_value(ctx, d->reg), read_arg_slow(ctx, &spec->args[0])), name) | 1;
+	if (spec->role == USDTPROF_ROLE_EXIT && exit_of_top_call(st, &func))
+		return func;
+	if (code_and_function(ctx, d, &object, &func) || !object)
+		return 0;
 	i = ((object >> 4) ^ (object >> 12)) & (USDTPROF_CODE_CACHE - 1);
 	slot = &st->code_ids[i];
 	st->code_slot = i;

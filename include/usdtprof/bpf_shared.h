@@ -396,7 +396,8 @@ struct usdtprof_thread_stack {
 	__u64 sql_text;
 	__u64 sql_func;
 	/* This hit's call signature (Ruby's, owner_identity: the class and the
-	 * method name's pointer; PHP's, cached_ident_args: every argument),
+	 * method name's pointer; PHP's, cached_ident_args: every argument;
+	 * CPython's, known_code: the frame, file and name pointers),
 	 * kept by an entry's frame (its `call`): an exit showing its top
 	 * frame's takes that frame's function id, nothing more read
 	 * (exit_of_top_call); 0: none. */
