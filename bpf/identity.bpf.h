@@ -360,13 +360,6 @@ static __always_inline __u64 class_name_hash(__u64 name, bool anon, bool *keep)
 	return h;
 }
 
-/* Whether a runtime spec's function is its arguments' values and strings,
- * through the thread's cache (cached_ident_args: PHP's). */
-static __always_inline bool ident_cached(const struct usdtprof_probe_spec *spec)
-{
-	return (spec->content_mask & USDTPROF_CONTENT_CACHED) && !spec->derived.used;
-}
-
 /* Whether an exit's call (st->hit_call) is its thread's top frame's, as
  * its entry showed it: then *func is that frame's function id, nothing more
  * read. Ruby's signature is the class and the method name's pointer, the
@@ -638,7 +631,8 @@ static __noinline __u64 cached_ident_args(struct pt_regs *ctx, const struct usdt
 	}
 	/* The arguments are the same at a call's return (PHP's line too: where
 	 * the function starts), and its strings alive until then. */
-	st->hit_call = path_hash(ident_args_mix(&key), key.args[0]) | 1;
+	args_mix = ident_args_mix(&key);
+	st->hit_call = path_hash(args_mix, key.args[0]) | 1;
 	*whole = spec->role == USDTPROF_ROLE_EXIT && exit_of_top_call(st, &seen.func);
 	if (*whole)
 		return seen.func;
@@ -656,7 +650,6 @@ static __noinline __u64 cached_ident_args(struct pt_regs *ctx, const struct usdt
 			cacheable = false;
 		thread_check = (thread_check ^ digest[i]) * FNV_PRIME;
 	}
-	args_mix = ident_args_mix(&key);
 	slot = &st->code_ids[ident_slot_index(args_mix, key.args[0])];
 	if (cacheable && slot->code == key.args[0] && slot->code && slot->func == args_mix &&
 	    slot->name == thread_check && slot->id)
@@ -778,7 +771,8 @@ static __noinline __u64 runtime_function(struct pt_regs *ctx, const struct usdtp
 		h = sql_statement(ctx, spec, st, &known);
 		if (known)
 			return h;
-	} else if (ident_cached(spec)) {
+	} else if ((spec->content_mask & USDTPROF_CONTENT_CACHED) && !spec->derived.used) {
+		/* Its arguments' values and strings, through the thread's cache (PHP's). */
 		h = cached_ident_args(ctx, spec, st, &known);
 		if (known)
 			return h;
