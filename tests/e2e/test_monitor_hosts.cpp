@@ -301,6 +301,42 @@ std::vector<double> shares_of(const std::vector<usdtprof::Profile> &profiles, in
 	return shares;
 }
 
+// hot (whose probes cost most of its CPU once signalled) and nested beside it
+// under one `monitor -p HOT,OTHER -i 0.3 --budget 0.05 -o dir` (and more
+// arguments): built once the monitor samples hot, over its share
+// (sampling: that line).
+struct HotBeside {
+	Background hot, other;
+	const int p_hot, p_other;
+	Background mon;
+	std::string sampling;
+
+	HotBeside(const std::string &hot_wait, const std::string &other_wait, const std::string &dir,
+		  const std::vector<std::string> &more = {})
+		: hot({target("hot"), "--wait", hot_wait}), other({target("nested"), "--wait", other_wait}),
+		  p_hot(ready_pid(hot)), p_other(ready_pid(other)), mon(monitor_argv(dir, more))
+	{
+		mon.wait_for_line("monitoring", true);
+		REQUIRE(kill(p_hot, SIGUSR1) == 0);
+		sampling = mon.wait_for_line("sampling pid " + std::to_string(p_hot) + " ", true);
+	}
+
+private:
+	static int ready_pid(Background &b)
+	{
+		b.wait_for_line("ready");
+		return b.pid();
+	}
+	std::vector<std::string> monitor_argv(const std::string &dir, const std::vector<std::string> &more) const
+	{
+		std::vector<std::string> argv = {e2e::usdtprof(), "monitor", "-p",
+						 std::to_string(p_hot) + "," + std::to_string(p_other),
+						 "-i", "0.3", "--budget", "0.05", "-o", dir};
+		argv.insert(argv.end(), more.begin(), more.end());
+		return argv;
+	}
+};
+
 } // namespace
 
 TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled, the quiet one keeps every call; "
@@ -308,25 +344,18 @@ TEST_CASE("monitor -p A,B: one budget shared fairly: the hot process is sampled,
 	  "[monitor][hosts]")
 {
 	std::string dir = temp_dir() + "/fair";
-	Background hot({target("hot"), "--wait", "20"});
 	// quiet's calls last 3 s (300 outer calls of 10 ms, wall clock): about ten
 	// intervals, in which hot's windows (1% of 0.3 s, a few ms) catch some of
 	// its calls. On a loaded machine one window in four can pass with hot off
 	// its CPU: hot has no call in that interval, its file no hot.
-	Background quiet({target("nested"), "--wait", "300"});
-	hot.wait_for_line("ready");
-	quiet.wait_for_line("ready");
-	const int p_hot = hot.pid(), p_quiet = quiet.pid();
 	// nested's probes cost ~0.4% of its CPU (8 hits per 10 ms spun); hot's, most of its CPU.
-	Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(p_hot) + "," + std::to_string(p_quiet), "-i",
-			"0.3", "--budget", "0.05", "-o", dir, "--listen", "127.0.0.1:0"});
+	HotBeside two("20", "300", dir, {"--listen", "127.0.0.1:0"});
+	Background &mon = two.mon, &hot = two.hot, &quiet = two.other;
+	const int p_hot = two.p_hot, p_quiet = two.p_other;
 	const int port = metrics_port(mon);
-	mon.wait_for_line("monitoring", true);
-	REQUIRE(kill(p_hot, SIGUSR1) == 0);
 	// The hot one alone is sampled (its window cut as soon as its cost is seen) ...
-	std::string line = mon.wait_for_line("sampling pid " + std::to_string(p_hot) + " ", true);
-	INFO(line);
-	REQUIRE_THAT(line, Catch::Matchers::Contains("over its fair share of the budget"));
+	INFO(two.sampling);
+	REQUIRE_THAT(two.sampling, Catch::Matchers::Contains("over its fair share of the budget"));
 	// ... and /metrics says so of it alone, once an interval it was sampled in
 	// is published: quiet (labelled from its first interval, calls or not)
 	// stays at 1, and usdtprof_duty_cycle is the smallest share.
@@ -418,16 +447,9 @@ TEST_CASE("monitor -p A,B: every interval file has each process monitored in it 
 	std::string dir = temp_dir() + "/idle";
 	// hot: sampled (its probes cost most of its CPU), then paused between
 	// two calls: sampled and idle. nested: never signalled, idle all along.
-	Background hot({target("hot"), "--wait", "60"});
-	Background idle({target("nested"), "--wait", "20"});
-	hot.wait_for_line("ready");
-	idle.wait_for_line("ready");
-	const int p_hot = hot.pid(), p_idle = idle.pid();
-	Background mon({e2e::usdtprof(), "monitor", "-p", std::to_string(p_hot) + "," + std::to_string(p_idle), "-i",
-			"0.3", "--budget", "0.05", "-o", dir});
-	mon.wait_for_line("monitoring", true);
-	REQUIRE(kill(p_hot, SIGUSR1) == 0);
-	mon.wait_for_line("sampling pid " + std::to_string(p_hot) + " ", true);
+	HotBeside two("60", "20", dir);
+	Background &mon = two.mon, &hot = two.hot, &idle = two.other;
+	const int p_hot = two.p_hot, p_idle = two.p_other;
 	REQUIRE(kill(p_hot, SIGUSR2) == 0);
 	std::string paused = hot.wait_for_line("paused at call ");
 	// A window that saw no hit doubles: hot's windows grow to the whole
