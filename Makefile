@@ -93,7 +93,7 @@ DEB := $(OUTPUT)/usdtprof_$(VERSION)_$(shell dpkg --print-architecture 2>/dev/nu
 # A recipe that fails leaves no half-written target behind to pass for a built one.
 .DELETE_ON_ERROR:
 
-.PHONY: all deps test unit e2e demo bench bench-scale fuzz clean man install uninstall deb
+.PHONY: all deps test stress unit e2e demo bench bench-scale fuzz clean man install uninstall deb
 # Generated in chains of pattern rules: kept, not deleted as intermediates.
 # (Not a bare .SECONDARY:, which would also let a missing object of a new
 # source file go unbuilt.)
@@ -199,6 +199,13 @@ unit: $(OUTPUT)/unit_tests
 
 e2e: $(OUTPUT)/e2e_tests $(USDTPROF) $(TARGETS) $(GEN_PROFILE)
 	$(OUTPUT)/e2e_tests
+
+# make stress FILTER='name*,[tag]' [RUNS=20]: those e2e tests RUNS times
+# beside two CPU-bound processes (tools/stress.sh).
+stress: $(OUTPUT)/e2e_tests $(USDTPROF) $(TARGETS) $(GEN_PROFILE)
+	$(Q)test -n "$$FILTER" || { echo "usage: make stress FILTER='test name*,[tag]' [RUNS=20]" >&2; exit 2; }
+	$(Q)USDTPROF=$(abspath $(USDTPROF)) TARGETS=$(abspath $(OUTPUT)/targets) \
+		tools/stress.sh $(or $(RUNS),20) "$$FILTER" $(OUTPUT)/e2e_tests
 
 test: $(OUTPUT)/unit_tests $(OUTPUT)/e2e_tests $(USDTPROF) $(TARGETS) $(GEN_PROFILE) $(DEB)
 	$(Q)USDTPROF=$(abspath $(USDTPROF)) TARGETS=$(abspath $(OUTPUT)/targets) USDTPROF_DEB=$(abspath $(DEB)) \
