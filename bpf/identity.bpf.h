@@ -360,9 +360,9 @@ static __always_inline __u64 class_name_hash(__u64 name, bool anon, bool *keep)
 	return h;
 }
 
-/* Whether an exit's call (st->hit_call) is its thread's top frame's, as
- * its entry showed it: then *func is that frame's function id, nothing more
- * read. Ruby's signature is the class and the method name's pointer, the
+/* Whether a hit is an exit whose call (st->hit_call) is its thread's top
+ * frame's, as its entry showed it: then *func is that frame's function id,
+ * nothing more read. Ruby's signature is the class and the method name's pointer, the
  * same at a call's entry and exit (the class's name is not: Ruby makes it
  * anew, and a class without one can get one meanwhile); only a method of
  * the same name of the class's singleton (Util.twice beside Util#twice),
@@ -371,12 +371,13 @@ static __always_inline __u64 class_name_hash(__u64 name, bool anon, bool *keep)
  * while the call is. CPython's is its frame's address, file and name
  * (known_code). A thread past the tracked depth has no frame for the
  * call. */
-static __always_inline bool exit_of_top_call(struct usdtprof_thread_stack *st, __u64 *func)
+static __always_inline bool exit_of_top_call(const struct usdtprof_probe_spec *spec,
+					     struct usdtprof_thread_stack *st, __u64 *func)
 {
 	__u32 d = st->depth;
 	const struct usdtprof_frame *top;
 
-	if (d == 0 || d > USDTPROF_MAX_DEPTH || st->overflow)
+	if (spec->role != USDTPROF_ROLE_EXIT || d == 0 || d > USDTPROF_MAX_DEPTH || st->overflow)
 		return false;
 	top = &st->frames[(d - 1) & FRAME_MASK];
 	if (top->sp || !top->call || top->call != st->hit_call)
@@ -425,7 +426,7 @@ __noinline int owner_identity(struct pt_regs *ctx, const struct usdtprof_probe_s
 	if (!klass)
 		return 0;
 	st->hit_call = path_hash(klass, args[1]) | 1;
-	if (spec->role == USDTPROF_ROLE_EXIT && exit_of_top_call(st, &hit->whole))
+	if (exit_of_top_call(spec, st, &hit->whole))
 		return 0;
 	if (bpf_probe_read_user(cls, n + 8, (void *)klass))
 		return 0;
@@ -633,7 +634,7 @@ static __noinline __u64 cached_ident_args(struct pt_regs *ctx, const struct usdt
 	 * the function starts), and its strings alive until then. */
 	args_mix = ident_args_mix(&key);
 	st->hit_call = path_hash(args_mix, key.args[0]) | 1;
-	*whole = spec->role == USDTPROF_ROLE_EXIT && exit_of_top_call(st, &seen.func);
+	*whole = exit_of_top_call(spec, st, &seen.func);
 	if (*whole)
 		return seen.func;
 	for (i = 0; i < USDTPROF_MAX_IDENT_ARGS; i++) {
@@ -742,7 +743,7 @@ static __noinline __u64 known_code(struct pt_regs *ctx, const struct usdtprof_pr
 		return 0;
 	name = read_arg_slow(ctx, &spec->args[d->proof_arg & (USDTPROF_MAX_IDENT_ARGS - 1)]);
 	st->hit_call = path_hash(path_hash(reg_value(ctx, d->reg), read_arg_slow(ctx, &spec->args[0])), name) | 1;
-	if (spec->role == USDTPROF_ROLE_EXIT && exit_of_top_call(st, &func))
+	if (exit_of_top_call(spec, st, &func))
 		return func;
 	if (code_and_function(ctx, d, &object, &func) || !object)
 		return 0;
