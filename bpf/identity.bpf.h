@@ -563,27 +563,33 @@ static __always_inline __u32 ident_slot_index(__u64 args_mix, __u64 name)
 	return (path_hash(args_mix, name) >> 32) & (USDTPROF_CODE_CACHE - 1);
 }
 
-/* Text bytes a string check reads (after the 16 before the string). */
+/* Text bytes a string check reads (after the 24 before the string). */
 #define CHECK_TEXT 24
 
-/* The 16 bytes before a string (a zend_string's hash h and length) and its
- * first CHECK_TEXT bytes, in one read, mixed into *digest by FNV-1a's step on
- * 64-bit words (for a given word a bijection: two reads that differ in one
- * word never mix alike); the text's bytes from its length on are left out
- * (what follows a short string is other memory, which changes). False when
- * the digest proves nothing: unreadable, or a zero hash (PHP has not computed
- * it: methods' names) on a text longer than the bytes read. A zero first
- * byte is an empty literal ("", no class): read-only, it proves itself. */
-static __always_inline bool string_digest(__u64 addr, __u64 *digest)
+/* IS_STR_INTERNED (GC_IMMUTABLE, 1 << 6) in a zend_string's gc.u.type_info,
+ * the upper half of its first word (PHP 7.3 and later). */
+#define ZEND_STR_INTERNED (1ull << (32 + 6))
+
+/* The 24 bytes before a string (a zend_string's flags, hash h and length) and
+ * its first CHECK_TEXT bytes, in one read, mixed into *digest by FNV-1a's
+ * step on 64-bit words (for a given word a bijection: two reads that differ
+ * in one word never mix alike); the text's bytes from its length on are left
+ * out (what follows a short string is other memory, which changes). False
+ * when the digest proves nothing: unreadable, or a zero hash (PHP has not
+ * computed it: methods' names) on a text longer than the bytes read. A zero
+ * first byte is an empty literal ("", no class): read-only, it proves
+ * itself. Sets bit in *interned when PHP has interned it (freed only when
+ * its request ends). */
+static __always_inline bool string_digest(__u64 addr, __u64 *digest, __u32 *interned, int bit)
 {
-	__u64 w[2 + CHECK_TEXT / 8] = {}, len, c = FNV_OFFSET;
+	__u64 w[3 + CHECK_TEXT / 8] = {}, len, c = FNV_OFFSET;
 	int k;
 
-	if (bpf_probe_read_user(w, sizeof(w), (void *)(addr - 16)))
+	if (bpf_probe_read_user(w, sizeof(w), (void *)(addr - 24)))
 		return false;
-	len = w[1];
+	len = w[2];
 	for (k = 0; k < CHECK_TEXT / 8; k++) {
-		__u64 t = w[2 + k];
+		__u64 t = w[3 + k];
 
 		if (len <= 8 * k)
 			t = 0;
@@ -591,8 +597,9 @@ static __always_inline bool string_digest(__u64 addr, __u64 *digest)
 			t &= (1ull << (8 * (len - 8 * k))) - 1;
 		c = (c ^ t) * FNV_PRIME;
 	}
-	*digest = (((c ^ w[0]) * FNV_PRIME) ^ len) * FNV_PRIME;
-	return w[0] || !(__u8)w[2] || len <= CHECK_TEXT;
+	*digest = (((c ^ w[1]) * FNV_PRIME) ^ len) * FNV_PRIME;
+	*interned |= (__u32)((w[0] & ZEND_STR_INTERNED) >> (32 + 6)) << bit;
+	return w[1] || !(__u8)w[3] || len <= CHECK_TEXT;
 }
 
 /* Whether a string lies within [lo, hi), the thread's program's code and
@@ -601,7 +608,81 @@ static __always_inline bool string_digest(__u64 addr, __u64 *digest)
  * range): for the thread's slots its address is its check, nothing read. */
 static __always_inline bool in_text(__u64 addr, __u64 lo, __u64 hi)
 {
-	return addr - 16 >= lo && addr < hi && addr + CHECK_TEXT <= hi;
+	return addr - 24 >= lo && addr < hi && addr + CHECK_TEXT <= hi;
+}
+
+/* A thread's slot for a PHP function keeps in its code's top byte which of
+ * the strings it pinned (USDTPROF_CONTENT_PINNED): user addresses are below
+ * 2^47, so a pinned slot never matches an unpinned lookup, nor CPython's or
+ * Ruby's. */
+#define PIN_SHIFT 56
+#define PIN_ADDRESS ((1ull << PIN_SHIFT) - 1)
+
+/* The digests of a hit's content-keyed strings (into st->ident_digest),
+ * but of those within the program's text or in pins. False when one proves
+ * nothing; st->ident_interned: the strings read that PHP has interned. */
+__noinline int read_digests(const struct usdtprof_probe_spec *spec, struct usdtprof_thread_stack *st,
+			    const struct ident_cache_key *key, __u32 pins)
+{
+	bool proves = true;
+	int i;
+
+	if (!spec || !st || !key)
+		return 0;
+	st->ident_interned = 0;
+	for (i = 0; i < USDTPROF_MAX_IDENT_ARGS; i++) {
+		if (i >= spec->nargs)
+			break;
+		if (!(spec->content_mask & (1u << i)) || (pins & (1u << i)))
+			continue;
+		st->ident_digest[i] = 0;
+		if (in_text(key->args[i], st->text_lo, st->text_hi))
+			continue;
+		if (!string_digest(key->args[i], &st->ident_digest[i], &st->ident_interned, i))
+			proves = false;
+	}
+	return proves;
+}
+
+/* A thread slot's check: each content-keyed string within the program's
+ * text or pinned by its address, the others by their digest (read_digests);
+ * pinned ones only while the thread's names_epoch stays. */
+__noinline __u64 slot_check(const struct usdtprof_probe_spec *spec, const struct usdtprof_thread_stack *st,
+			    const struct ident_cache_key *key, __u32 pins)
+{
+	__u64 c;
+	int i;
+
+	if (!spec || !st || !key)
+		return 0;
+	c = pins ? path_hash(FNV_OFFSET, st->names_epoch) : FNV_OFFSET;
+
+	for (i = 0; i < USDTPROF_MAX_IDENT_ARGS; i++) {
+		if (i >= spec->nargs)
+			break;
+		if (!(spec->content_mask & (1u << i)))
+			continue;
+		if ((pins & (1u << i)) || in_text(key->args[i], st->text_lo, st->text_hi))
+			c = (c ^ key->args[i]) * FNV_PRIME;
+		else
+			c = (c ^ st->ident_digest[i]) * FNV_PRIME;
+	}
+	return c;
+}
+
+/* A known function's id from the thread's slot that pinned some of its
+ * strings, reading only the others; 0 when the slot does not hold it. */
+static __always_inline __u64 pinned_slot_id(const struct usdtprof_probe_spec *spec, struct usdtprof_thread_stack *st,
+					    const struct ident_cache_key *key, __u64 args_mix)
+{
+	const struct usdtprof_code_id *slot = &st->code_ids[ident_slot_index(args_mix, key->args[0])];
+	__u32 pins = slot->code >> PIN_SHIFT;
+
+	if (!pins || (slot->code & PIN_ADDRESS) != key->args[0] || slot->func != args_mix || !slot->id)
+		return 0;
+	if (!read_digests(spec, st, key, pins) || slot_check(spec, st, key, pins) != slot->name)
+		return 0;
+	return slot->id;
 }
 
 /* USDTPROF_CONTENT_CACHED: hash_ident_args() through the thread's code_ids
@@ -611,49 +692,54 @@ static __always_inline bool in_text(__u64 addr, __u64 lo, __u64 hi)
  * other bytes, a miss. A thread's slot (code: the function name's address;
  * func: the other arguments, mixed; name: the check; id) costs no process
  * id and no map lookup, and reads no literal of the thread's program (its
- * range kept in the thread's stack since its first hit in the program);
- * the process's cache outlives an exec, so its check takes every string's
- * digest: read once for both levels, literals read only on a slot's miss. */
+ * range kept in the thread's stack since its first hit in the program)
+ * nor, with USDTPROF_CONTENT_PINNED, a string PHP had interned when the
+ * slot was filled (pinned_slot_id); the process's cache outlives an exec, so
+ * its check takes every string's digest: read once for both levels,
+ * literals read only on a slot's miss. */
 static __noinline __u64 cached_ident_args(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
-					  struct usdtprof_thread_stack *st, bool *whole)
+				   struct usdtprof_thread_stack *st, bool *whole)
 {
-	struct ident_cache_key key = { .content_mask = spec->content_mask };
+	struct ident_cache_key key = {};
 	struct ident_cache_value seen = {}, *known;
 	struct usdtprof_code_id *slot;
-	bool cacheable = true, process_cacheable;
-	__u64 args_mix, thread_check = FNV_OFFSET, *digest = st->ident_digest;
-	__u64 lo = st->text_lo, hi = st->text_hi;
+	bool cacheable, process_cacheable;
+	__u64 args_mix, *digest = st->ident_digest;
+	__u32 pins;
 	int i;
 
+	if (!spec || !st || !whole)
+		return 0;
+	*whole = false;
+	key.content_mask = spec->content_mask;
+	/* The call's signature: the arguments in registers (PHP's function,
+	 * file and line; its class is on the stack, a read), the same at its
+	 * return (the line too: where the function starts), the strings alive
+	 * until then. A return needs no more. */
 	for (i = 0; i < USDTPROF_MAX_IDENT_ARGS; i++) {
 		if (i >= spec->nargs)
 			break;
-		key.args[i] = read_arg_slow(ctx, &spec->args[i]);
+		if (spec->args[i].kind != USDTPROF_ARG_REG_DEREF)
+			key.args[i] = read_arg_slow(ctx, &spec->args[i]);
 	}
-	/* The arguments are the same at a call's return (PHP's line too: where
-	 * the function starts), and its strings alive until then. */
-	args_mix = ident_args_mix(&key);
-	st->hit_call = path_hash(args_mix, key.args[0]) | 1;
+	st->hit_call = path_hash(ident_args_mix(&key), key.args[0]) | 1;
 	*whole = exit_of_top_call(spec, st, &seen.func);
 	if (*whole)
 		return seen.func;
 	for (i = 0; i < USDTPROF_MAX_IDENT_ARGS; i++) {
 		if (i >= spec->nargs)
 			break;
-		if (!(spec->content_mask & (1u << i)))
-			continue;
-		digest[i] = 0;
-		if (in_text(key.args[i], lo, hi)) {
-			thread_check = (thread_check ^ key.args[i]) * FNV_PRIME;
-			continue;
-		}
-		if (!string_digest(key.args[i], &digest[i]))
-			cacheable = false;
-		thread_check = (thread_check ^ digest[i]) * FNV_PRIME;
+		if (spec->args[i].kind == USDTPROF_ARG_REG_DEREF)
+			key.args[i] = read_arg_slow(ctx, &spec->args[i]);
 	}
+	args_mix = ident_args_mix(&key);
+	seen.func = pinned_slot_id(spec, st, &key, args_mix);
+	if (seen.func)
+		return seen.func;
+	cacheable = read_digests(spec, st, &key, 0);
 	slot = &st->code_ids[ident_slot_index(args_mix, key.args[0])];
 	if (cacheable && slot->code == key.args[0] && slot->code && slot->func == args_mix &&
-	    slot->name == thread_check && slot->id)
+	    slot->name == slot_check(spec, st, &key, 0) && slot->id)
 		return slot->id;
 	/* The literals' digests too (the others' were taken above). */
 	process_cacheable = cacheable;
@@ -663,7 +749,7 @@ static __noinline __u64 cached_ident_args(struct pt_regs *ctx, const struct usdt
 			break;
 		if (!(spec->content_mask & (1u << i)))
 			continue;
-		if (in_text(key.args[i], lo, hi) && !string_digest(key.args[i], &digest[i]))
+		if (in_text(key.args[i], st->text_lo, st->text_hi) && !string_digest(key.args[i], &digest[i], &st->ident_interned, i))
 			process_cacheable = false;
 		seen.check = (seen.check ^ digest[i]) * FNV_PRIME;
 	}
@@ -677,13 +763,15 @@ static __noinline __u64 cached_ident_args(struct pt_regs *ctx, const struct usdt
 			bpf_map_update_elem(&ident_cache, &key, &seen, BPF_ANY);
 	}
 	if (cacheable) {
-		/* Mixed again: kept across the calls above, they took the stack
-		 * over its 512 bytes. */
+		/* The digests of literals are in digest[] now: slot_check takes
+		 * their addresses. Mixed again: kept across the calls above, they
+		 * took the stack over its 512 bytes. */
+		pins = (spec->content_mask & USDTPROF_CONTENT_PINNED) ? st->ident_interned & 0xf : 0;
 		args_mix = ident_args_mix(&key);
 		slot = &st->code_ids[ident_slot_index(args_mix, key.args[0])];
-		slot->code = key.args[0];
+		slot->code = key.args[0] | ((__u64)pins << PIN_SHIFT);
 		slot->func = args_mix;
-		slot->name = thread_check;
+		slot->name = slot_check(spec, st, &key, pins);
 		slot->id = seen.func;
 	}
 	return seen.func;

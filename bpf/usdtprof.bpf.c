@@ -125,6 +125,16 @@ static __noinline bool count_process_hit(void)
 	return true;
 }
 
+/* USDTPROF_ROLE_FORGET_NAMES: the calling thread's pinned names go. A
+ * thread without a stack has none. */
+static __noinline void forget_names(void)
+{
+	struct usdtprof_thread_stack *st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
+
+	if (st)
+		st->names_epoch++;
+}
+
 /* What every hit does first: its probe's spec, the thread's stack, the
  * function (or task id), then the clock. The clock is read last, so creating
  * a thread's stack, capturing a name or hashing a query text is charged to
@@ -137,7 +147,15 @@ begin_hit(struct pt_regs *ctx, const struct usdtprof_probe_spec **spec, __u64 *f
 	__u32 spec_index;
 
 	*spec = probe_spec(ctx, &spec_index);
-	if (!*spec || READ_ONCE(paused))
+	if (!*spec)
+		return 0;
+	/* Before the pause and the process's window: names freed while the
+	 * probes are paused must not stay pinned. */
+	if ((*spec)->role == USDTPROF_ROLE_FORGET_NAMES) {
+		forget_names();
+		return 0;
+	}
+	if (READ_ONCE(paused))
 		return 0;
 	if (per_process && !count_process_hit())
 		return 0;
@@ -400,6 +418,8 @@ static __always_inline void drain_stack_at(struct usdtprof_thread_stack *st, str
 	st->overflow = 0;
 	st->sql_text = 0;
 	st->idle_since = now;
+	/* The probes are detached or going: a request may start unseen. */
+	st->names_epoch++;
 	/* A function entered before the attach and still running is not
 	 * recorded (it has not exited): its time so far ends here too. */
 	st->unknown_self = 0;

@@ -67,6 +67,10 @@ enum usdtprof_role {
 	 * beside the call tree (usdt_span); spec->pair is the span's id. */
 	USDTPROF_ROLE_SPAN_START,
 	USDTPROF_ROLE_SPAN_END,
+	/* Where the runtime may free the names its calls were pinned by
+	 * (USDTPROF_CONTENT_PINNED): PHP's request start. The hitting thread's
+	 * pins go (names_epoch); nothing else is done or recorded. */
+	USDTPROF_ROLE_FORGET_NAMES,
 };
 
 /* How a probe's arguments identify its function. */
@@ -282,6 +286,13 @@ struct usdtprof_probe_spec {
  * there) and its first 24: a string reused at the same address for other
  * text shows other bytes. */
 #define USDTPROF_CONTENT_CACHED (1u << 31)
+/* content_mask, with USDTPROF_CONTENT_CACHED: a string PHP has interned
+ * (IS_STR_INTERNED in its zend_string's flags) is never freed until the
+ * request ends, so a thread's slot pins it: later hits take it by its
+ * address, unread, until the thread's names_epoch moves (a
+ * USDTPROF_ROLE_FORGET_NAMES hit, or its stack drained: probes detached).
+ * Set only where the file has the probe of that role. */
+#define USDTPROF_CONTENT_PINNED (1u << 30)
 
 /* A function's captured name, keyed by (process, function id). */
 struct usdtprof_name_key {
@@ -427,7 +438,12 @@ struct usdtprof_thread_stack {
 	 * keyed by its caller) does not evict the code cached there. */
 	struct usdtprof_code_id code_hit;
 	__u32 code_slot; /* this hit's slot (known_code); USDTPROF_CODE_CACHE: none */
-	__u32 pad_code;
+	__u32 names_epoch; /* USDTPROF_CONTENT_PINNED: moves when pinned names may go */
+	/* This hit's strings PHP has interned, bit i for argument i (read_digests),
+	 * kept here: as a value, each of its 16 forms took a path of its own
+	 * through the verifier. */
+	__u32 ident_interned;
+	__u32 pad_ident;
 	/* The program's code and read-only data, [start_code, start_data) of
 	 * its mm, read at the thread's first hit in its program (the first
 	 * after an exec: flush_on_exec empties it and restarts the thread's

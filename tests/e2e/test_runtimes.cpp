@@ -280,6 +280,41 @@ TEST_CASE("php: a method name freed and its address reused for another name is a
 	REQUIRE(report["functions"].size() == 6); // {main}, __call, dyn0-3
 }
 
+// PHP frees the names it interned for a request when the request ends, and the next request's
+// take their addresses: PHP's built-in server (no opcache) serving x.php, rewritten between
+// requests with another class of the same length, gives Aaa and Bbb one address, and x.php's
+// name, which PHP does not intern, the same text. A thread's slot pins interned names until its
+// next php:request__startup (USDTPROF_CONTENT_PINNED): without that, Bbb::run was Aaa::run
+// after the first request (100 and 20 calls).
+TEST_CASE("php: names freed at a request's end and taken by the next request's are other functions", "[runtimes][names]")
+{
+	std::string dir = temp_dir(), port = std::to_string(free_port());
+	for (const char *cls : {"Aaa", "Bbb"})
+		std::ofstream(dir + "/" + cls + ".txt") << "<?php\nclass " << cls << " { function run($n) { return $n + 1; } }\n"
+							<< "$o = new " << cls << "; $t = 0;\n"
+							<< "for ($i = 0; $i < 20; $i++) $t += $o->run($i);\necho $t;\n";
+	Background php({"env", "USE_ZEND_DTRACE=1", "php", "-d", "opcache.enable=0", "-S", "127.0.0.1:" + port, "-t", dir});
+	php.wait_for_line("started", true);
+	std::string data = dir + "/profile.data";
+	Background rec({e2e::usdtprof(), "record", "-p", std::to_string(php.pid()), "-o", data});
+	rec.wait_for_line("recording", true);
+	Output client = run({"php", "-r",
+			     "for ($i = 0; $i < 3; $i++) foreach (['Aaa', 'Bbb'] as $c) { copy('" + dir +
+				     "/' . $c . '.txt', '" + dir + "/x.php'); echo file_get_contents('http://127.0.0.1:" +
+				     port + "/x.php'), ' '; }"});
+	REQUIRE(client.out == "210 210 210 210 210 210 ");
+	kill(php.pid(), SIGTERM);
+	php.wait();
+	int status = rec.wait();
+	INFO(rec.rest_of_stderr());
+	REQUIRE(status == 0);
+	auto report = report_json(data);
+	require_no_anomalies(report);
+	REQUIRE(function(report, "Aaa::run")["calls"] == 60);
+	REQUIRE(function(report, "Bbb::run")["calls"] == 60);
+	REQUIRE(function(report, "{main}")["calls"] == 6);
+}
+
 TEST_CASE("php: top-level code is {main}, a user function main() is main, each once", "[runtimes]")
 {
 	// Top-level code, a user function main(), an included file's top-level code, and

@@ -85,7 +85,7 @@ usdtprof_probe_spec probe_spec(const FoundSite &f)
 	case USDTPROF_IDENT_PTRS:
 	case USDTPROF_IDENT_SQL:
 		spec.nargs = uint32_t(std::min<size_t>(p.ident_args.size(), USDTPROF_MAX_IDENT_ARGS));
-		spec.content_mask = p.content_mask;
+		spec.content_mask = site_content_mask(p, f.file->sites);
 		spec.derived = site_derived(p, f.file->sites, f.site);
 		for (uint32_t i = 0; i < spec.nargs; i++)
 			spec.args[i] = site_arg(f, p.ident_args[i]);
@@ -102,6 +102,14 @@ usdtprof_probe_spec probe_spec(const FoundSite &f)
 }
 
 } // namespace
+
+uint32_t site_content_mask(const ProbeRole &probe, const std::vector<UsdtSite> &file_sites)
+{
+	bool forgets = std::any_of(file_sites.begin(), file_sites.end(), [&](const UsdtSite &s) {
+		return s.provider == probe.provider && s.name == probe.names_freed_at;
+	});
+	return forgets ? probe.content_mask : probe.content_mask & ~USDTPROF_CONTENT_PINNED;
+}
 
 // Our header's probes (usdtprof.h) pass the program's clock reads in
 // arguments 1 to 4 (1 to 3 from older headers), each an 8-byte register:
@@ -140,8 +148,11 @@ AttachedProbes attach_sites(Engine &engine, const std::vector<FoundSite> &sites,
 		if (!r && !(skip_gone && pid && has_exited(pid)))
 			throw UserError(r.error().message);
 	};
-	for (usdtprof_role role : {USDTPROF_ROLE_EXIT, USDTPROF_ROLE_TASK_END, USDTPROF_ROLE_SPAN_END, USDTPROF_ROLE_ENTRY,
-				   USDTPROF_ROLE_TASK_BEGIN, USDTPROF_ROLE_TASK_CREATE, USDTPROF_ROLE_SPAN_START}) {
+	// Where the runtime may free pinned names goes first: an entry never
+	// pins a name whose freeing would go unseen.
+	for (usdtprof_role role : {USDTPROF_ROLE_FORGET_NAMES, USDTPROF_ROLE_EXIT, USDTPROF_ROLE_TASK_END,
+				   USDTPROF_ROLE_SPAN_END, USDTPROF_ROLE_ENTRY, USDTPROF_ROLE_TASK_BEGIN,
+				   USDTPROF_ROLE_TASK_CREATE, USDTPROF_ROLE_SPAN_START}) {
 		std::map<std::pair<const TargetFile *, int>, std::vector<UprobeSite>> by_file;
 		for (const FoundSite &f : sites) {
 			if (f.probe.role != role || f.probe.semaphore_only)

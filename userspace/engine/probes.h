@@ -29,6 +29,11 @@ struct FoundSite {
 std::vector<FoundSite> find_sites(const std::vector<TargetFilePtr> &files, int pid, const std::vector<ProbeRole> &roles,
 				  size_t already = 0);
 
+// A probe's content_mask in a file whose sites are file_sites: without
+// USDTPROF_CONTENT_PINNED where the file has no probe names_freed_at (nothing
+// would tell when the runtime frees the names pinned).
+uint32_t site_content_mask(const ProbeRole &probe, const std::vector<UsdtSite> &file_sites);
+
 // The clock reads a site of our header passes (usdtprof_probe_spec.inband
 // and clock_args): none unless it is one.
 void place_clock_args(const FoundSite &f, usdtprof_probe_spec &spec);

@@ -56,15 +56,23 @@ ProbeRole constant(const char *provider, const char *name, usdtprof_role role, c
 // both once, in dtrace_execute_ex) keep them apart. The three strings are
 // zend_strings (or literals): a known function's hit is found in a cache by
 // their addresses, checked against each one's hash, length and first bytes
-// (USDTPROF_CONTENT_CACHED), instead of hashing them again.
+// (USDTPROF_CONTENT_CACHED), instead of hashing them again. Those PHP has
+// interned (functions' and classes' names; files' with opcache) stay until
+// the request ends: a thread's slot takes them by their address alone until
+// its next request starts (php:request__startup, USDTPROF_CONTENT_PINNED).
 std::vector<ProbeRole> php_roles()
 {
 	const std::vector<NamePart> parts = {{USDTPROF_PART_STR_PREFIXED, 0}, {USDTPROF_PART_STR, 1},
 					     {USDTPROF_PART_INT, 2}, {USDTPROF_PART_STR, 3}};
-	const uint32_t content = 0b111 | USDTPROF_CONTENT_PREFIXED(0) | USDTPROF_CONTENT_CACHED;
+	const uint32_t content =
+		0b111 | USDTPROF_CONTENT_PREFIXED(0) | USDTPROF_CONTENT_CACHED | USDTPROF_CONTENT_PINNED;
 	const std::vector<unsigned> ident = {0, 3, 1, 2}; // function, class, file, line
-	return {runtime("php", "function__entry", USDTPROF_ROLE_ENTRY, ident, content, parts, php_function_name),
-		runtime("php", "function__return", USDTPROF_ROLE_EXIT, ident, content, parts, php_function_name)};
+	std::vector<ProbeRole> roles = {
+		runtime("php", "function__entry", USDTPROF_ROLE_ENTRY, ident, content, parts, php_function_name),
+		runtime("php", "function__return", USDTPROF_ROLE_EXIT, ident, content, parts, php_function_name),
+		probe_role("php", "request__startup", USDTPROF_ROLE_FORGET_NAMES)};
+	roles[0].names_freed_at = roles[1].names_freed_at = "request__startup";
+	return roles;
 }
 
 std::string php_check(int pid)

@@ -223,6 +223,7 @@ const char *role_name(usdtprof_role role)
 	case USDTPROF_ROLE_TASK_BEGIN: return "task_begin";
 	case USDTPROF_ROLE_SPAN_START: return "span_start";
 	case USDTPROF_ROLE_SPAN_END: return "span_end";
+	case USDTPROF_ROLE_FORGET_NAMES: return "forget_names";
 	default: return "task_end";
 	}
 }

@@ -41,6 +41,10 @@ struct ProbeRole {
 	usdtprof_ident ident = USDTPROF_IDENT_NATIVE;
 	std::vector<unsigned> ident_args;         // IDENT_PTRS: hashed together; IDENT_SQL: the query text
 	uint32_t content_mask = 0;                // IDENT_PTRS: bit i: ident_args[i] is hashed by content
+	// USDTPROF_CONTENT_PINNED: the probe (of the same provider) at which
+	// the runtime may free the names pinned (a USDTPROF_ROLE_FORGET_NAMES
+	// role of the same preset); the pins are kept only in a file that has it.
+	std::string names_freed_at;
 	std::vector<NamePart> parts;              // IDENT_PTRS, IDENT_SQL: captured, at most USDTPROF_NAME_PARTS
 	NameFormat format = nullptr;              // IDENT_PTRS, IDENT_SQL
 	usdtprof_derived derived{};               // IDENT_PTRS: an identity beside the arguments (CPython's co_qualname)

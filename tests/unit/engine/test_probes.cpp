@@ -55,3 +55,26 @@ TEST_CASE("clock reads are taken only from our provider's sites, in 8-byte regis
 	place_clock_args(header_site({}), none);
 	CHECK(none.inband == 0);
 }
+
+// A PHP without php:request__startup would never say when it frees the names a thread pinned.
+TEST_CASE("names are pinned only in a file with the probe at which they are freed", "[probes]")
+{
+	ProbeRole entry;
+	entry.provider = "php";
+	entry.name = "function__entry";
+	entry.content_mask = 0b111 | USDTPROF_CONTENT_CACHED | USDTPROF_CONTENT_PINNED;
+	entry.names_freed_at = "request__startup";
+	auto site = [](const char *provider, const char *name) {
+		UsdtSite s;
+		s.provider = provider;
+		s.name = name;
+		return s;
+	};
+	CHECK(site_content_mask(entry, {site("php", "function__entry"), site("php", "request__startup")}) ==
+	      entry.content_mask);
+	CHECK(site_content_mask(entry, {site("php", "function__entry")}) == (0b111 | USDTPROF_CONTENT_CACHED));
+	CHECK(site_content_mask(entry, {site("php", "function__entry"), site("other", "request__startup")}) ==
+	      (0b111 | USDTPROF_CONTENT_CACHED));
+	entry.content_mask = 0b11;
+	CHECK(site_content_mask(entry, {}) == 0b11);
+}

@@ -389,9 +389,18 @@ TEST_CASE("php: closures are named by where they run, other functions as PHP nam
 	CHECK(closure("", 20) == "{closure:/srv/f.php:20}");
 	CHECK(closure("Foo", 12) == "Foo::{closure:/srv/f.php:12}");
 	CHECK(php_function_name(captured({{0, "run"}, {1, "/srv/f.php"}}, {{0, 3}, {2, 4}}), role).name == "run");
-	// The preset's identity covers the file and the line, the same at entry and return.
-	for (const ProbeRole &r : usdtprof::find_preset("php")->roles())
+	// The preset's identity covers the file and the line, the same at entry and return; the
+	// names it pins are forgotten at each request's start.
+	for (const ProbeRole &r : usdtprof::find_preset("php")->roles()) {
+		INFO(r.name);
+		if (r.role == USDTPROF_ROLE_FORGET_NAMES) {
+			CHECK(r.name == "request__startup");
+			continue;
+		}
 		CHECK(r.ident_args == std::vector<unsigned>{0, 3, 1, 2});
+		CHECK((r.content_mask & USDTPROF_CONTENT_PINNED));
+		CHECK(r.names_freed_at == "request__startup");
+	}
 }
 
 // Ruby names a class or module without a name by its address, a new one at every Class.new or
