@@ -127,19 +127,20 @@ std::string kind_name(const Signature &sig)
 // Strings a content or SQL identity reads: as long as typical names and
 // statements. The name has a header as PHP's zend_string has (flags, a hash,
 // set, and the length before the text), so a cached identity caches it as
-// it does the target's names. PHP interns functions' and classes' names,
-// but (without opcache) not files': a pinning identity's hits read the
-// file's name (its third string) as the target's do.
+// it does the target's names. Without opcache PHP interns classes' names,
+// not functions' nor files': a pinning identity's hits read those two and
+// take the class (its second string) by its address, as the target's do.
 struct HeadedString {
 	uint32_t refcount, flags;
 	uint64_t hash, length;
 	char text[24];
 };
-constexpr uint32_t kZendStringInterned = 1u << 6; // IS_STR_INTERNED
-const HeadedString kContentString = {1, kZendStringInterned, 0x8000000012345678, 23, "Calibration::probeCost_"};
-const HeadedString kFileString = {1, 0, 0x8000000087654321, 23, "/srv/app/Calibration.ph"};
+constexpr uint32_t kZendString = 0x16;               // IS_STRING | GC_NOT_COLLECTABLE
+constexpr uint32_t kZendStringInterned = 0x16 | 0x40; // and IS_STR_INTERNED
+const HeadedString kContentString = {1, kZendString, 0x8000000012345678, 23, "Calibration::probeCost_"};
+const HeadedString kClassString = {1, kZendStringInterned, 0x8000000087654321, 23, "CalibrationProbeCostCls"};
 const char *const kContentName = kContentString.text;
-const char *const kFileName = kFileString.text;
+const char *const kClassName = kClassString.text;
 const char kSqlText[] = "SELECT abalance FROM pgbench_accounts WHERE aid = 12345";
 constexpr uint64_t kIdentValue = 0x7fff12345678;
 const std::array<uint32_t, USDTPROF_MAX_IDENT_ARGS> kArgRegs = {USDTPROF_REG_DI, USDTPROF_REG_SI, USDTPROF_REG_DX,
@@ -223,8 +224,8 @@ usdtprof_probe_spec rewrite(usdtprof_probe_spec s, usdtprof_role role, KindPlan 
 		usdtprof_arg_spec &a = s.args[i];
 		bool text = s.ident == USDTPROF_IDENT_SQL || (s.content_mask & (1u << i));
 		uint64_t value = s.ident == USDTPROF_IDENT_SQL ? reinterpret_cast<uintptr_t>(kSqlText)
-				 : text && i >= 2 && (s.content_mask & USDTPROF_CONTENT_PINNED)
-					? reinterpret_cast<uintptr_t>(kFileName)
+				 : text && i == 1 && (s.content_mask & USDTPROF_CONTENT_PINNED)
+					? reinterpret_cast<uintptr_t>(kClassName)
 				 : text ? reinterpret_cast<uintptr_t>(kContentName)
 					: kIdentValue + i;
 		if (a.kind == USDTPROF_ARG_CONST)

@@ -57,7 +57,7 @@ ProbeRole constant(const char *provider, const char *name, usdtprof_role role, c
 // zend_strings (or literals): a known function's hit is found in a cache by
 // their addresses, checked against each one's hash, length and first bytes
 // (USDTPROF_CONTENT_CACHED), instead of hashing them again. Those PHP has
-// interned (functions' and classes' names; files' with opcache) stay until
+// interned (classes' names; functions' and files' too with opcache) stay until
 // the request ends: a thread's slot takes them by their address alone until
 // its next request starts (php:request__startup, USDTPROF_CONTENT_PINNED).
 std::vector<ProbeRole> php_roles()
