@@ -578,8 +578,8 @@ static __always_inline __u32 ident_slot_index(__u64 args_mix, __u64 name)
  * when the digest proves nothing: unreadable, or a zero hash (PHP has not
  * computed it: methods' names) on a text longer than the bytes read. A zero
  * first byte is an empty literal ("", no class): read-only, it proves
- * itself. Sets bit in *interned when PHP has interned it (freed only when
- * its request ends). */
+ * itself. Sets bit in *interned (unless NULL) when PHP has interned it
+ * (freed only when its request ends). */
 static __always_inline bool string_digest(__u64 addr, __u64 *digest, __u32 *interned, int bit)
 {
 	__u64 w[3 + CHECK_TEXT / 8] = {}, len, c = FNV_OFFSET;
@@ -598,7 +598,8 @@ static __always_inline bool string_digest(__u64 addr, __u64 *digest, __u32 *inte
 		c = (c ^ t) * FNV_PRIME;
 	}
 	*digest = (((c ^ w[1]) * FNV_PRIME) ^ len) * FNV_PRIME;
-	*interned |= (__u32)((w[0] & ZEND_STR_INTERNED) >> (32 + 6)) << bit;
+	if (interned)
+		*interned |= (__u32)((w[0] & ZEND_STR_INTERNED) >> (32 + 6)) << bit;
 	return w[1] || !(__u8)w[3] || len <= CHECK_TEXT;
 }
 
@@ -620,7 +621,9 @@ static __always_inline bool in_text(__u64 addr, __u64 lo, __u64 hi)
 
 /* The digests of a hit's content-keyed strings (into st->ident_digest),
  * but of those within the program's text or in pins. False when one proves
- * nothing; st->ident_interned: the strings read that PHP has interned. */
+ * nothing; st->ident_interned: the strings read that PHP has interned.
+ * Global (verified once, on its own), as slot_check: verified at each of
+ * their calls, the entry program passed the verifier's million instructions. */
 __noinline int read_digests(const struct usdtprof_probe_spec *spec, struct usdtprof_thread_stack *st,
 			    const struct ident_cache_key *key, __u32 pins)
 {
@@ -656,7 +659,6 @@ __noinline __u64 slot_check(const struct usdtprof_probe_spec *spec, const struct
 	if (!spec || !st || !key)
 		return 0;
 	c = pins ? path_hash(FNV_OFFSET, st->names_epoch) : FNV_OFFSET;
-
 	for (i = 0; i < USDTPROF_MAX_IDENT_ARGS; i++) {
 		if (i >= spec->nargs)
 			break;
@@ -698,9 +700,9 @@ static __always_inline __u64 pinned_slot_id(const struct usdtprof_probe_spec *sp
  * its check takes every string's digest: read once for both levels,
  * literals read only on a slot's miss. */
 static __noinline __u64 cached_ident_args(struct pt_regs *ctx, const struct usdtprof_probe_spec *spec,
-				   struct usdtprof_thread_stack *st, bool *whole)
+					  struct usdtprof_thread_stack *st, bool *whole)
 {
-	struct ident_cache_key key = {};
+	struct ident_cache_key key = { .content_mask = spec->content_mask };
 	struct ident_cache_value seen = {}, *known;
 	struct usdtprof_code_id *slot;
 	bool cacheable, process_cacheable;
@@ -708,10 +710,6 @@ static __noinline __u64 cached_ident_args(struct pt_regs *ctx, const struct usdt
 	__u32 pins;
 	int i;
 
-	if (!spec || !st || !whole)
-		return 0;
-	*whole = false;
-	key.content_mask = spec->content_mask;
 	/* The call's signature: the arguments in registers (PHP's function,
 	 * file and line; its class is on the stack, a read), the same at its
 	 * return (the line too: where the function starts), the strings alive
@@ -749,7 +747,7 @@ static __noinline __u64 cached_ident_args(struct pt_regs *ctx, const struct usdt
 			break;
 		if (!(spec->content_mask & (1u << i)))
 			continue;
-		if (in_text(key.args[i], st->text_lo, st->text_hi) && !string_digest(key.args[i], &digest[i], &st->ident_interned, i))
+		if (in_text(key.args[i], st->text_lo, st->text_hi) && !string_digest(key.args[i], &digest[i], NULL, 0))
 			process_cacheable = false;
 		seen.check = (seen.check ^ digest[i]) * FNV_PRIME;
 	}
@@ -763,9 +761,9 @@ static __noinline __u64 cached_ident_args(struct pt_regs *ctx, const struct usdt
 			bpf_map_update_elem(&ident_cache, &key, &seen, BPF_ANY);
 	}
 	if (cacheable) {
-		/* The digests of literals are in digest[] now: slot_check takes
-		 * their addresses. Mixed again: kept across the calls above, they
-		 * took the stack over its 512 bytes. */
+		/* slot_check takes literals by their addresses, as before their
+		 * digests were taken. Mixed again: kept across the calls above,
+		 * they took the stack over its 512 bytes. */
 		pins = (spec->content_mask & USDTPROF_CONTENT_PINNED) ? st->ident_interned & 0xf : 0;
 		args_mix = ident_args_mix(&key);
 		slot = &st->code_ids[ident_slot_index(args_mix, key.args[0])];
